@@ -1,0 +1,69 @@
+# Set-up, tests and builds. The whole set-up is `make demo` and `make test`.
+#
+#   make venv       project-local environments: .venv/b50 (Blender 5.0) and .venv/b42 (Blender 4.2 LTS)
+#   make wheels     download the numba + llvmlite wheels listed in blender_manifest.toml into wheels/
+#   make extension  build the per-platform extension zips into dist/
+#   make test       all of the above, then the test suite with Blender 5.0 and with Blender 4.2
+#   make demo       run the demo (demo/run_demo.py) with Blender 5.0
+#   make bench      run the benchmarks (bench/run_bench.py) with Blender 5.0
+#   make clean      remove environments, wheels, zips and caches
+
+PYTHON ?= python3.11
+
+B50 := .venv/b50
+B42 := .venv/b42
+B50_STAMP := $(B50)/.installed
+B42_STAMP := $(B42)/.installed
+
+.PHONY: venv wheels extension test demo bench clean
+
+venv: $(B50_STAMP) $(B42_STAMP)
+
+# The stamp is newer than the requirements file once the install succeeded, so re-running is instant.
+$(B50_STAMP): tools/requirements-b50.txt
+	@echo "== creating $(B50) (Blender 5.0) with $(PYTHON)"
+	rm -rf $(B50)
+	$(PYTHON) -m venv $(B50)
+	$(B50)/bin/python -m pip install --quiet -r tools/requirements-b50.txt
+	touch $@
+
+$(B42_STAMP): tools/requirements-b42.txt
+	@echo "== creating $(B42) (Blender 4.2 LTS) with $(PYTHON)"
+	rm -rf $(B42)
+	$(PYTHON) -m venv $(B42)
+	$(B42)/bin/python -m pip install --quiet -r tools/requirements-b42.txt
+	touch $@
+
+wheels:
+	$(PYTHON) tools/fetch_wheels.py
+
+extension: $(B50_STAMP) wheels
+	$(B50)/bin/python tools/build_extension.py
+
+# Both suites always run and the target fails if either fails. They run side by side (2 cores; numba compiles on
+# one): Blender 5.0's output streams live, Blender 4.2's is kept in .venv/b42/pytest.log and printed afterwards.
+bpy_version = $$($(1)/bin/python -c 'import importlib.metadata as m; print(m.version("bpy"))')
+
+test: venv wheels extension
+	@echo "== pytest with Blender $(call bpy_version,$(B42)) ($(B42)) started in the background"; \
+	$(B42)/bin/python -m pytest tests > $(B42)/pytest.log 2>&1 & b42_pid=$$!; \
+	echo "== pytest with Blender $(call bpy_version,$(B50)) ($(B50))"; \
+	$(B50)/bin/python -m pytest tests; b50_status=$$?; \
+	wait $$b42_pid; b42_status=$$?; \
+	echo "== pytest with Blender $(call bpy_version,$(B42)) ($(B42)), output of the background run:"; \
+	cat $(B42)/pytest.log; \
+	failed=""; \
+	if [ $$b50_status -ne 0 ]; then failed="$$failed Blender-5.0($(B50))"; fi; \
+	if [ $$b42_status -ne 0 ]; then failed="$$failed Blender-4.2($(B42))"; fi; \
+	if [ -n "$$failed" ]; then echo "== tests FAILED with:$$failed"; exit 1; fi; \
+	echo "== tests passed with Blender 5.0 and Blender 4.2"
+
+demo: $(B50_STAMP)
+	$(B50)/bin/python demo/run_demo.py
+
+bench: $(B50_STAMP)
+	$(B50)/bin/python bench/run_bench.py
+
+clean:
+	rm -rf .venv wheels dist build out .pytest_cache .hypothesis .numba_cache
+	find . -path ./.git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

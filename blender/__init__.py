@@ -1,0 +1,1 @@
+"""Blender-facing modules that are neither operators nor panels (see README.md)."""

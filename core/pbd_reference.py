@@ -1,0 +1,137 @@
+"""Plain-numpy reference of one PBD substep (the numba kernel ``kernels/pbd.py`` does the same, for tests).
+
+Written for reading: one muscle, one particle, one constraint at a time, with the equations of ``kernels/pbd.py``.
+Muscle-muscle collisions use the reference field of ``core/fusiform.py`` on the snapshot of the substep.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import profile as _profile
+from .axis import axis_geometry
+from .fusiform import MuscleProfile
+from .fusiform import field as fusiform_field
+
+
+def _profile_of(model, m, activation, eccentricity, width_scale, length) -> MuscleProfile:
+    ea0, eb0, ea1, eb1 = (int(e) for e in model.exponents[m])
+    a0, b0, a1, b1 = ea0 + 1, eb0 + 1, ea1 + 1, eb1 + 1
+    c0, c1 = _profile.profile_coefficients(a0, b0, a1, b1, activation[m])
+    u, v = _profile.ellipse_axes(eccentricity[m])
+    w = _profile.width_from_volume(model.volume[m], length, width_scale[m])
+    phi_max = _profile.profile_max(a0, b0, a1, b1, activation[m])
+    return MuscleProfile((ea0, eb0, ea1, eb1), c0, c1, w, u, v, w * u * phi_max)
+
+
+def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
+    """Advance ``x, v (P, 3)`` in place by substep ``sub`` of ``n_sub`` (``dt`` = substep length [s]).
+
+    control_arrays: ``(activation, stiffness, width_scale, eccentricity, ends, normals, caps, grid_inverse)`` as
+    prepared by ``PBDSolver._inputs``; state_in: the frame's input :class:`core.pbd.PBDState`.
+    """
+    s = model.settings
+    activation, stiffness, width_scale, eccentricity, ends, normals, caps, grid_inverse = control_arrays
+    if eccentricity is None:
+        eccentricity = np.zeros(model.muscle_count)
+    f0, f1 = sub / n_sub, (sub + 1) / n_sub
+    M = model.muscle_count
+    start = model.axis_start
+    # 1. snapshot, geometry and profile per muscle
+    snap = x.copy()
+    geos, profs = [], []
+    for m in range(M):
+        a, b = start[m], start[m + 1]
+        n0 = state_in.normals[m] + f0 * (normals[m] - state_in.normals[m])
+        geo = axis_geometry(snap[a:b], n0[0], n0[1])
+        geos.append(geo)
+        profs.append(_profile_of(model, m, activation, eccentricity, width_scale, geo.length))
+    # 2. solve each muscle
+    x_prev = x.copy()
+    damp = s.damping ** (dt / s.reference_dt) if s.xpbd else s.damping
+    ratio2 = (s.reference_dt / dt) ** 2
+    gravity = np.asarray(s.gravity, dtype=np.float64)
+    for m in range(M):
+        a, b = start[m], start[m + 1]
+        x[a] = state_in.endpoints[m, 0] + f1 * (ends[m, 0] - state_in.endpoints[m, 0])
+        x[b - 1] = state_in.endpoints[m, 1] + f1 * (ends[m, 1] - state_in.endpoints[m, 1])
+        for k in range(a + 1, b - 1):
+            if model.inv_mass[k] == 0.0:
+                continue
+            v[k] = damp * v[k] + gravity * dt
+            x[k] = x[k] + v[k] * dt
+        lam = np.zeros(b - a)
+        prof = profs[m]
+        for _ in range(s.iterations):
+            for k in range(a, b - 1):
+                wi, wj = model.inv_mass[k], model.inv_mass[k + 1]
+                W = wi + wj
+                stiff = s.tendon_stiffness if model.tendon[k] else stiffness[m]
+                if W == 0.0 or stiff <= 0.0:
+                    continue
+                n = x[k + 1] - x[k]
+                d = np.linalg.norm(n)
+                if d < 1e-12:
+                    continue
+                n = n / d
+                C = d - model.rest_length[k]
+                if s.xpbd:
+                    q = (1.0 - stiff) ** s.reference_iterations
+                    alpha = q / (1.0 - q) * model.w_ref[m] * ratio2
+                    dl = (-C - alpha * lam[k - a]) / (W + alpha)
+                    lam[k - a] += dl
+                    corr = -dl
+                else:
+                    corr = stiff * C / W
+                x[k] = x[k] + wi * corr * n
+                x[k + 1] = x[k + 1] - wj * corr * n
+            for k in range(a + 1, b - 1):
+                if model.inv_mass[k] == 0.0:
+                    continue
+                phi = prof.c0 * model.particle_s[k] ** prof.exponents[0] * (1 - model.particle_s[k]) ** prof.exponents[1] \
+                    + prof.c1 * model.particle_s[k] ** prof.exponents[2] * (1 - model.particle_s[k]) ** prof.exponents[3]
+                D = prof.width * phi
+                for ci in model.cap_index[model.cap_start[m]:model.cap_start[m + 1]]:
+                    p0 = state_in.capsules[ci, 0] + f1 * (caps[ci, 0] - state_in.capsules[ci, 0])
+                    p1 = state_in.capsules[ci, 1] + f1 * (caps[ci, 1] - state_in.capsules[ci, 1])
+                    e = p1 - p0
+                    t = 0.0 if e @ e == 0 else float(np.clip((x[k] - p0) @ e / (e @ e), 0.0, 1.0))
+                    dvec = x[k] - (p0 + t * e)
+                    dist = np.linalg.norm(dvec)
+                    C = dist - model.cap_radius[ci] - D
+                    if C < 0.0 and dist > 1e-12:
+                        _push(x, x_prev, k, C, dvec / dist, 1.0, s.friction)
+                for gi in model.grid_index[model.grid_start[m]:model.grid_start[m + 1]]:
+                    T = state_in.grid_inverse[gi] + f1 * (grid_inverse[gi] - state_in.grid_inverse[gi])
+                    local = T[:, :3] @ x[k] + T[:, 3]
+                    values = model.grid_values[model.grid_offset[gi]:model.grid_offset[gi + 1]].reshape(
+                        tuple(model.grid_dims[gi]))
+                    from .distance_grid import DistanceGrid
+                    f, g, inside = DistanceGrid(values, model.grid_origin[gi], model.grid_spacing[gi]).sample(local)
+                    if inside[0] and f[0] - D < 0.0:
+                        _push(x, x_prev, k, f[0] - D, T[:, :3].T @ g[0], 1.0, s.friction)
+                group = model.muscle_group[m]
+                if group >= 0:
+                    for o in model.group_members[model.group_start[group]:model.group_start[group + 1]]:
+                        if o == m:
+                            continue
+                        lo, hi = geos[o].points.min(axis=0), geos[o].points.max(axis=0)
+                        gap = np.maximum(np.maximum(lo - x[k], 0.0), x[k] - hi)
+                        reach = profs[o].width * profs[o].v * (profs[o].support / (profs[o].width * profs[o].u))
+                        if gap @ gap > (reach + D) ** 2:
+                            continue
+                        f, g, _ = fusiform_field(geos[o], profs[o], x[k])
+                        if f - D < 0.0:
+                            _push(x, x_prev, k, f - D, g, 0.5, s.friction)
+        for k in range(a + 1, b - 1):
+            if model.inv_mass[k] != 0.0:
+                v[k] = (x[k] - x_prev[k]) / dt
+
+
+def _push(x, x_prev, k, C, g, share, friction):
+    g2 = g @ g
+    if g2 < 1e-24:
+        return
+    x[k] = x[k] - C * share / g2 * g
+    n = g / np.sqrt(g2)
+    d = x[k] - x_prev[k]
+    x[k] = x[k] - friction * (d - (d @ n) * n)

@@ -1,0 +1,236 @@
+"""Numba kernel: axis geometry of many muscles at once (arc lengths, tangents, control normals, bounds).
+
+The same computation as ``core/axis.py`` (``axis_geometry``, ``vertex_tangents``, ``control_normals``, ``slerp``),
+for all muscles of a character after every PBD step (paper §6: "each muscle updates its control normals and its
+width from the new axis length"). Parallel over muscles; allocates only one small scratch array per muscle.
+
+Inputs: ``axis_start (M+1,) int64``, ``points (P, 3) float64 [m]``, ``end_normals (M, 2, 3)`` origin/insertion
+normals (any length, not parallel to the axis). Outputs as in ``kernels/fusiform.py``, plus ``out_length (M,)``
+and ``out_status (M,) int64``: ``STATUS_OK``, or why the geometry could not be built (the caller raises).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .fusiform import MIN_SEGMENT_LENGTH
+
+SLERP_SMALL_ANGLE = 1e-6
+DEGENERATE_NORMAL = 1e-6
+STATUS_OK = 0
+STATUS_ZERO_LENGTH = 1
+STATUS_ORIGIN_NORMAL_PARALLEL = 2
+STATUS_INSERTION_NORMAL_PARALLEL = 3
+STATUS_NO_NORMAL = 4
+STATUS_NOT_FINITE = 5
+
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
+
+
+@njit(**_JIT)
+def _slerp(ax, ay, az, bx, by, bz, t, kx, ky, kz):
+    """``core.axis.slerp`` on scalars; ``k`` is the fallback rotation axis for opposite vectors."""
+    dot = ax * bx + ay * by + az * bz
+    dot = min(max(dot, -1.0), 1.0)
+    if dot < -1.0 + 1e-9:
+        kn = math.sqrt(kx * kx + ky * ky + kz * kz)
+        kx /= kn
+        ky /= kn
+        kz /= kn
+        ang = math.pi * t
+        c = math.cos(ang)
+        s = math.sin(ang)
+        ka = kx * ax + ky * ay + kz * az
+        cx = ky * az - kz * ay
+        cy = kz * ax - kx * az
+        cz = kx * ay - ky * ax
+        return (ax * c + cx * s + kx * ka * (1.0 - c), ay * c + cy * s + ky * ka * (1.0 - c),
+                az * c + cz * s + kz * ka * (1.0 - c))
+    omega = math.acos(dot)
+    if omega < SLERP_SMALL_ANGLE:
+        mx = (1.0 - t) * ax + t * bx
+        my = (1.0 - t) * ay + t * by
+        mz = (1.0 - t) * az + t * bz
+        mn = math.sqrt(mx * mx + my * my + mz * mz)
+        return mx / mn, my / mn, mz / mn
+    so = math.sin(omega)
+    ca = math.sin((1.0 - t) * omega) / so
+    cb = math.sin(t * omega) / so
+    return ca * ax + cb * bx, ca * ay + cb * by, ca * az + cb * bz
+
+
+@njit(**_JIT)
+def _project_out(nx, ny, nz, tx, ty, tz):
+    """``n - (n.t) t`` and its length."""
+    d = nx * tx + ny * ty + nz * tz
+    mx = nx - d * tx
+    my = ny - d * ty
+    mz = nz - d * tz
+    return mx, my, mz, math.sqrt(mx * mx + my * my + mz * mz)
+
+
+@njit(**_JIT)
+def _one_axis(a, b, P, end_normals, m, cum, T, N, seg_t, seg_l, seg_a, bounds, defined):
+    count = b - a
+    for k in range(a, b):
+        for c in range(3):
+            if not math.isfinite(P[k, c]):
+                return 0.0, STATUS_NOT_FINITE
+    # arc lengths and segment tangents
+    cum[a] = 0.0
+    for k in range(a, b - 1):
+        dx = P[k + 1, 0] - P[k, 0]
+        dy = P[k + 1, 1] - P[k, 1]
+        dz = P[k + 1, 2] - P[k, 2]
+        L = math.sqrt(dx * dx + dy * dy + dz * dz)
+        seg_l[k] = L
+        if L > MIN_SEGMENT_LENGTH:
+            seg_t[k, 0] = dx / L
+            seg_t[k, 1] = dy / L
+            seg_t[k, 2] = dz / L
+        else:
+            seg_t[k, 0] = 0.0
+            seg_t[k, 1] = 0.0
+            seg_t[k, 2] = 0.0
+        cum[k + 1] = cum[k] + L
+    seg_l[b - 1] = 0.0
+    seg_a[b - 1] = 0.0
+    seg_t[b - 1, 0] = 0.0
+    seg_t[b - 1, 1] = 0.0
+    seg_t[b - 1, 2] = 0.0
+    length = cum[b - 1]
+    if length <= MIN_SEGMENT_LENGTH:
+        return length, STATUS_ZERO_LENGTH
+    # overall direction (fallback for collapsed chords), then vertex tangents (core.axis.vertex_tangents)
+    ox = P[b - 1, 0] - P[a, 0]
+    oy = P[b - 1, 1] - P[a, 1]
+    oz = P[b - 1, 2] - P[a, 2]
+    on = math.sqrt(ox * ox + oy * oy + oz * oz)
+    if on <= MIN_SEGMENT_LENGTH:
+        best = -1.0
+        for k in range(a, b):
+            lo = max(k - 1, a)
+            hi = min(k + 1, b - 1)
+            cx = P[hi, 0] - P[lo, 0]
+            cy = P[hi, 1] - P[lo, 1]
+            cz = P[hi, 2] - P[lo, 2]
+            cn = math.sqrt(cx * cx + cy * cy + cz * cz)
+            if cn > best:
+                best = cn
+                ox = cx
+                oy = cy
+                oz = cz
+        on = best
+    ox /= on
+    oy /= on
+    oz /= on
+    for k in range(a, b):
+        lo = max(k - 1, a)
+        hi = min(k + 1, b - 1)
+        cx = P[hi, 0] - P[lo, 0]
+        cy = P[hi, 1] - P[lo, 1]
+        cz = P[hi, 2] - P[lo, 2]
+        cn = math.sqrt(cx * cx + cy * cy + cz * cz)
+        if cn > MIN_SEGMENT_LENGTH:
+            T[k, 0] = cx / cn
+            T[k, 1] = cy / cn
+            T[k, 2] = cz / cn
+        else:
+            T[k, 0] = ox
+            T[k, 1] = oy
+            T[k, 2] = oz
+    # endpoint normals, orthogonal to the end tangents
+    n0x, n0y, n0z, n0n = _project_out(end_normals[m, 0, 0], end_normals[m, 0, 1], end_normals[m, 0, 2],
+                                      T[a, 0], T[a, 1], T[a, 2])
+    raw0 = math.sqrt(end_normals[m, 0, 0] ** 2 + end_normals[m, 0, 1] ** 2 + end_normals[m, 0, 2] ** 2)
+    if not n0n > DEGENERATE_NORMAL * max(raw0, 1.0):
+        return length, STATUS_ORIGIN_NORMAL_PARALLEL
+    n1x, n1y, n1z, n1n = _project_out(end_normals[m, 1, 0], end_normals[m, 1, 1], end_normals[m, 1, 2],
+                                      T[b - 1, 0], T[b - 1, 1], T[b - 1, 2])
+    raw1 = math.sqrt(end_normals[m, 1, 0] ** 2 + end_normals[m, 1, 1] ** 2 + end_normals[m, 1, 2] ** 2)
+    if not n1n > DEGENERATE_NORMAL * max(raw1, 1.0):
+        return length, STATUS_INSERTION_NORMAL_PARALLEL
+    n0x /= n0n
+    n0y /= n0n
+    n0z /= n0n
+    n1x /= n1n
+    n1y /= n1n
+    n1z /= n1n
+    chx = P[b - 1, 0] - P[a, 0]
+    chy = P[b - 1, 1] - P[a, 1]
+    chz = P[b - 1, 2] - P[a, 2]
+    if math.sqrt(chx * chx + chy * chy + chz * chz) <= MIN_SEGMENT_LENGTH:
+        chx = T[a, 0]
+        chy = T[a, 1]
+        chz = T[a, 2]
+    # control normals (core.axis.control_normals)
+    n_defined = 0
+    for k in range(a, b):
+        sx, sy, sz = _slerp(n0x, n0y, n0z, n1x, n1y, n1z, cum[k] / length, chx, chy, chz)
+        mx, my, mz, mn = _project_out(sx, sy, sz, T[k, 0], T[k, 1], T[k, 2])
+        if mn > DEGENERATE_NORMAL:
+            N[k, 0] = mx / mn
+            N[k, 1] = my / mn
+            N[k, 2] = mz / mn
+            defined[k - a] = True
+            n_defined += 1
+        else:
+            defined[k - a] = False
+    if n_defined == 0:
+        return length, STATUS_NO_NORMAL
+    if n_defined < count:
+        for k in range(a, b):
+            if defined[k - a]:
+                continue
+            lo = k - 1
+            while lo >= a and not defined[lo - a]:
+                lo -= 1
+            hi = k + 1
+            while hi < b and not defined[hi - a]:
+                hi += 1
+            if lo >= a and hi < b:
+                t = (cum[k] - cum[lo]) / max(cum[hi] - cum[lo], 1e-300)
+                sx, sy, sz = _slerp(N[lo, 0], N[lo, 1], N[lo, 2], N[hi, 0], N[hi, 1], N[hi, 2], t,
+                                    T[k, 0], T[k, 1], T[k, 2])
+            elif lo >= a:
+                sx, sy, sz = N[lo, 0], N[lo, 1], N[lo, 2]
+            else:
+                sx, sy, sz = N[hi, 0], N[hi, 1], N[hi, 2]
+            mx, my, mz, mn = _project_out(sx, sy, sz, T[k, 0], T[k, 1], T[k, 2])
+            if mn > DEGENERATE_NORMAL:
+                N[k, 0] = mx / mn
+                N[k, 1] = my / mn
+                N[k, 2] = mz / mn
+            else:
+                N[k, 0] = sx
+                N[k, 1] = sy
+                N[k, 2] = sz
+    for k in range(a, b - 1):
+        d = N[k, 0] * N[k + 1, 0] + N[k, 1] * N[k + 1, 1] + N[k, 2] * N[k + 1, 2]
+        seg_a[k] = math.acos(min(max(d, -1.0), 1.0))
+    for c in range(3):
+        lo_c = P[a, c]
+        hi_c = P[a, c]
+        for k in range(a + 1, b):
+            lo_c = min(lo_c, P[k, c])
+            hi_c = max(hi_c, P[k, c])
+        bounds[m, c] = lo_c
+        bounds[m, 3 + c] = hi_c
+    return length, STATUS_OK
+
+
+@njit(parallel=True, **_JIT)
+def axis_geometry(axis_start, points, end_normals, out_cumulative, out_tangent, out_normal, out_seg_tangent,
+                  out_seg_length, out_seg_angle, out_bounds, out_length, out_status):
+    """Geometry of every muscle axis (see the module docstring). Parallel over muscles."""
+    n_muscles = axis_start.shape[0] - 1
+    for m in prange(n_muscles):
+        a = axis_start[m]
+        b = axis_start[m + 1]
+        defined = np.empty(b - a, dtype=np.bool_)
+        length, status = _one_axis(a, b, points, end_normals, m, out_cumulative, out_tangent, out_normal,
+                                   out_seg_tangent, out_seg_length, out_seg_angle, out_bounds, defined)
+        out_length[m] = length
+        out_status[m] = status

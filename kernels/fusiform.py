@@ -1,0 +1,370 @@
+"""Numba kernel: fusiform muscle field value and gradient at many points for many muscles (paper §5.1).
+
+Line-for-line the computation of ``core/fusiform.py`` (the plain-numpy reference, with the equations), written on
+scalars so the inner loop allocates nothing. Muscles are packed as flat arrays with CSR offsets
+(see ``core/muscle_batch.py``):
+
+    axis_start: (M+1,) int64          muscle m owns axis vertices axis_start[m] .. axis_start[m+1]-1
+    axis_points: (P, 3) float64 [m]   axis vertices P_k
+    axis_cumulative: (P,) float64 [m] arc length S_k from the muscle's origin
+    axis_tangent: (P, 3) float64      vertex tangents T_k
+    axis_normal: (P, 3) float64       control normals n_k
+    seg_tangent: (P, 3) float64       t_k of the segment starting at vertex k (last row of a muscle unused)
+    seg_length: (P,) float64 [m]      L_k
+    seg_angle: (P,) float64 [rad]     angle between n_k and n_{k+1}
+    muscle_scalar: (M, NS) float64    length l, c0, c1, width w, u, v, support R, reach (see SCALAR_*)
+    muscle_exponent: (M, 4) int64     alpha0-1, beta0-1, alpha1-1, beta1-1
+    muscle_bounds: (M, 6) float64 [m] axis bounding box (min xyz, max xyz)
+
+Outputs ``values (Q, M)`` and ``grads (Q, M, 3)`` are written in place. Parallel over query points.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+MIN_SEGMENT_LENGTH = 1e-12
+SLERP_SMALL_ANGLE = 1e-6
+
+SCALAR_LENGTH = 0
+SCALAR_C0 = 1
+SCALAR_C1 = 2
+SCALAR_WIDTH = 3
+SCALAR_U = 4
+SCALAR_V = 5
+SCALAR_SUPPORT = 6
+SCALAR_REACH = 7
+"""Largest surface radius ``w v max(Phi)`` [m]: beyond ``reach + support`` from the axis box, ``K(f_M) = 0``."""
+SCALAR_COUNT = 8
+
+_JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "arcp", "nsz", "afn"})
+"""Fast-math subset that keeps IEEE semantics for NaN/inf (no ``nnan``/``ninf``), so guards still work: fused
+multiply-add, reciprocal multiplication, approximate libm functions. Kernel vs reference stays within 1e-12."""
+
+
+@njit(inline="always", **_JIT)
+def _monomial(ea, eb, s):
+    one_s = 1.0 - s
+    value = s ** ea * one_s ** eb
+    deriv = 0.0
+    if ea > 0:
+        deriv += ea * s ** (ea - 1) * one_s ** eb
+    if eb > 0:
+        deriv -= eb * s ** ea * one_s ** (eb - 1)
+    return value, deriv
+
+
+@njit(**_JIT)
+def _project(qx, qy, qz, P, L, t, S, l, start, end, reparam):
+    """Algorithm 1 on vertices ``start..end-1``. Returns ``(s, gsx, gsy, gsz)``."""
+    best = np.inf
+    j = -1
+    tau_j = 0.0
+    for k in range(start, end - 1):
+        Lk = L[k]
+        if Lk <= MIN_SEGMENT_LENGTH:
+            continue
+        dx = qx - P[k, 0]
+        dy = qy - P[k, 1]
+        dz = qz - P[k, 2]
+        tau = dx * t[k, 0] + dy * t[k, 1] + dz * t[k, 2]
+        tc = min(max(tau, 0.0), Lk)
+        ex = dx - tc * t[k, 0]
+        ey = dy - tc * t[k, 1]
+        ez = dz - tc * t[k, 2]
+        d2 = ex * ex + ey * ey + ez * ez
+        if d2 < best:
+            best = d2
+            j = k
+            tau_j = tau
+    Lj = L[j]
+    s_j = (S[j] + min(max(tau_j, 0.0), Lj)) / l
+    inside_j = tau_j > 0.0 and tau_j < Lj
+    if reparam and inside_j:
+        # neighbours whose projection is also inside their segment; keep the nearer one
+        k = -1
+        best_k = np.inf
+        for c in (j - 1, j + 1):
+            if c < start or c >= end - 1 or L[c] <= MIN_SEGMENT_LENGTH:
+                continue
+            dx = qx - P[c, 0]
+            dy = qy - P[c, 1]
+            dz = qz - P[c, 2]
+            tau = dx * t[c, 0] + dy * t[c, 1] + dz * t[c, 2]
+            if tau > 0.0 and tau < L[c]:
+                ex = dx - tau * t[c, 0]
+                ey = dy - tau * t[c, 1]
+                ez = dz - tau * t[c, 2]
+                d2 = ex * ex + ey * ey + ez * ez
+                if d2 < best_k:
+                    best_k = d2
+                    k = c
+        if k >= 0:
+            i0 = min(j, k)
+            i1 = i0 + 1
+            dx = qx - P[i1, 0]
+            dy = qy - P[i1, 1]
+            dz = qz - P[i1, 2]
+            d_t0 = dx * t[i0, 0] + dy * t[i0, 1] + dz * t[i0, 2]
+            d_t1 = dx * t[i1, 0] + dy * t[i1, 1] + dz * t[i1, 2]
+            a0 = -d_t0
+            a1 = d_t1
+            p0x = dx - d_t0 * t[i0, 0]
+            p0y = dy - d_t0 * t[i0, 1]
+            p0z = dz - d_t0 * t[i0, 2]
+            p1x = dx - d_t1 * t[i1, 0]
+            p1y = dy - d_t1 * t[i1, 1]
+            p1z = dz - d_t1 * t[i1, 2]
+            b0 = math.sqrt(p0x * p0x + p0y * p0y + p0z * p0z)
+            b1 = math.sqrt(p1x * p1x + p1y * p1y + p1z * p1z)
+            w0 = a0 * b1
+            w1 = a1 * b0
+            total = w0 + w1
+            if total > 0.0:
+                s0 = (S[i0] + (L[i0] + d_t0)) / l
+                s1 = (S[i1] + d_t1) / l
+                s = (w0 * s0 + w1 * s1) / total
+                g0x = -t[i0, 0] * b1
+                g0y = -t[i0, 1] * b1
+                g0z = -t[i0, 2] * b1
+                if b1 > 0.0:
+                    g0x += a0 * p1x / b1
+                    g0y += a0 * p1y / b1
+                    g0z += a0 * p1z / b1
+                g1x = t[i1, 0] * b0
+                g1y = t[i1, 1] * b0
+                g1z = t[i1, 2] * b0
+                if b0 > 0.0:
+                    g1x += a1 * p0x / b0
+                    g1y += a1 * p0y / b0
+                    g1z += a1 * p0z / b0
+                f0 = s0 - s
+                f1 = s1 - s
+                gsx = (w0 * t[i0, 0] / l + w1 * t[i1, 0] / l + f0 * g0x + f1 * g1x) / total
+                gsy = (w0 * t[i0, 1] / l + w1 * t[i1, 1] / l + f0 * g0y + f1 * g1y) / total
+                gsz = (w0 * t[i0, 2] / l + w1 * t[i1, 2] / l + f0 * g0z + f1 * g1z) / total
+                return s, gsx, gsy, gsz
+    if inside_j:
+        return s_j, t[j, 0] / l, t[j, 1] / l, t[j, 2] / l
+    return s_j, 0.0, 0.0, 0.0
+
+
+@njit(**_JIT)
+def _field_one(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, reparam):
+    """``f_M`` and its gradient for muscle ``m`` at ``q``: ``(f, gx, gy, gz)``."""
+    start = axis_start[m]
+    end = axis_start[m + 1]
+    l = scal[m, SCALAR_LENGTH]
+    s, gsx, gsy, gsz = _project(qx, qy, qz, P, L, t, S, l, start, end, reparam)
+
+    # --- frame at s (core/fusiform.py: frame_at) ---
+    arc = s * l
+    k = start
+    while k < end - 2 and S[k + 1] <= arc:
+        k += 1
+    while L[k] <= MIN_SEGMENT_LENGTH and k > start and arc <= S[k]:
+        k -= 1
+    while L[k] <= MIN_SEGMENT_LENGTH and k < end - 2:
+        k += 1
+    Lk = max(L[k], MIN_SEGMENT_LENGTH)
+    beta = min(max((arc - S[k]) / Lk, 0.0), 1.0)
+    dbeta = l / Lk
+    tkx = t[k, 0]
+    tky = t[k, 1]
+    tkz = t[k, 2]
+    hx = P[k, 0] + (arc - S[k]) * tkx
+    hy = P[k, 1] + (arc - S[k]) * tky
+    hz = P[k, 2] + (arc - S[k]) * tkz
+    # tangent T(s): normalised lerp of vertex tangents
+    Mx = (1.0 - beta) * T[k, 0] + beta * T[k + 1, 0]
+    My = (1.0 - beta) * T[k, 1] + beta * T[k + 1, 1]
+    Mz = (1.0 - beta) * T[k, 2] + beta * T[k + 1, 2]
+    Mn = math.sqrt(Mx * Mx + My * My + Mz * Mz)
+    Tx = Mx / Mn
+    Ty = My / Mn
+    Tz = Mz / Mn
+    ex = T[k + 1, 0] - T[k, 0]
+    ey = T[k + 1, 1] - T[k, 1]
+    ez = T[k + 1, 2] - T[k, 2]
+    te = Tx * ex + Ty * ey + Tz * ez
+    dTx = (ex - Tx * te) / Mn * dbeta
+    dTy = (ey - Ty * te) / Mn * dbeta
+    dTz = (ez - Tz * te) / Mn * dbeta
+    # normal n(s): slerp of control normals
+    om = A[k]
+    if om < SLERP_SMALL_ANGLE:
+        mx = (1.0 - beta) * N[k, 0] + beta * N[k + 1, 0]
+        my = (1.0 - beta) * N[k, 1] + beta * N[k + 1, 1]
+        mz = (1.0 - beta) * N[k, 2] + beta * N[k + 1, 2]
+        mn = math.sqrt(mx * mx + my * my + mz * mz)
+        nnx = mx / mn
+        nny = my / mn
+        nnz = mz / mn
+        ex = N[k + 1, 0] - N[k, 0]
+        ey = N[k + 1, 1] - N[k, 1]
+        ez = N[k + 1, 2] - N[k, 2]
+        ne = nnx * ex + nny * ey + nnz * ez
+        dnx = (ex - nnx * ne) / mn
+        dny = (ey - nny * ne) / mn
+        dnz = (ez - nnz * ne) / mn
+    else:
+        # slerp as a rotation in the plane of n_k, n_{k+1}: n = cos(beta om) n_k + sin(beta om) e,
+        # e = (n_{k+1} - cos(om) n_k) / sin(om); two trig calls instead of four
+        so = math.sin(om)
+        co = math.cos(om)
+        ex = (N[k + 1, 0] - co * N[k, 0]) / so
+        ey = (N[k + 1, 1] - co * N[k, 1]) / so
+        ez = (N[k + 1, 2] - co * N[k, 2]) / so
+        cb = math.cos(beta * om)
+        sb = math.sin(beta * om)
+        nnx = cb * N[k, 0] + sb * ex
+        nny = cb * N[k, 1] + sb * ey
+        nnz = cb * N[k, 2] + sb * ez
+        dnx = om * (cb * ex - sb * N[k, 0])
+        dny = om * (cb * ey - sb * N[k, 1])
+        dnz = om * (cb * ez - sb * N[k, 2])
+    dnx *= dbeta
+    dny *= dbeta
+    dnz *= dbeta
+    # orthogonalise against T(s)
+    nT = nnx * Tx + nny * Ty + nnz * Tz
+    dnT = dnx * Tx + dny * Ty + dnz * Tz
+    ndT = nnx * dTx + nny * dTy + nnz * dTz
+    mx = nnx - nT * Tx
+    my = nny - nT * Ty
+    mz = nnz - nT * Tz
+    dmx = dnx - dnT * Tx - ndT * Tx - nT * dTx
+    dmy = dny - dnT * Ty - ndT * Ty - nT * dTy
+    dmz = dnz - dnT * Tz - ndT * Tz - nT * dTz
+    mn = math.sqrt(mx * mx + my * my + mz * mz)
+    nx = mx / mn
+    ny = my / mn
+    nz = mz / mn
+    ndm = nx * dmx + ny * dmy + nz * dmz
+    dpx = (dmx - nx * ndm) / mn
+    dpy = (dmy - ny * ndm) / mn
+    dpz = (dmz - nz * ndm) / mn
+    bx = Ty * nz - Tz * ny
+    by = Tz * nx - Tx * nz
+    bz = Tx * ny - Ty * nx
+    dbx = (dTy * nz - dTz * ny) + (Ty * dpz - Tz * dpy)
+    dby = (dTz * nx - dTx * nz) + (Tz * dpx - Tx * dpz)
+    dbz = (dTx * ny - dTy * nx) + (Tx * dpy - Ty * dpx)
+
+    # --- field (core/fusiform.py: field) ---
+    Dx = qx - hx
+    Dy = qy - hy
+    Dz = qz - hz
+    rho = math.sqrt(Dx * Dx + Dy * Dy + Dz * Dz)
+    if rho > 0.0:
+        Dhx = Dx / rho
+        Dhy = Dy / rho
+        Dhz = Dz / rho
+    else:
+        Dhx = 0.0
+        Dhy = 0.0
+        Dhz = 0.0
+    c = l * (tkx * Dhx + tky * Dhy + tkz * Dhz)
+    grx = Dhx - gsx * c
+    gry = Dhy - gsy * c
+    grz = Dhz - gsz * c
+    x = Dx * nx + Dy * ny + Dz * nz
+    y = Dx * bx + Dy * by + Dz * bz
+    u = scal[m, SCALAR_U]
+    v = scal[m, SCALAR_V]
+    rxy2 = x * x + y * y
+    if rxy2 > 0.0:
+        Q = u * u * x * x + v * v * y * y
+        rxy = math.sqrt(rxy2)
+        sq = math.sqrt(Q)
+        r = u * v * rxy / sq
+        common = u * v / (rxy * Q * sq)
+        r_x = common * x * (v * v - u * u) * y * y
+        r_y = common * y * (u * u - v * v) * x * x
+    else:
+        r = 1.0
+        r_x = 0.0
+        r_y = 0.0
+    cx = -l * (tkx * nx + tky * ny + tkz * nz) + (Dx * dpx + Dy * dpy + Dz * dpz)
+    cy = -l * (tkx * bx + tky * by + tkz * bz) + (Dx * dbx + Dy * dby + Dz * dbz)
+    gxx = nx + gsx * cx
+    gxy = ny + gsy * cx
+    gxz = nz + gsz * cx
+    gyx = bx + gsx * cy
+    gyy = by + gsy * cy
+    gyz = bz + gsz * cy
+    v0, d0 = _monomial(expo[m, 0], expo[m, 1], s)
+    v1, d1 = _monomial(expo[m, 2], expo[m, 3], s)
+    c0 = scal[m, SCALAR_C0]
+    c1 = scal[m, SCALAR_C1]
+    Phi = c0 * v0 + c1 * v1
+    dPhi = c0 * d0 + c1 * d1
+    w = scal[m, SCALAR_WIDTH]
+    f = rho - w * Phi * r
+    a = w * dPhi * r
+    b = w * Phi
+    gx = grx - (a * gsx + b * (r_x * gxx + r_y * gyx))
+    gy = gry - (a * gsy + b * (r_x * gxy + r_y * gyy))
+    gz = grz - (a * gsz + b * (r_x * gxz + r_y * gyz))
+    return f, gx, gy, gz
+
+
+@njit(inline="always", **_JIT)
+def _compact(f, gx, gy, gz, R):
+    """Thesis eq. (3.1): ``K(f)`` and ``K'(f) grad f``."""
+    x = f / R
+    if x <= -1.0:
+        return 1.0, 0.0, 0.0, 0.0
+    if x >= 1.0:
+        return 0.0, 0.0, 0.0, 0.0
+    x2 = x * x
+    k = x * (x2 * (-3.0 / 16.0 * x2 + 5.0 / 8.0) - 15.0 / 16.0) + 0.5
+    one = 1.0 - x2
+    dk = -15.0 / 16.0 * one * one / R
+    return k, dk * gx, dk * gy, dk * gz
+
+
+@njit(inline="always", **_JIT)
+def _box_distance2(qx, qy, qz, box):
+    dx = max(box[0] - qx, 0.0, qx - box[3])
+    dy = max(box[1] - qy, 0.0, qy - box[4])
+    dz = max(box[2] - qz, 0.0, qz - box[5])
+    return dx * dx + dy * dy + dz * dz
+
+
+@njit(parallel=True, **_JIT)
+def muscle_field(queries, axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent,
+                 seg_length, seg_angle, muscle_scalar, muscle_exponent, muscle_bounds, compact, reparam,
+                 out_values, out_grads):
+    """Field value and gradient of every muscle at every query point.
+
+    queries: (Q, 3) float64 [m]. compact: bool, apply ``K`` of thesis eq. (3.1) with radius ``R`` (then points
+    farther than ``reach + R`` from a muscle's axis box get exactly 0 without evaluation). reparam: bool, use
+    Algorithm 1 (``False``: plain orthogonal projection, for comparison only).
+    out_values: (Q, M) float64, out_grads: (Q, M, 3) float64.
+    """
+    n_muscles = muscle_scalar.shape[0]
+    for i in prange(queries.shape[0]):
+        qx = queries[i, 0]
+        qy = queries[i, 1]
+        qz = queries[i, 2]
+        for m in range(n_muscles):
+            if compact:
+                cut = muscle_scalar[m, SCALAR_REACH] + muscle_scalar[m, SCALAR_SUPPORT]
+                if _box_distance2(qx, qy, qz, muscle_bounds[m]) > cut * cut:
+                    out_values[i, m] = 0.0
+                    out_grads[i, m, 0] = 0.0
+                    out_grads[i, m, 1] = 0.0
+                    out_grads[i, m, 2] = 0.0
+                    continue
+            f, gx, gy, gz = _field_one(qx, qy, qz, m, axis_start, axis_points, axis_cumulative, axis_tangent,
+                                       axis_normal, seg_tangent, seg_length, seg_angle, muscle_scalar,
+                                       muscle_exponent, reparam)
+            if compact:
+                f, gx, gy, gz = _compact(f, gx, gy, gz, muscle_scalar[m, SCALAR_SUPPORT])
+            out_values[i, m] = f
+            out_grads[i, m, 0] = gx
+            out_grads[i, m, 1] = gy
+            out_grads[i, m, 2] = gz

@@ -1,0 +1,313 @@
+"""Numba kernels: Position Based Dynamics of all muscle axes of a character (paper §6, thesis ch. 5).
+
+One call runs substeps ``k0 .. k1-1`` of a frame split into ``n_sub`` substeps of ``dt`` seconds. Each substep:
+
+1. (parallel over muscles) snapshot every axis: its length gives the width ``w`` (volume law) and so the particle
+   radii ``D_i = w Phi_a(s_i)``; muscles in a collision group also rebuild their geometry (``kernels/axis.py``),
+   which is the field other muscles collide against. Everything a muscle reads of another comes from this snapshot,
+   so muscles are solved in parallel and the result does not depend on thread scheduling (bit-identical runs).
+2. (parallel over muscles) for each muscle, in Gauss-Seidel order (paper §6.1):
+   - kinematic endpoints move to their targets, interpolated within the frame;
+   - inner particles: ``v <- mu v + g dt``, ``p <- p + v dt`` (thesis §5.2.1);
+   - ``iterations`` times: distance constraints ``C = |p_k p_{k+1}| - d0`` along the axis (tendons: first and
+     last 10 % of the rest length, ``d0`` = rest length, stiffness ``k_t``; belly: ``d0`` = 2 % of the rest length,
+     stiffness ``k`` of the muscle), then collisions ``C = f(p) - D_i >= 0`` against bone capsules, bone distance
+     grids and the other muscles of its collision group (``f_M`` of the snapshot; each side takes half), each
+     contact followed by tangential friction ``dp <- dp - eta dp_T`` (thesis §5.3.3, on the substep displacement);
+   - ``v <- (p - p_prev) / dt``.
+
+PBD mode (paper): a constraint moves its particles by ``k C / (w_i + w_j)``; damping ``mu`` per substep.
+XPBD mode (Macklin et al. 2016): per-constraint ``lambda``, ``alpha~ = alpha / dt^2``,
+``dlambda = (-C - alpha~ lambda) / (w_i + w_j + alpha~)``; damping ``mu^(dt/dt_ref)``. The artist's ``k`` maps to
+the compliance ``alpha = q / (1 - q) w_ref dt_ref^2`` with ``q = (1-k)^n_ref``, ``w_ref = 2 / (mean inner particle
+mass)`` of the muscle and ``n_ref`` the reference iteration count: on one constraint between two average particles,
+PBD with ``n_ref`` sweeps leaves ``(1-k)^n_ref`` of the error per substep and XPBD leaves ``alpha~ / (W + alpha~)``,
+the same at ``dt = dt_ref`` (10 substeps of a 24 fps frame; ``n_ref = 1`` by default: the first sweep of each
+substep matches). More sweeps make PBD stiffer (paper §8.6) while XPBD only converges closer to its compliance. Away from it XPBD keeps the same physical stiffness and damping, PBD does not (the limitation of paper
+§8.6). The compliance does not depend on the particles' masses, so tension is the same along the axis at rest and
+the light particles near the tendons are not pulled apart (with the paper's PBD they are: a mass-weighted
+Gauss-Seidel fixed point). ``k = 0`` disables a constraint, ``k = 1`` makes it rigid.
+
+Arrays (``P`` particles, ``M`` muscles, ``B`` capsules, ``G`` grids), positions [m], velocities [m/s]:
+    x, v: (P, 3)                        state, updated in place
+    inv_mass: (P,) [1/kg]               0 for kinematic endpoints
+    w_ref: (M,) [1/kg]                  XPBD reference inverse mass sum of each muscle
+    particle_s: (P,)                    rest arc-length parameter of each particle
+    rest_length: (P,) [m]               rest length of constraint (k, k+1); last row of a muscle unused
+    tendon: (P,) bool                   constraint (k, k+1) is a tendon
+    belly_stiffness: (M,)               artist stiffness k in [0, 1]
+    group_start (Gm+1,), group_members  CSR: muscles of each collision group; muscle_group (M,) (-1: none)
+    cap_start (M+1,), cap_index         CSR: capsules each muscle collides with
+    cap_prev, cap_cur: (B, 2, 3) [m]    capsule segment ends at the previous and current frame; cap_radius (B,)
+    grid_start (M+1,), grid_index       CSR: bone grids each muscle collides with
+    grid_values (sum cells,), grid_offset (G+1,), grid_dims (G, 3), grid_origin (G, 3), grid_spacing (G, 3)
+    grid_inv_prev, grid_inv_cur: (G, 3, 4)  world -> grid (bone rest) rigid transforms
+    end_prev, end_cur: (M, 2, 3) [m]    endpoint targets; normal_prev, normal_cur: (M, 2, 3) endpoint normals
+    scratch: x_prev (P, 3), lam (P,)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .axis import STATUS_OK, STATUS_ZERO_LENGTH, _one_axis
+from .fusiform import (SCALAR_C0, SCALAR_C1, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_WIDTH, _box_distance2, _field_one,
+                       _monomial)
+from .grid import sample_trilinear
+
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
+
+MIN_DISTANCE = 1e-12
+
+
+@njit(**_JIT)
+def _radius(m, s, expo, scal):
+    """Particle radius ``D = w Phi_a(s)`` (paper §6.3)."""
+    v0, _ = _monomial(expo[m, 0], expo[m, 1], s)
+    v1, _ = _monomial(expo[m, 2], expo[m, 3], s)
+    return scal[m, SCALAR_WIDTH] * (scal[m, SCALAR_C0] * v0 + scal[m, SCALAR_C1] * v1)
+
+
+@njit(**_JIT)
+def _push(x, x_prev, k, cx, gx, gy, gz, share, friction):
+    """Resolve ``C = cx < 0`` along gradient ``g`` (Newton step, ``share`` of it), then tangential friction."""
+    g2 = gx * gx + gy * gy + gz * gz
+    if g2 < 1e-24:
+        return
+    s = -cx * share / g2
+    x[k, 0] += s * gx
+    x[k, 1] += s * gy
+    x[k, 2] += s * gz
+    gn = math.sqrt(g2)
+    nx = gx / gn
+    ny = gy / gn
+    nz = gz / gn
+    dx = x[k, 0] - x_prev[k, 0]
+    dy = x[k, 1] - x_prev[k, 1]
+    dz = x[k, 2] - x_prev[k, 2]
+    dn = dx * nx + dy * ny + dz * nz
+    x[k, 0] -= friction * (dx - dn * nx)
+    x[k, 1] -= friction * (dy - dn * ny)
+    x[k, 2] -= friction * (dz - dn * nz)
+
+
+@njit(**_JIT)
+def _solve_muscle(m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length, tendon, belly_stiffness,
+                  tendon_stiffness, xpbd, iterations, reference_iterations, dt, dt_ref, mu, gravity, friction, f1,
+                  end_prev, end_cur, muscle_group, group_start, group_members,
+                  cap_start, cap_index, cap_prev, cap_cur, cap_radius,
+                  grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
+                  grid_inv_prev, grid_inv_cur,
+                  axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds):
+    a = axis_start[m]
+    b = axis_start[m + 1]
+    for k in range(a, b):
+        for c in range(3):
+            x_prev[k, c] = x[k, c]
+    for c in range(3):
+        x[a, c] = end_prev[m, 0, c] + f1 * (end_cur[m, 0, c] - end_prev[m, 0, c])
+        x[b - 1, c] = end_prev[m, 1, c] + f1 * (end_cur[m, 1, c] - end_prev[m, 1, c])
+    damp = mu ** (dt / dt_ref) if xpbd else mu
+    for k in range(a + 1, b - 1):
+        if inv_mass[k] == 0.0:
+            continue
+        for c in range(3):
+            v[k, c] = damp * v[k, c] + gravity[c] * dt
+            x[k, c] += v[k, c] * dt
+    for k in range(a, b):
+        lam[k] = 0.0
+    ratio2 = (dt_ref / dt) ** 2
+    kb = belly_stiffness[m]
+    group = muscle_group[m]
+    for _ in range(iterations):
+        # --- distance constraints (tendons and belly), Gauss-Seidel along the axis ---
+        for k in range(a, b - 1):
+            wi = inv_mass[k]
+            wj = inv_mass[k + 1]
+            W = wi + wj
+            if W == 0.0:
+                continue
+            stiff = tendon_stiffness if tendon[k] else kb
+            if stiff <= 0.0:
+                continue
+            nx = x[k + 1, 0] - x[k, 0]
+            ny = x[k + 1, 1] - x[k, 1]
+            nz = x[k + 1, 2] - x[k, 2]
+            d = math.sqrt(nx * nx + ny * ny + nz * nz)
+            if d < MIN_DISTANCE:
+                continue
+            nx /= d
+            ny /= d
+            nz /= d
+            C = d - rest_length[k]
+            if xpbd:
+                q = (1.0 - stiff) ** reference_iterations
+                alpha = q / (1.0 - q) * w_ref[m] * ratio2
+                dl = (-C - alpha * lam[k]) / (W + alpha)
+                lam[k] += dl
+                s = -dl
+            else:
+                s = stiff * C / W
+            x[k, 0] += wi * s * nx
+            x[k, 1] += wi * s * ny
+            x[k, 2] += wi * s * nz
+            x[k + 1, 0] -= wj * s * nx
+            x[k + 1, 1] -= wj * s * ny
+            x[k + 1, 2] -= wj * s * nz
+        # --- collisions of each inner particle, as a sphere of radius D_i ---
+        for k in range(a + 1, b - 1):
+            if inv_mass[k] == 0.0:
+                continue
+            D = _radius(m, particle_s[k], expo, scal)
+            # bone capsules: f = d(p, [b0, b1]) - R_cyl (paper §6.3)
+            for ci in range(cap_start[m], cap_start[m + 1]):
+                cap = cap_index[ci]
+                ax = cap_prev[cap, 0, 0] + f1 * (cap_cur[cap, 0, 0] - cap_prev[cap, 0, 0])
+                ay = cap_prev[cap, 0, 1] + f1 * (cap_cur[cap, 0, 1] - cap_prev[cap, 0, 1])
+                az = cap_prev[cap, 0, 2] + f1 * (cap_cur[cap, 0, 2] - cap_prev[cap, 0, 2])
+                bx = cap_prev[cap, 1, 0] + f1 * (cap_cur[cap, 1, 0] - cap_prev[cap, 1, 0])
+                by = cap_prev[cap, 1, 1] + f1 * (cap_cur[cap, 1, 1] - cap_prev[cap, 1, 1])
+                bz = cap_prev[cap, 1, 2] + f1 * (cap_cur[cap, 1, 2] - cap_prev[cap, 1, 2])
+                ex = bx - ax
+                ey = by - ay
+                ez = bz - az
+                e2 = ex * ex + ey * ey + ez * ez
+                t = 0.0
+                if e2 > 0.0:
+                    t = ((x[k, 0] - ax) * ex + (x[k, 1] - ay) * ey + (x[k, 2] - az) * ez) / e2
+                    t = min(max(t, 0.0), 1.0)
+                dx = x[k, 0] - (ax + t * ex)
+                dy = x[k, 1] - (ay + t * ey)
+                dz = x[k, 2] - (az + t * ez)
+                d = math.sqrt(dx * dx + dy * dy + dz * dz)
+                C = d - cap_radius[cap] - D
+                if C < 0.0 and d > MIN_DISTANCE:
+                    _push(x, x_prev, k, C, dx / d, dy / d, dz / d, 1.0, friction)
+            # bone distance grids, sampled in bone rest space
+            for gi in range(grid_start[m], grid_start[m + 1]):
+                g = grid_index[gi]
+                M = grid_inv_prev[g] + f1 * (grid_inv_cur[g] - grid_inv_prev[g])
+                px = M[0, 0] * x[k, 0] + M[0, 1] * x[k, 1] + M[0, 2] * x[k, 2] + M[0, 3]
+                py = M[1, 0] * x[k, 0] + M[1, 1] * x[k, 1] + M[1, 2] * x[k, 2] + M[1, 3]
+                pz = M[2, 0] * x[k, 0] + M[2, 1] * x[k, 1] + M[2, 2] * x[k, 2] + M[2, 3]
+                o = grid_offset[g]
+                vals = grid_values[o:grid_offset[g + 1]].reshape((grid_dims[g, 0], grid_dims[g, 1], grid_dims[g, 2]))
+                inside, f, lx, ly, lz = sample_trilinear(vals, grid_origin[g, 0], grid_origin[g, 1],
+                                                         grid_origin[g, 2], grid_spacing[g, 0], grid_spacing[g, 1],
+                                                         grid_spacing[g, 2], px, py, pz)
+                if inside and f - D < 0.0:
+                    # world gradient = M^T g_local (M rigid: its inverse rotation is its transpose)
+                    wx = M[0, 0] * lx + M[1, 0] * ly + M[2, 0] * lz
+                    wy = M[0, 1] * lx + M[1, 1] * ly + M[2, 1] * lz
+                    wz = M[0, 2] * lx + M[1, 2] * ly + M[2, 2] * lz
+                    _push(x, x_prev, k, f - D, wx, wy, wz, 1.0, friction)
+            # other muscles of the same collision group: f = f_M of their snapshot (paper §6.3)
+            if group >= 0:
+                for gi in range(group_start[group], group_start[group + 1]):
+                    o = group_members[gi]
+                    if o == m:
+                        continue
+                    cut = scal[o, SCALAR_REACH] + D
+                    if _box_distance2(x[k, 0], x[k, 1], x[k, 2], bounds[o]) > cut * cut:
+                        continue
+                    f, gx, gy, gz = _field_one(x[k, 0], x[k, 1], x[k, 2], o, axis_start, snap_points, cum, tang,
+                                               nrm, seg_t, seg_l, seg_a, scal, expo, True)
+                    if f - D < 0.0:
+                        _push(x, x_prev, k, f - D, gx, gy, gz, 0.5, friction)
+    bad = 0
+    for k in range(a + 1, b - 1):
+        if inv_mass[k] == 0.0:
+            continue
+        for c in range(3):
+            v[k, c] = (x[k, c] - x_prev[k, c]) / dt
+            if not math.isfinite(x[k, c]):
+                bad += 1
+    return bad
+
+
+@njit(parallel=True, **_JIT)
+def pbd_substeps(k0, k1, n_sub, dt, dt_ref, xpbd, iterations, reference_iterations, mu, gravity, friction, tendon_stiffness,
+                 x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length, tendon, belly_stiffness,
+                 end_prev, end_cur, normal_prev, normal_cur,
+                 muscle_group, group_start, group_members,
+                 cap_start, cap_index, cap_prev, cap_cur, cap_radius,
+                 grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
+                 grid_inv_prev, grid_inv_cur,
+                 axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds,
+                 volume, width_scale, length, status, bad_count):
+    """Run substeps ``k0 .. k1-1`` (see the module docstring).
+
+    ``scal`` must hold this frame's profile scalars (``kernels/profile.py``: they depend on activation and
+    eccentricity, not on the axis); each substep rescales its width, support and reach to the snapshot's length.
+    Only muscles in a collision group (``muscle_group >= 0``) get their full geometry rebuilt per substep: they are
+    the only ones other muscles evaluate. ``status (M,)``: axis geometry status (non-zero stops the step);
+    ``bad_count (M,)``: non-finite particle coordinates after the last substep.
+    """
+    n_muscles = axis_start.shape[0] - 1
+    end_normals = np.empty((n_muscles, 2, 3))
+    for sub in range(k0, k1):
+        f0 = sub / n_sub
+        f1 = (sub + 1) / n_sub
+        for m in prange(n_muscles):
+            a = axis_start[m]
+            b = axis_start[m + 1]
+            for kk in range(a, b):
+                for c in range(3):
+                    snap_points[kk, c] = x[kk, c]
+            if muscle_group[m] >= 0:
+                for e in range(2):
+                    for c in range(3):
+                        end_normals[m, e, c] = normal_prev[m, e, c] + f0 * (normal_cur[m, e, c] - normal_prev[m, e, c])
+                defined = np.empty(b - a, dtype=np.bool_)
+                ln, st = _one_axis(a, b, snap_points, end_normals, m, cum, tang, nrm, seg_t, seg_l, seg_a, bounds,
+                                   defined)
+            else:
+                ln = 0.0
+                for kk in range(a, b - 1):
+                    ln += math.sqrt((x[kk + 1, 0] - x[kk, 0]) ** 2 + (x[kk + 1, 1] - x[kk, 1]) ** 2
+                                    + (x[kk + 1, 2] - x[kk, 2]) ** 2)
+                st = STATUS_OK if ln > MIN_DISTANCE else STATUS_ZERO_LENGTH
+            length[m] = ln
+            status[m] = st
+            if st == STATUS_OK:
+                # volume law w = scale sqrt(V / (pi l)); support and reach scale with w
+                ratio = width_scale[m] * math.sqrt(volume[m] / (math.pi * ln)) / scal[m, SCALAR_WIDTH]
+                scal[m, SCALAR_WIDTH] *= ratio
+                scal[m, SCALAR_SUPPORT] *= ratio
+                scal[m, SCALAR_REACH] *= ratio
+        for m in range(n_muscles):
+            if status[m] != STATUS_OK:
+                return
+        for m in prange(n_muscles):
+            bad_count[m] = _solve_muscle(
+                m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length, tendon, belly_stiffness,
+                tendon_stiffness, xpbd, iterations, reference_iterations, dt, dt_ref, mu, gravity, friction, f1,
+                end_prev, end_cur, muscle_group, group_start, group_members,
+                cap_start, cap_index, cap_prev, cap_cur, cap_radius,
+                grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
+                grid_inv_prev, grid_inv_cur,
+                axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds)
+
+
+@njit(parallel=True, **_JIT)
+def keep_inside(x, v, inv_mass, values, grads, iso, dt):
+    """Muscle-skin constraint (paper §6.3, thesis §5.3.2): ``C = f_skin(p) - iso >= 0`` with radius 0.
+
+    ``values (P,)``, ``grads (P, 3)``: the skin field (compact convention, larger inside) at ``x``. A violating
+    particle moves by one Newton step along the gradient; its velocity takes the same correction.
+    """
+    for k in prange(x.shape[0]):
+        if inv_mass[k] == 0.0:
+            continue
+        C = values[k] - iso
+        if C >= 0.0:
+            continue
+        g2 = grads[k, 0] ** 2 + grads[k, 1] ** 2 + grads[k, 2] ** 2
+        if g2 < 1e-24:
+            continue
+        s = -C / g2
+        for c in range(3):
+            x[k, c] += s * grads[k, c]
+            v[k, c] += s * grads[k, c] / dt

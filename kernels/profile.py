@@ -1,0 +1,79 @@
+"""Numba kernel: per-frame profile scalars of many muscles (paper §5.2, eq. 3 and 5; thesis §6.1).
+
+For each muscle, from its shape exponents, activation ``a``, eccentricity ``e``, volume ``V``, width scale and
+current axis length ``l``: ``F(a)``, the coefficients ``c0, c1`` of ``Phi_a``, the ellipse semi-axes ``u, v``, the
+width ``w = scale sqrt(V / (pi l))``, the support ``R = w u max(Phi_a)`` and the reach ``w v max(Phi_a)``, written
+into ``out_scalar (M, SCALAR_COUNT)`` in the layout of ``kernels/fusiform.py``. Same computation as
+``core/profile.py`` (``profile_coefficients``, ``ellipse_axes``, ``width_from_volume``, ``profile_max``).
+"""
+from __future__ import annotations
+
+import math
+
+from numba import njit, prange
+
+from .fusiform import (SCALAR_C0, SCALAR_C1, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_U, SCALAR_V,
+                       SCALAR_WIDTH, _monomial)
+
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
+
+
+@njit(**_JIT)
+def profile_max(ea0, eb0, ea1, eb1, c0, c1, samples):
+    """``max Phi_a`` on ``samples`` evenly spaced parameters, refined by a parabola through the best three."""
+    best = -1.0
+    best_i = 0
+    for i in range(samples):
+        s = i / (samples - 1)
+        v0, _ = _monomial(ea0, eb0, s)
+        v1, _ = _monomial(ea1, eb1, s)
+        value = c0 * v0 + c1 * v1
+        if value > best:
+            best = value
+            best_i = i
+    if 0 < best_i < samples - 1:
+        h = 1.0 / (samples - 1)
+        y = best
+        s = (best_i - 1) * h
+        a0, _ = _monomial(ea0, eb0, s)
+        a1, _ = _monomial(ea1, eb1, s)
+        y0 = c0 * a0 + c1 * a1
+        s = (best_i + 1) * h
+        b0, _ = _monomial(ea0, eb0, s)
+        b1, _ = _monomial(ea1, eb1, s)
+        y2 = c0 * b0 + c1 * b1
+        denom = y0 - 2.0 * y + y2
+        if denom < 0.0:
+            offset = 0.5 * (y0 - y2) / denom
+            return y - 0.25 * (y0 - y2) * offset
+    return best
+
+
+@njit(parallel=True, **_JIT)
+def profile_scalars(exponents, activation, eccentricity, volume, width_scale, length, normaliser, k_table,
+                    samples, out_scalar):
+    """Fill ``out_scalar (M, SCALAR_COUNT)``. ``exponents (M, 4) int64``: alpha0-1, beta0-1, alpha1-1, beta1-1."""
+    for m in prange(exponents.shape[0]):
+        ea0 = exponents[m, 0]
+        eb0 = exponents[m, 1]
+        ea1 = exponents[m, 2]
+        eb1 = exponents[m, 3]
+        a = activation[m]
+        k = k_table[ea0, eb0, ea1, eb1]
+        f = (1.0 - a) * (1.0 - a) + a * a + 2.0 * a * (1.0 - a) * k
+        root = math.sqrt(f)
+        c0 = (1.0 - a) / (normaliser[ea0, eb0] * root)
+        c1 = a / (normaliser[ea1, eb1] * root)
+        e = eccentricity[m]
+        u = (1.0 - e * e) ** 0.25
+        v = 1.0 / u
+        w = width_scale[m] * math.sqrt(volume[m] / (math.pi * length[m]))
+        phi_max = profile_max(ea0, eb0, ea1, eb1, c0, c1, samples)
+        out_scalar[m, SCALAR_LENGTH] = length[m]
+        out_scalar[m, SCALAR_C0] = c0
+        out_scalar[m, SCALAR_C1] = c1
+        out_scalar[m, SCALAR_WIDTH] = w
+        out_scalar[m, SCALAR_U] = u
+        out_scalar[m, SCALAR_V] = v
+        out_scalar[m, SCALAR_SUPPORT] = w * u * phi_max
+        out_scalar[m, SCALAR_REACH] = w * v * phi_max

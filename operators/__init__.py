@@ -1,0 +1,14 @@
+"""Operators (see README.md). Each module ends with a ``classes`` tuple and its own register/unregister."""
+from . import engine
+
+_modules = (engine,)
+
+
+def register():
+    for module in _modules:
+        module.register()
+
+
+def unregister():
+    for module in reversed(_modules):
+        module.unregister()

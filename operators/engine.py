@@ -1,0 +1,57 @@
+"""Operators about the muscle engine: compile the kernels, report the engine status."""
+import time
+
+import bpy
+from bpy.types import Operator
+
+from ..blender import engine
+
+
+class IMPLICIT_MUSCLES_OT_compile_kernels(Operator):
+    """Compile the muscle kernels now"""
+    bl_idname = "implicit_muscles.compile_kernels"
+    bl_label = "Compile Muscle Kernels"
+    bl_options = {'REGISTER'}
+
+    @classmethod
+    def poll(cls, context):
+        if engine.status.error:
+            cls.poll_message_set(engine.status.error)
+            return False
+        return True
+
+    def execute(self, context):
+        start = time.perf_counter()
+        try:
+            from .. import kernels  # heavy (numba): imported on first use, not when the add-on is enabled
+            result = kernels.warm_up()
+        except Exception as ex:
+            self.report({'ERROR'}, engine.kernels_failed(f"{type(ex).__name__}: {ex}"))
+            return {'CANCELLED'}
+        seconds = float(result.get("seconds", time.perf_counter() - start))
+        self.report({'INFO'}, engine.kernels_ready(bool(result.get("compiled")), seconds))
+        return {'FINISHED'}
+
+
+class IMPLICIT_MUSCLES_OT_report_status(Operator):
+    """Report the muscle engine's problem, if any, in the status bar and the Info log"""
+    bl_idname = "implicit_muscles.report_status"
+    bl_label = "Report Muscle Engine Status"
+    bl_options = {'INTERNAL'}
+
+    def execute(self, context):
+        if engine.status.error:
+            self.report({'ERROR'}, f"Implicit Muscles: {engine.status.error}")
+        elif engine.status.warning:
+            self.report({'WARNING'}, f"Implicit Muscles: {engine.status.warning}")
+        else:
+            self.report({'INFO'}, f"Implicit Muscles: numba {engine.status.numba_version} ready")
+        return {'FINISHED'}
+
+
+classes = (
+    IMPLICIT_MUSCLES_OT_compile_kernels,
+    IMPLICIT_MUSCLES_OT_report_status,
+)
+
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -1,0 +1,14 @@
+"""Panels (see README.md). Each module ends with a ``classes`` tuple and its own register/unregister."""
+from . import status
+
+_modules = (status,)
+
+
+def register():
+    for module in _modules:
+        module.register()
+
+
+def unregister():
+    for module in reversed(_modules):
+        module.unregister()

@@ -1,0 +1,52 @@
+"""The "Muscles" tab in the 3D View sidebar: engine status (numba, kernels, errors in red)."""
+import textwrap
+
+import bpy
+from bpy.types import Panel
+
+from ..blender import engine
+
+LINE_WIDTH = 40
+"""Characters per label line when wrapping long messages (labels do not wrap by themselves)."""
+
+
+def _wrapped(layout, text, icon):
+    for i, line in enumerate(textwrap.wrap(text, LINE_WIDTH)):
+        layout.label(text=line, icon=icon if i == 0 else 'BLANK1')
+
+
+class IMPLICIT_MUSCLES_PT_status(Panel):
+    """Muscle engine status"""
+    bl_idname = "IMPLICIT_MUSCLES_PT_status"
+    bl_label = "Engine"
+    bl_space_type = 'VIEW_3D'
+    bl_region_type = 'UI'
+    bl_category = "Muscles"
+
+    def draw(self, context):
+        layout = self.layout
+        status = engine.status
+        if status.error:
+            col = layout.column(align=True)
+            col.alert = True
+            _wrapped(col, status.error, 'ERROR')
+            return
+        layout.label(text=f"numba {status.numba_version}", icon='CHECKMARK')
+        if status.warning:
+            col = layout.column(align=True)
+            col.alert = True
+            _wrapped(col, status.warning, 'ERROR')
+        if status.kernels_message:
+            col = layout.column(align=True)
+            col.alert = not status.kernels_compiled
+            _wrapped(col, status.kernels_message, 'CHECKMARK' if status.kernels_compiled else 'ERROR')
+        else:
+            layout.label(text="Kernels not compiled yet", icon='INFO')
+        layout.operator("implicit_muscles.compile_kernels", icon='FILE_REFRESH')
+
+
+classes = (
+    IMPLICIT_MUSCLES_PT_status,
+)
+
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -1,0 +1,103 @@
+"""Load the extension from this source tree into Blender's Python module, as DESIGN.md §3 describes.
+
+``BLENDER_USER_RESOURCES`` already points at a temporary folder (tests/conftest.py). :func:`bpy_module` imports
+``bpy`` on first use, so test modules that need Blender import it through here and headless tests never load it.
+The source tree is offered to Blender as a user extension repository: a temporary folder holding a symlink named
+``implicit_muscles`` to the repository root, so the add-on is ``bl_ext.im_tests.implicit_muscles``. Such a local
+repository gets no wheels installed: the add-on runs on the environment's numba (the bundled wheels are tested by
+test_extension_zip.py).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_MODULE = "im_tests"
+"""Module name of the test extension repository."""
+ADDON = f"bl_ext.{REPO_MODULE}.implicit_muscles"
+"""The add-on's module name once the repository is added."""
+
+_source_dir: Path | None = None
+
+
+def bpy_module():
+    """Import ``bpy`` (once) with the temporary user resources and return it."""
+    if "BLENDER_USER_RESOURCES" not in os.environ:
+        raise RuntimeError("BLENDER_USER_RESOURCES is not set: run the Blender tests through pytest (tests/conftest.py)"
+                           " so Blender does not use your own preferences.")
+    import bpy
+    return bpy
+
+
+def ensure_repository():
+    """Add the user extension repository holding this source tree (once per session); return the bpy module."""
+    global _source_dir
+    bpy = bpy_module()
+    repos = bpy.context.preferences.extensions.repos
+    if any(repo.module == REPO_MODULE for repo in repos):
+        return bpy
+    if _source_dir is None:
+        _source_dir = Path(tempfile.mkdtemp(prefix="implicit-muscles-source-",
+                                            dir=os.environ["BLENDER_USER_RESOURCES"]))
+        (_source_dir / "implicit_muscles").symlink_to(REPO_ROOT, target_is_directory=True)
+    repos.new(name="Implicit Muscles tests", module=REPO_MODULE, custom_directory=str(_source_dir), source='USER')
+    return bpy
+
+
+def enable():
+    """Enable the add-on from the source tree and return its module; raise if Blender could not enable it."""
+    import addon_utils
+    ensure_repository()
+    errors = []
+    module = addon_utils.enable(ADDON, default_set=True, handle_error=errors.append)
+    if module is None or errors:
+        raise RuntimeError(f"Blender could not enable {ADDON}: {errors!r}")
+    return module
+
+
+def disable():
+    """Disable the add-on; raise if Blender reported an error while unregistering."""
+    import addon_utils
+    errors = []
+    addon_utils.disable(ADDON, default_set=True, handle_error=errors.append)
+    if errors:
+        raise RuntimeError(f"Blender could not disable {ADDON} cleanly: {errors!r}")
+
+
+def reset():
+    """Start from an empty scene (keeps preferences, so the add-on stays enabled if it was)."""
+    bpy = bpy_module()
+    bpy.ops.wm.read_homefile(use_empty=True)
+
+
+class RecordingLayout:
+    """Stands in for ``UILayout`` so a panel's ``draw()`` can run headless: records labels and operators.
+
+    Each entry is ``(kind, text_or_idname, icon, alert)``; ``alert`` is True where Blender would draw in red.
+    """
+
+    def __init__(self, log=None, alert=False):
+        self.log = [] if log is None else log
+        self.alert = alert
+
+    def column(self, **_):
+        return RecordingLayout(self.log, self.alert)
+
+    row = column
+    box = column
+
+    def label(self, *, text="", icon='NONE'):
+        self.log.append(("label", text, icon, self.alert))
+
+    def operator(self, idname, *, text="", icon='NONE', **_):
+        self.log.append(("operator", idname, icon, self.alert))
+
+
+def draw_panel(panel_class):
+    """Run ``panel_class.draw`` on a :class:`RecordingLayout`; return the recorded entries."""
+    import types
+    fake_panel = types.SimpleNamespace(layout=RecordingLayout())
+    panel_class.draw(fake_panel, bpy_module().context)
+    return fake_panel.layout.log

@@ -1,0 +1,41 @@
+"""Small PBD scenes for the dynamics tests: one or two muscles between two bones, shaken or bent."""
+import numpy as np
+
+from implicit_muscles.core.muscle import FusiformMuscle, MuscleShape
+from implicit_muscles.core.pbd import PBDControl, PBDSettings, PBDSolver, build_pbd_model, rest_state
+
+LENGTH, WIDTH = 0.3, 0.03
+
+
+def one_muscle(particles=30, **settings):
+    m = FusiformMuscle((0, 0, 0), (0, 0, LENGTH), width=WIDTH, particles=particles)
+    model = build_pbd_model([m], PBDSettings(**settings))
+    return model
+
+
+def shake(model, stiffness, frames=120, shake_frames=48, fps=24.0, amplitude=0.05, hz=2.0, state=None):
+    """Shake the first muscle's origin across it (x) for ``shake_frames``, then hold it; other muscles stay at rest.
+
+    Returns (mid deviations, states): the distance of the first muscle's middle particle from the straight line
+    between its endpoints, per frame, and the state after each frame.
+    """
+    solver = PBDSolver(model)
+    stiffness = np.full(model.muscle_count, stiffness)
+    rest_ends = np.stack([model.rest_points[model.axis_start[:-1]], model.rest_points[model.axis_start[1:] - 1]], 1)
+    state = state if state is not None else rest_state(model, stiffness=stiffness, fps=fps)
+    nxt = state.copy()
+    mid = (model.axis_start[0] + model.axis_start[1]) // 2
+    deviation, energies, states = [], [], []
+    for f in range(frames):
+        t = f / fps
+        off = amplitude * np.sin(2 * np.pi * hz * t) if f < shake_frames else 0.0
+        ends = rest_ends.copy()
+        ends[0, 0, 0] += off
+        solver.step(state, nxt, PBDControl(endpoints=ends, stiffness=stiffness), 1.0 / fps)
+        state, nxt = nxt, state
+        p = state.x[mid]
+        a, b = ends[0, 0], ends[0, 1]
+        u = (b - a) / np.linalg.norm(b - a)
+        deviation.append(np.linalg.norm((p - a) - ((p - a) @ u) * u))
+        states.append(state.copy())
+    return np.array(deviation), states

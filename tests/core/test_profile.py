@@ -1,0 +1,84 @@
+"""Closed forms of the longitudinal and radial profiles (paper §5.2, SEED-NOTES §1)."""
+import itertools
+
+import numpy as np
+import pytest
+
+from implicit_muscles.core import profile as P
+
+NORM_TOL = 1e-9
+"""Tolerance on int_0^1 Phi_a^2 = 1 (the issue's bound)."""
+
+SHAPES = list(P.SHAPE_RANGE)
+
+
+def _gauss_legendre(n=64):
+    x, w = np.polynomial.legendre.leggauss(n)
+    return 0.5 * (x + 1.0), 0.5 * w
+
+
+S_GL, W_GL = _gauss_legendre(64)
+"""64-point Gauss-Legendre on [0, 1]: exact for polynomials of degree <= 127 (Phi_a^2 has degree <= 32)."""
+
+
+def test_normaliser_table_matches_quadrature():
+    for a, b in itertools.product(SHAPES, SHAPES):
+        phi0 = S_GL ** (a - 1) * (1 - S_GL) ** (b - 1)
+        assert P.PHI_NORMALISER[a - 1, b - 1] == pytest.approx(np.sqrt(np.sum(W_GL * phi0 ** 2)), rel=1e-13)
+
+
+def test_k_table_matches_quadrature():
+    for a0, b0, a1, b1 in itertools.product(SHAPES, repeat=4):
+        quad = np.sum(W_GL * P.phi(a0, b0, S_GL) * P.phi(a1, b1, S_GL))
+        assert P.K_TABLE[a0 - 1, b0 - 1, a1 - 1, b1 - 1] == pytest.approx(quad, rel=1e-11, abs=1e-14)
+
+
+@pytest.mark.parametrize("a", [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
+def test_activation_profile_has_unit_norm_for_every_pair(a):
+    worst = 0.0
+    for a0, b0, a1, b1 in itertools.product(SHAPES, repeat=4):
+        values = P.activation_profile(a0, b0, a1, b1, a, S_GL)
+        worst = max(worst, abs(np.sum(W_GL * values ** 2) - 1.0))
+    assert worst < NORM_TOL
+
+
+def test_activation_norm_formula_equals_integral():
+    # F(a) = (1-a)^2 + a^2 + 2a(1-a)K equals the integral of the unnormalised interpolation (paper §5.2)
+    for a0, b0, a1, b1 in [(3, 3, 4, 7), (1, 3, 9, 2), (2, 3, 4, 8)]:
+        for a in np.linspace(0, 1, 11):
+            mix = (1 - a) * P.phi(a0, b0, S_GL) + a * P.phi(a1, b1, S_GL)
+            assert P.activation_norm(a0, b0, a1, b1, a) == pytest.approx(np.sum(W_GL * mix ** 2), rel=1e-12)
+
+
+def test_profile_derivative_matches_finite_differences():
+    s = np.linspace(0.01, 0.99, 97)
+    h = 1e-6
+    for a0, b0, a1, b1, a in [(3, 3, 4, 7, 0.3), (1, 2, 9, 9, 0.8), (2, 1, 5, 3, 0.5)]:
+        fd = (P.activation_profile(a0, b0, a1, b1, a, s + h) - P.activation_profile(a0, b0, a1, b1, a, s - h)) / (2 * h)
+        np.testing.assert_allclose(P.activation_profile_derivative(a0, b0, a1, b1, a, s), fd, rtol=1e-6, atol=1e-6)
+
+
+def test_profile_max_matches_dense_sampling():
+    for a0, b0, a1, b1, a in [(3, 3, 4, 7, 0.0), (3, 3, 4, 7, 0.6), (1, 3, 1, 3, 1.0), (9, 9, 2, 2, 0.5)]:
+        dense = P.activation_profile(a0, b0, a1, b1, a, np.linspace(0, 1, 200001)).max()
+        assert P.profile_max(a0, b0, a1, b1, a) == pytest.approx(dense, rel=1e-6)
+
+
+@pytest.mark.parametrize("e", [0.0, 0.3, 0.8, 0.95, 0.99])
+def test_cross_section_area_is_pi(e):
+    # int_0^{2pi} r^2 / 2 dtheta = pi u v = pi (SEED-NOTES §5 erratum of "= 1")
+    theta = np.linspace(0, 2 * np.pi, 200001)
+    r = P.cross_section(e, theta)
+    area = np.trapz(r ** 2 / 2, theta)
+    assert area == pytest.approx(np.pi, rel=1e-9)
+    u, v = P.ellipse_axes(e)
+    assert u * v == pytest.approx(1.0, rel=1e-15)
+    assert P.cross_section(e, 0.0) == pytest.approx(v)  # long semi-axis along the axis normal
+
+
+def test_volume_law_round_trip():
+    w = P.width_from_volume(P.volume_from_width(0.03, 0.3), 0.3)
+    assert w == pytest.approx(0.03, rel=1e-15)
+    # shortening by half inflates the width by sqrt(2) (paper §5.2, thesis eq. 4.3)
+    assert P.width_from_volume(P.volume_from_width(0.03, 0.3), 0.15) == pytest.approx(0.03 * np.sqrt(2))
+    assert P.width_from_volume(P.volume_from_width(0.03, 0.3), 0.3, 1.3) == pytest.approx(0.039)

@@ -1,0 +1,32 @@
+"""Make this repository importable as the package ``implicit_muscles`` outside Blender (tests, demo, benchmarks).
+
+The repository root is the extension package itself, so a folder holding a symlink named ``implicit_muscles`` is
+put on ``sys.path``. The folder's path is fixed per checkout (system temp folder, named after a hash of the
+repository path): numba keys its cache by the source path as imported, so a fixed path lets later runs load the
+compiled kernels instead of compiling again. ``NUMBA_CACHE_DIR`` defaults to ``.numba_cache/<name>`` in the
+repository (git-ignored); one folder per import name, so cache entries never point at another package name.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def make_importable(cache_name: str) -> Path:
+    """Put the ``implicit_muscles`` symlink folder on ``sys.path``; return the folder."""
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(REPO / ".numba_cache" / cache_name))
+    root = Path(tempfile.gettempdir()) / f"implicit_muscles-{hashlib.sha1(str(REPO).encode()).hexdigest()[:12]}"
+    root.mkdir(exist_ok=True)
+    link = root / "implicit_muscles"
+    if not (link.is_symlink() and link.resolve() == REPO):
+        staging = root / f"implicit_muscles.{os.getpid()}"
+        staging.symlink_to(REPO, target_is_directory=True)
+        os.replace(staging, link)  # atomic: a concurrent run sees the old link or the new one
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    return root
