@@ -5,7 +5,7 @@
 #   make extension  build the per-platform extension zips into dist/
 #   make test       all of the above, then the test suite with Blender 5.0 and with Blender 4.2
 #   make demo       run the demo (demo/run_demo.py) with Blender 5.0
-#   make bench      run the benchmarks (bench/run_bench.py) with Blender 5.0
+#   make bench      run the benchmarks (bench/run_bench.py) with Blender 5.0, pypbd beside them
 #   make clean      remove environments, wheels, zips and caches
 
 PYTHON ?= python3.11
@@ -61,8 +61,16 @@ test: venv wheels extension
 demo: $(B50_STAMP)
 	$(B50)/bin/python demo/run_demo.py
 
-bench: $(B50_STAMP)
-	$(B50)/bin/python bench/run_bench.py
+# The PBD baseline (Jan Bender's pypbd) goes into a folder of its own, put on the path of the benchmark run only:
+# the test environments never see it.
+PYPBD := .venv/bench-pypbd
+$(PYPBD)/.installed: $(B50_STAMP)
+	rm -rf $(PYPBD)
+	$(B50)/bin/python -m pip install --quiet --no-deps --target $(PYPBD) pypbd==2.2.2
+	touch $@
+
+bench: $(B50_STAMP) $(PYPBD)/.installed
+	PYTHONPATH=$(PYPBD) $(B50)/bin/python bench/run_bench.py
 
 clean:
 	rm -rf .venv wheels dist build out .pytest_cache .hypothesis .numba_cache

@@ -88,13 +88,34 @@ class MuscleBatch:
         ka.axis_geometry(self.axis_start, self.axis_points, end_normals, self.axis_cumulative, self.axis_tangent,
                          self.axis_normal, self.seg_tangent, self.seg_length, self.seg_angle, self.muscle_bounds,
                          self._length, self._status)
-        if self._status.any():
-            m = int(np.flatnonzero(self._status)[0])
-            raise ValueError(_STATUS_MESSAGES[int(self._status[m])].format(name=self.names[m]))
+        self._raise_on_status()
         kp.profile_scalars(self.muscle_exponent, np.asarray(activation, dtype=np.float64),
                            np.asarray(eccentricity, dtype=np.float64), self.volume,
                            np.asarray(width_scale, dtype=np.float64), self._length, _profile.PHI_NORMALISER,
-                           _profile.K_TABLE, _profile.PROFILE_MAX_SAMPLES, self.muscle_scalar)
+                           _profile.K_TABLE, _profile.PROFILE_MAX_SAMPLES,
+                           _profile.PROFILE_MAX_NEWTON, self.muscle_scalar)
+
+    def update_axes(self, points, end_normals, width_scale) -> None:
+        """Refresh the axis geometry and the widths only (activation and eccentricity unchanged since the last
+        :meth:`update`): after a PBD step, the new lengths rescale ``w``, the support and the reach (volume law)."""
+        from ..kernels import axis as ka
+        from ..kernels import fusiform as kf
+
+        np.copyto(self.axis_points, points)
+        ka.axis_geometry(self.axis_start, self.axis_points, np.ascontiguousarray(end_normals, dtype=np.float64),
+                         self.axis_cumulative, self.axis_tangent, self.axis_normal, self.seg_tangent,
+                         self.seg_length, self.seg_angle, self.muscle_bounds, self._length, self._status)
+        self._raise_on_status()
+        width = np.asarray(width_scale, dtype=np.float64) * np.sqrt(self.volume / (np.pi * self._length))
+        ratio = width / self.muscle_scalar[:, kf.SCALAR_WIDTH]
+        for column in (kf.SCALAR_WIDTH, kf.SCALAR_SUPPORT, kf.SCALAR_REACH):
+            self.muscle_scalar[:, column] *= ratio
+        self.muscle_scalar[:, kf.SCALAR_LENGTH] = self._length
+
+    def _raise_on_status(self) -> None:
+        if self._status.any():
+            m = int(np.flatnonzero(self._status)[0])
+            raise ValueError(_STATUS_MESSAGES[int(self._status[m])].format(name=self.names[m]))
 
     def kernel_arrays(self) -> tuple:
         """The arrays in the field kernel's argument order."""

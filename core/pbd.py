@@ -52,6 +52,9 @@ class PBDSettings:
                              proportion over the belly, where the muscle is thick, and conditions the ends
     gravity: (3,) [m/s^2]    off by default (the paper's muscles have none); a rig's muscles then stay where the
                              artist put them at rest
+    skin_every_substep: bool the muscle-skin keep-inside constraint after every substep, or (default) once after the
+                             frame's last substep: the skin field is the most expensive field to evaluate and the
+                             other constraints do not push particles outwards
     """
 
     substeps: int = 10
@@ -67,6 +70,7 @@ class PBDSettings:
     density: float = MUSCLE_DENSITY
     min_mass_fraction: float = 0.5
     gravity: tuple = (0.0, 0.0, 0.0)
+    skin_every_substep: bool = False
 
     def validated(self) -> "PBDSettings":
         for name in ("substeps", "iterations", "reference_iterations"):
@@ -118,6 +122,8 @@ class PBDModel:
     muscle_group: np.ndarray          # (M,) int64, -1: no muscle collisions
     group_start: np.ndarray           # (Gm+1,) int64
     group_members: np.ndarray         # (K,) int64
+    island_start: np.ndarray          # (I+1,) int64: islands = collision groups + muscles in no group
+    island_members: np.ndarray        # (M,) int64
     cap_start: np.ndarray             # (M+1,) int64
     cap_index: np.ndarray             # (C,) int64
     cap_radius: np.ndarray            # (B,) [m]
@@ -205,7 +211,7 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
     grids: bone distance grids. collision_groups: per muscle an int group (muscles of a group collide with each
     other) or None (no muscle-muscle collisions; the default for every muscle).
     capsule_margin [m]: a muscle collides with the capsules and grids within its reach plus this margin at rest
-    (default: half its rest length), so distant bones cost nothing.
+    (default: a quarter of its rest length), so distant bones cost nothing.
     """
     settings = (settings or PBDSettings()).validated()
     muscles = list(muscles)
@@ -250,6 +256,8 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
     group_start = np.zeros(len(labels) + 1, dtype=np.int64)
     np.cumsum([len(mm) for mm in members], out=group_start[1:])
     group_members = np.concatenate(members).astype(np.int64) if members else np.zeros(0, dtype=np.int64)
+    islands = [list(mm) for mm in members] + [[i] for i in range(count) if muscle_group[i] < 0]
+    island_start, island_members = _csr(islands)
 
     caps = np.zeros((0, 2, 3)) if capsules is None else np.asarray(capsules, dtype=np.float64).reshape(-1, 2, 3)
     if not np.all(np.isfinite(caps)):
@@ -264,7 +272,7 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
         for m in muscles])
     cap_lists, grid_lists = [], []
     for i, muscle in enumerate(muscles):
-        margin = 0.5 * muscle.rest_length if capsule_margin is None else float(capsule_margin)
+        margin = 0.25 * muscle.rest_length if capsule_margin is None else float(capsule_margin)
         axis = muscle.axis
         near = [c for c in range(len(caps))
                 if _segment_distance(axis[0], axis[-1], caps[c, 0], caps[c, 1]) < reach[i] + radius[c] + margin]
@@ -279,7 +287,7 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
                            m.shape.beta_active - 1) for m in muscles], dtype=np.int64)
     return PBDModel(settings, tuple(getattr(m, "name", str(i)) for i, m in enumerate(muscles)), axis_start, rest,
                     inv_mass, w_ref, particle_s, rest_length, tendon, muscle_group, group_start, group_members,
-                    cap_start, cap_index, radius, grid_start, grid_index, grid_values, grid_offset, grid_dims,
+                    island_start, island_members, cap_start, cap_index, radius, grid_start, grid_index, grid_values, grid_offset, grid_dims,
                     grid_origin, grid_spacing, grid_tf, exponents, np.array([m.volume for m in muscles]),
                     np.array([m.endpoint_normals() for m in muscles]), caps, mass)
 
@@ -351,6 +359,7 @@ class PBDSolver:
         self._lam = np.zeros(P)
         self._snap = np.zeros((P, 3))
         self._length = np.zeros(M)
+        self._chord_dev = np.zeros(M)
         self._status = np.zeros(M, dtype=np.int64)
         self._bad = np.zeros(M, dtype=np.int64)
         self.last_bad_particles = 0
@@ -419,24 +428,28 @@ class PBDSolver:
         # this frame's profile scalars (activation, eccentricity); the kernel rescales widths per substep
         b._length[:] = np.maximum(_axis_lengths(model.axis_start, x), 1e-12)
         profile_scalars(b.muscle_exponent, activation, eccentricity, b.volume, width_scale, b._length,
-                        _profile.PHI_NORMALISER, _profile.K_TABLE, _profile.PROFILE_MAX_SAMPLES, b.muscle_scalar)
+                        _profile.PHI_NORMALISER, _profile.K_TABLE, _profile.PROFILE_MAX_SAMPLES,
+                        _profile.PROFILE_MAX_NEWTON, b.muscle_scalar)
         n_sub = s.substeps
         sub_dt = dt / n_sub
         gravity = np.asarray(s.gravity, dtype=np.float64)
-        chunks = [(0, n_sub)] if control.skin_field is None else [(k, k + 1) for k in range(n_sub)]
+        chunks = [(0, n_sub)] if control.skin_field is None or not s.skin_every_substep \
+            else [(k, k + 1) for k in range(n_sub)]
         for k0, k1 in chunks:
             pbd_substeps(k0, k1, n_sub, sub_dt, s.reference_dt, s.xpbd, s.iterations, s.reference_iterations,
                          s.damping, gravity,
                          s.friction, s.tendon_stiffness, x, v, self._x_prev, self._lam, model.inv_mass,
                          model.w_ref, model.particle_s, model.rest_length, model.tendon, stiffness,
                          state_in.endpoints, ends, state_in.normals, normals,
+                         model.island_start, model.island_members,
                          model.muscle_group, model.group_start, model.group_members,
                          model.cap_start, model.cap_index, state_in.capsules, caps, model.cap_radius,
                          model.grid_start, model.grid_index, model.grid_values, model.grid_offset, model.grid_dims,
                          model.grid_origin, model.grid_spacing, state_in.grid_inverse, grid_inverse,
                          model.axis_start, b.axis_points, b.axis_cumulative, b.axis_tangent, b.axis_normal,
                          b.seg_tangent, b.seg_length, b.seg_angle, b.muscle_scalar, b.muscle_exponent,
-                         b.muscle_bounds, b.volume, width_scale, self._length, self._status, self._bad)
+                         b.muscle_bounds, b.volume, width_scale, self._length, self._chord_dev, self._status,
+                         self._bad)
             if self._status.any():
                 bad = int(np.flatnonzero(self._status)[0])
                 x[:], v[:] = saved_x, saved_v
@@ -455,7 +468,7 @@ class PBDSolver:
         state_out.capsules[:] = caps
         state_out.grid_inverse[:] = grid_inverse
         # paper §6: after the solve, control normals and widths follow the new axes
-        b.update(x, normals, activation, eccentricity, width_scale)
+        b.update_axes(x, normals, width_scale)
 
 
 def kinetic_energy(model: PBDModel, state: PBDState) -> float:

@@ -61,7 +61,7 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
             x[k] = x[k] + v[k] * dt
         lam = np.zeros(b - a)
         prof = profs[m]
-        for _ in range(s.iterations):
+        for it in range(s.iterations):
             for k in range(a, b - 1):
                 wi, wj = model.inv_mass[k], model.inv_mass[k + 1]
                 W = wi + wj
@@ -84,6 +84,8 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
                     corr = stiff * C / W
                 x[k] = x[k] + wi * corr * n
                 x[k + 1] = x[k + 1] - wj * corr * n
+            if it < s.iterations - 1:
+                continue  # collisions on the last sweep of the substep
             for k in range(a + 1, b - 1):
                 if model.inv_mass[k] == 0.0:
                     continue

@@ -57,8 +57,9 @@ def _monomial(ea, eb, s):
 
 
 @njit(**_JIT)
-def _project(qx, qy, qz, P, L, t, S, l, start, end, reparam):
-    """Algorithm 1 on vertices ``start..end-1``. Returns ``(s, gsx, gsy, gsz)``."""
+def _project(qx, qy, qz, P, L, t, S, l, start, end, reparam, cut):
+    """Algorithm 1 on vertices ``start..end-1``. Returns ``(s, gsx, gsy, gsz)``, or ``s = -1`` when the point is
+    farther than ``cut`` [m] from the polyline (callers that only need the field near the surface skip the rest)."""
     best = np.inf
     j = -1
     tau_j = 0.0
@@ -79,6 +80,8 @@ def _project(qx, qy, qz, P, L, t, S, l, start, end, reparam):
             best = d2
             j = k
             tau_j = tau
+    if best > cut * cut:
+        return -1.0, 0.0, 0.0, 0.0
     Lj = L[j]
     s_j = (S[j] + min(max(tau_j, 0.0), Lj)) / l
     inside_j = tau_j > 0.0 and tau_j < Lj
@@ -152,12 +155,18 @@ def _project(qx, qy, qz, P, L, t, S, l, start, end, reparam):
 
 
 @njit(**_JIT)
-def _field_one(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, reparam):
-    """``f_M`` and its gradient for muscle ``m`` at ``q``: ``(f, gx, gy, gz)``."""
+def _field_one(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, reparam, cut):
+    """``f_M`` and its gradient for muscle ``m`` at ``q``: ``(f, gx, gy, gz)``.
+
+    If ``q`` is farther than ``cut`` [m] from the axis, returns ``(inf, 0, 0, 0)`` without the rest of the work
+    (pass ``inf`` for the exact field everywhere).
+    """
     start = axis_start[m]
     end = axis_start[m + 1]
     l = scal[m, SCALAR_LENGTH]
-    s, gsx, gsy, gsz = _project(qx, qy, qz, P, L, t, S, l, start, end, reparam)
+    s, gsx, gsy, gsz = _project(qx, qy, qz, P, L, t, S, l, start, end, reparam, cut)
+    if s < 0.0:
+        return np.inf, 0.0, 0.0, 0.0
 
     # --- frame at s (core/fusiform.py: frame_at) ---
     arc = s * l
@@ -361,7 +370,7 @@ def muscle_field(queries, axis_start, axis_points, axis_cumulative, axis_tangent
                     continue
             f, gx, gy, gz = _field_one(qx, qy, qz, m, axis_start, axis_points, axis_cumulative, axis_tangent,
                                        axis_normal, seg_tangent, seg_length, seg_angle, muscle_scalar,
-                                       muscle_exponent, reparam)
+                                       muscle_exponent, reparam, np.inf)
             if compact:
                 f, gx, gy, gz = _compact(f, gx, gy, gz, muscle_scalar[m, SCALAR_SUPPORT])
             out_values[i, m] = f

@@ -2,18 +2,20 @@
 
 One call runs substeps ``k0 .. k1-1`` of a frame split into ``n_sub`` substeps of ``dt`` seconds. Each substep:
 
-1. (parallel over muscles) snapshot every axis: its length gives the width ``w`` (volume law) and so the particle
-   radii ``D_i = w Phi_a(s_i)``; muscles in a collision group also rebuild their geometry (``kernels/axis.py``),
-   which is the field other muscles collide against. Everything a muscle reads of another comes from this snapshot,
-   so muscles are solved in parallel and the result does not depend on thread scheduling (bit-identical runs).
-2. (parallel over muscles) for each muscle, in Gauss-Seidel order (paper §6.1):
+1. each axis's length gives the width ``w`` (volume law) and so the particle radii ``D_i = w Phi_a(s_i)``; muscles
+   in a collision group also snapshot their axis and rebuild its geometry (``kernels/axis.py``): the field other
+   muscles collide against. Everything a muscle reads of another comes from this snapshot, so the result does not
+   depend on thread scheduling (bit-identical runs).
+2. for each muscle, in Gauss-Seidel order (paper §6.1):
    - kinematic endpoints move to their targets, interpolated within the frame;
    - inner particles: ``v <- mu v + g dt``, ``p <- p + v dt`` (thesis §5.2.1);
    - ``iterations`` times: distance constraints ``C = |p_k p_{k+1}| - d0`` along the axis (tendons: first and
      last 10 % of the rest length, ``d0`` = rest length, stiffness ``k_t``; belly: ``d0`` = 2 % of the rest length,
-     stiffness ``k`` of the muscle), then collisions ``C = f(p) - D_i >= 0`` against bone capsules, bone distance
-     grids and the other muscles of its collision group (``f_M`` of the snapshot; each side takes half), each
-     contact followed by tangential friction ``dp <- dp - eta dp_T`` (thesis §5.3.3, on the substep displacement);
+     stiffness ``k`` of the muscle), then collisions ``C = f(p) - D_i >= 0`` against bone capsules and bone
+     distance grids, and on the last sweep against the other muscles of its collision group (``f_M`` of the
+     snapshot; each side takes half; skipped without evaluating the field when the particle is farther than
+     ``reach + D_i`` from their axis), each contact followed by tangential friction ``dp <- dp - eta dp_T``
+     (thesis §5.3.3, on the substep displacement);
    - ``v <- (p - p_prev) / dt``.
 
 PBD mode (paper): a constraint moves its particles by ``k C / (w_i + w_j)``; damping ``mu`` per substep.
@@ -37,13 +39,14 @@ Arrays (``P`` particles, ``M`` muscles, ``B`` capsules, ``G`` grids), positions 
     tendon: (P,) bool                   constraint (k, k+1) is a tendon
     belly_stiffness: (M,)               artist stiffness k in [0, 1]
     group_start (Gm+1,), group_members  CSR: muscles of each collision group; muscle_group (M,) (-1: none)
+    island_start (I+1,), island_members CSR: the parallel tasks (each group, and each muscle in no group)
     cap_start (M+1,), cap_index         CSR: capsules each muscle collides with
     cap_prev, cap_cur: (B, 2, 3) [m]    capsule segment ends at the previous and current frame; cap_radius (B,)
     grid_start (M+1,), grid_index       CSR: bone grids each muscle collides with
     grid_values (sum cells,), grid_offset (G+1,), grid_dims (G, 3), grid_origin (G, 3), grid_spacing (G, 3)
     grid_inv_prev, grid_inv_cur: (G, 3, 4)  world -> grid (bone rest) rigid transforms
     end_prev, end_cur: (M, 2, 3) [m]    endpoint targets; normal_prev, normal_cur: (M, 2, 3) endpoint normals
-    scratch: x_prev (P, 3), lam (P,)
+    scratch: x_prev (P, 3), lam (P,), chord_dev (M,) [m] largest distance of a grouped axis from its chord
 """
 from __future__ import annotations
 
@@ -93,6 +96,25 @@ def _push(x, x_prev, k, cx, gx, gy, gz, share, friction):
     x[k, 2] -= friction * (dz - dn * nz)
 
 
+@njit(inline="always", **_JIT)
+def _chord_distance(px, py, pz, P, a, b):
+    """Distance from p to the segment [P_a, P_b]."""
+    ex = P[b, 0] - P[a, 0]
+    ey = P[b, 1] - P[a, 1]
+    ez = P[b, 2] - P[a, 2]
+    dx = px - P[a, 0]
+    dy = py - P[a, 1]
+    dz = pz - P[a, 2]
+    e2 = ex * ex + ey * ey + ez * ez
+    t = 0.0
+    if e2 > 0.0:
+        t = min(max((dx * ex + dy * ey + dz * ez) / e2, 0.0), 1.0)
+    dx -= t * ex
+    dy -= t * ey
+    dz -= t * ez
+    return math.sqrt(dx * dx + dy * dy + dz * dz)
+
+
 @njit(**_JIT)
 def _solve_muscle(m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length, tendon, belly_stiffness,
                   tendon_stiffness, xpbd, iterations, reference_iterations, dt, dt_ref, mu, gravity, friction, f1,
@@ -100,7 +122,8 @@ def _solve_muscle(m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length
                   cap_start, cap_index, cap_prev, cap_cur, cap_radius,
                   grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
                   grid_inv_prev, grid_inv_cur,
-                  axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds):
+                  axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds, chord_dev,
+                  check):
     a = axis_start[m]
     b = axis_start[m + 1]
     for k in range(a, b):
@@ -121,7 +144,7 @@ def _solve_muscle(m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length
     ratio2 = (dt_ref / dt) ** 2
     kb = belly_stiffness[m]
     group = muscle_group[m]
-    for _ in range(iterations):
+    for it in range(iterations):
         # --- distance constraints (tendons and belly), Gauss-Seidel along the axis ---
         for k in range(a, b - 1):
             wi = inv_mass[k]
@@ -156,7 +179,12 @@ def _solve_muscle(m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length
             x[k + 1, 0] -= wj * s * nx
             x[k + 1, 1] -= wj * s * ny
             x[k + 1, 2] -= wj * s * nz
-        # --- collisions of each inner particle, as a sphere of radius D_i ---
+        # --- collisions of each inner particle, as a sphere of radius D_i, on the last sweep of the substep: the
+        # sweeps before it only settle the axis, and the positions that leave the substep satisfy the contacts ---
+        if it < iterations - 1:
+            continue
+        if cap_start[m + 1] == cap_start[m] and grid_start[m + 1] == grid_start[m] and group < 0:
+            continue
         for k in range(a + 1, b - 1):
             if inv_mass[k] == 0.0:
                 continue
@@ -212,83 +240,112 @@ def _solve_muscle(m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length
                     cut = scal[o, SCALAR_REACH] + D
                     if _box_distance2(x[k, 0], x[k, 1], x[k, 2], bounds[o]) > cut * cut:
                         continue
+                    # lower bound: distance to the chord of o's axis minus the axis's largest distance from it
+                    if _chord_distance(x[k, 0], x[k, 1], x[k, 2], snap_points, axis_start[o],
+                                       axis_start[o + 1] - 1) - chord_dev[o] > cut:
+                        continue
                     f, gx, gy, gz = _field_one(x[k, 0], x[k, 1], x[k, 2], o, axis_start, snap_points, cum, tang,
-                                               nrm, seg_t, seg_l, seg_a, scal, expo, True)
+                                               nrm, seg_t, seg_l, seg_a, scal, expo, True, cut)
                     if f - D < 0.0:
                         _push(x, x_prev, k, f - D, gx, gy, gz, 0.5, friction)
-    bad = 0
+    inv_dt = 1.0 / dt
     for k in range(a + 1, b - 1):
-        if inv_mass[k] == 0.0:
-            continue
-        for c in range(3):
-            v[k, c] = (x[k, c] - x_prev[k, c]) / dt
-            if not math.isfinite(x[k, c]):
-                bad += 1
+        if inv_mass[k] != 0.0:
+            for c in range(3):
+                v[k, c] = (x[k, c] - x_prev[k, c]) * inv_dt
+    bad = 0
+    if check:
+        for k in range(a, b):
+            for c in range(3):
+                if not math.isfinite(x[k, c]):
+                    bad += 1
     return bad
 
 
 @njit(parallel=True, **_JIT)
-def pbd_substeps(k0, k1, n_sub, dt, dt_ref, xpbd, iterations, reference_iterations, mu, gravity, friction, tendon_stiffness,
-                 x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length, tendon, belly_stiffness,
-                 end_prev, end_cur, normal_prev, normal_cur,
-                 muscle_group, group_start, group_members,
+def pbd_substeps(k0, k1, n_sub, dt, dt_ref, xpbd, iterations, reference_iterations, mu, gravity, friction,
+                 tendon_stiffness, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length, tendon,
+                 belly_stiffness, end_prev, end_cur, normal_prev, normal_cur,
+                 island_start, island_members, muscle_group, group_start, group_members,
                  cap_start, cap_index, cap_prev, cap_cur, cap_radius,
                  grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
                  grid_inv_prev, grid_inv_cur,
                  axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds,
-                 volume, width_scale, length, status, bad_count):
+                 volume, width_scale, length, chord_dev, status, bad_count):
     """Run substeps ``k0 .. k1-1`` (see the module docstring).
+
+    Parallel over *islands*: a collision group, or a muscle that collides with no other muscle. Islands do not
+    touch each other, so each runs all its substeps in one task (one parallel launch per call, not two per
+    substep); inside an island, members are solved in a fixed order against the substep's snapshot, so results
+    are bit-identical whatever the threads do.
 
     ``scal`` must hold this frame's profile scalars (``kernels/profile.py``: they depend on activation and
     eccentricity, not on the axis); each substep rescales its width, support and reach to the snapshot's length.
-    Only muscles in a collision group (``muscle_group >= 0``) get their full geometry rebuilt per substep: they are
-    the only ones other muscles evaluate. ``status (M,)``: axis geometry status (non-zero stops the step);
-    ``bad_count (M,)``: non-finite particle coordinates after the last substep.
+    Only muscles in a collision group get their full geometry rebuilt per substep: they are the only ones other
+    muscles evaluate; muscles with nothing to collide with skip the width update (the solver refreshes every
+    width after the frame). ``status (M,)``: axis geometry status (non-zero stops that island); ``bad_count (M,)``:
+    non-finite particle coordinates after the frame's last substep.
     """
-    n_muscles = axis_start.shape[0] - 1
-    end_normals = np.empty((n_muscles, 2, 3))
-    for sub in range(k0, k1):
-        f0 = sub / n_sub
-        f1 = (sub + 1) / n_sub
-        for m in prange(n_muscles):
-            a = axis_start[m]
-            b = axis_start[m + 1]
-            for kk in range(a, b):
-                for c in range(3):
-                    snap_points[kk, c] = x[kk, c]
-            if muscle_group[m] >= 0:
-                for e in range(2):
-                    for c in range(3):
-                        end_normals[m, e, c] = normal_prev[m, e, c] + f0 * (normal_cur[m, e, c] - normal_prev[m, e, c])
-                defined = np.empty(b - a, dtype=np.bool_)
-                ln, st = _one_axis(a, b, snap_points, end_normals, m, cum, tang, nrm, seg_t, seg_l, seg_a, bounds,
-                                   defined)
-            else:
-                ln = 0.0
-                for kk in range(a, b - 1):
-                    ln += math.sqrt((x[kk + 1, 0] - x[kk, 0]) ** 2 + (x[kk + 1, 1] - x[kk, 1]) ** 2
-                                    + (x[kk + 1, 2] - x[kk, 2]) ** 2)
-                st = STATUS_OK if ln > MIN_DISTANCE else STATUS_ZERO_LENGTH
-            length[m] = ln
-            status[m] = st
-            if st == STATUS_OK:
+    n_islands = island_start.shape[0] - 1
+    end_normals = np.empty((axis_start.shape[0] - 1, 2, 3))
+    for isl in prange(n_islands):
+        for sub in range(k0, k1):
+            f0 = sub / n_sub
+            f1 = (sub + 1) / n_sub
+            ok = True
+            for ii in range(island_start[isl], island_start[isl + 1]):
+                m = island_members[ii]
+                a = axis_start[m]
+                b = axis_start[m + 1]
+                has_colliders = (cap_start[m + 1] > cap_start[m] or grid_start[m + 1] > grid_start[m]
+                                 or muscle_group[m] >= 0)
+                if not has_colliders:
+                    continue  # its width is only needed for collisions: the solver updates it after the frame
+                if muscle_group[m] >= 0:
+                    for kk in range(a, b):
+                        for c in range(3):
+                            snap_points[kk, c] = x[kk, c]
+                    for e in range(2):
+                        for c in range(3):
+                            end_normals[m, e, c] = normal_prev[m, e, c] + f0 * (normal_cur[m, e, c]
+                                                                                 - normal_prev[m, e, c])
+                    defined = np.empty(b - a, dtype=np.bool_)
+                    ln, st = _one_axis(a, b, snap_points, end_normals, m, cum, tang, nrm, seg_t, seg_l, seg_a,
+                                       bounds, defined)
+                    dev = 0.0
+                    for kk in range(a + 1, b - 1):
+                        dev = max(dev, _chord_distance(snap_points[kk, 0], snap_points[kk, 1], snap_points[kk, 2],
+                                                       snap_points, a, b - 1))
+                    chord_dev[m] = dev
+                else:
+                    ln = 0.0
+                    for kk in range(a, b - 1):
+                        ln += math.sqrt((x[kk + 1, 0] - x[kk, 0]) ** 2 + (x[kk + 1, 1] - x[kk, 1]) ** 2
+                                        + (x[kk + 1, 2] - x[kk, 2]) ** 2)
+                    st = STATUS_OK if ln > MIN_DISTANCE else STATUS_ZERO_LENGTH
+                length[m] = ln
+                status[m] = st
+                if st != STATUS_OK:
+                    ok = False
+                    continue
                 # volume law w = scale sqrt(V / (pi l)); support and reach scale with w
                 ratio = width_scale[m] * math.sqrt(volume[m] / (math.pi * ln)) / scal[m, SCALAR_WIDTH]
                 scal[m, SCALAR_WIDTH] *= ratio
                 scal[m, SCALAR_SUPPORT] *= ratio
                 scal[m, SCALAR_REACH] *= ratio
-        for m in range(n_muscles):
-            if status[m] != STATUS_OK:
-                return
-        for m in prange(n_muscles):
-            bad_count[m] = _solve_muscle(
-                m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length, tendon, belly_stiffness,
-                tendon_stiffness, xpbd, iterations, reference_iterations, dt, dt_ref, mu, gravity, friction, f1,
-                end_prev, end_cur, muscle_group, group_start, group_members,
-                cap_start, cap_index, cap_prev, cap_cur, cap_radius,
-                grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
-                grid_inv_prev, grid_inv_cur,
-                axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds)
+            if not ok:
+                break
+            for ii in range(island_start[isl], island_start[isl + 1]):
+                m = island_members[ii]
+                bad_count[m] = _solve_muscle(
+                    m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length, tendon, belly_stiffness,
+                    tendon_stiffness, xpbd, iterations, reference_iterations, dt, dt_ref, mu, gravity, friction, f1,
+                    end_prev, end_cur, muscle_group, group_start, group_members,
+                    cap_start, cap_index, cap_prev, cap_cur, cap_radius,
+                    grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
+                    grid_inv_prev, grid_inv_cur,
+                    axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds, chord_dev,
+                    sub == n_sub - 1)
 
 
 @njit(parallel=True, **_JIT)

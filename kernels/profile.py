@@ -13,45 +13,67 @@ import math
 from numba import njit, prange
 
 from .fusiform import (SCALAR_C0, SCALAR_C1, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_U, SCALAR_V,
-                       SCALAR_WIDTH, _monomial)
+                       SCALAR_WIDTH)
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 
 @njit(**_JIT)
-def profile_max(ea0, eb0, ea1, eb1, c0, c1, samples):
-    """``max Phi_a`` on ``samples`` evenly spaced parameters, refined by a parabola through the best three."""
+def _mono2(ea, eb, s):
+    """``s^ea (1-s)^eb`` with its first and second derivatives (``core.profile._mono``)."""
+    t = 1.0 - s
+    value = s ** ea * t ** eb
+    d1 = 0.0
+    if ea > 0:
+        d1 += ea * s ** (ea - 1) * t ** eb
+    if eb > 0:
+        d1 -= eb * s ** ea * t ** (eb - 1)
+    d2 = 0.0
+    if ea > 1:
+        d2 += ea * (ea - 1) * s ** (ea - 2) * t ** eb
+    if ea > 0 and eb > 0:
+        d2 -= 2.0 * ea * eb * s ** (ea - 1) * t ** (eb - 1)
+    if eb > 1:
+        d2 += eb * (eb - 1) * s ** ea * t ** (eb - 2)
+    return value, d1, d2
+
+
+@njit(**_JIT)
+def profile_max(ea0, eb0, ea1, eb1, c0, c1, samples, newton):
+    """``max Phi_a``: best of ``samples`` evenly spaced values, refined by Newton on ``Phi_a' = 0`` inside its
+    bracket (``core.profile.profile_max``)."""
     best = -1.0
     best_i = 0
     for i in range(samples):
         s = i / (samples - 1)
-        v0, _ = _monomial(ea0, eb0, s)
-        v1, _ = _monomial(ea1, eb1, s)
+        v0, _, _ = _mono2(ea0, eb0, s)
+        v1, _, _ = _mono2(ea1, eb1, s)
         value = c0 * v0 + c1 * v1
         if value > best:
             best = value
             best_i = i
-    if 0 < best_i < samples - 1:
-        h = 1.0 / (samples - 1)
-        y = best
-        s = (best_i - 1) * h
-        a0, _ = _monomial(ea0, eb0, s)
-        a1, _ = _monomial(ea1, eb1, s)
-        y0 = c0 * a0 + c1 * a1
-        s = (best_i + 1) * h
-        b0, _ = _monomial(ea0, eb0, s)
-        b1, _ = _monomial(ea1, eb1, s)
-        y2 = c0 * b0 + c1 * b1
-        denom = y0 - 2.0 * y + y2
-        if denom < 0.0:
-            offset = 0.5 * (y0 - y2) / denom
-            return y - 0.25 * (y0 - y2) * offset
-    return best
+    lo = max(best_i - 1, 0) / (samples - 1)
+    hi = min(best_i + 1, samples - 1) / (samples - 1)
+    s = best_i / (samples - 1)
+    for _ in range(newton):
+        _, d0, dd0 = _mono2(ea0, eb0, s)
+        _, d1, dd1 = _mono2(ea1, eb1, s)
+        d = c0 * d0 + c1 * d1
+        dd = c0 * dd0 + c1 * dd1
+        if dd >= 0.0:
+            break
+        step = -d / dd
+        s = min(max(s + step, lo), hi)
+        if abs(step) < 1e-15:
+            break
+    v0, _, _ = _mono2(ea0, eb0, s)
+    v1, _, _ = _mono2(ea1, eb1, s)
+    return max(c0 * v0 + c1 * v1, best)
 
 
 @njit(parallel=True, **_JIT)
 def profile_scalars(exponents, activation, eccentricity, volume, width_scale, length, normaliser, k_table,
-                    samples, out_scalar):
+                    samples, newton, out_scalar):
     """Fill ``out_scalar (M, SCALAR_COUNT)``. ``exponents (M, 4) int64``: alpha0-1, beta0-1, alpha1-1, beta1-1."""
     for m in prange(exponents.shape[0]):
         ea0 = exponents[m, 0]
@@ -68,7 +90,7 @@ def profile_scalars(exponents, activation, eccentricity, volume, width_scale, le
         u = (1.0 - e * e) ** 0.25
         v = 1.0 / u
         w = width_scale[m] * math.sqrt(volume[m] / (math.pi * length[m]))
-        phi_max = profile_max(ea0, eb0, ea1, eb1, c0, c1, samples)
+        phi_max = profile_max(ea0, eb0, ea1, eb1, c0, c1, samples, newton)
         out_scalar[m, SCALAR_LENGTH] = length[m]
         out_scalar[m, SCALAR_C0] = c0
         out_scalar[m, SCALAR_C1] = c1

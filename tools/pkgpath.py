@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+CORE_TESTS_CACHE = "core-tests"
+"""Cache folder name shared by the core tests and the README tests (same import name and source path)."""
 
 
 def make_importable(cache_name: str) -> Path:
@@ -30,3 +32,12 @@ def make_importable(cache_name: str) -> Path:
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     return root
+
+
+def use_cache(cache_name: str) -> None:
+    """Point numba's cache at ``.numba_cache/<name>`` even if numba is already imported (kernels imported later
+    use it; numba reads ``NUMBA_CACHE_DIR`` only once, at import)."""
+    folder = str(REPO / ".numba_cache" / cache_name)
+    os.environ["NUMBA_CACHE_DIR"] = folder
+    if "numba" in sys.modules:
+        sys.modules["numba"].config.CACHE_DIR = folder

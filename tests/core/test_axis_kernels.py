@@ -96,4 +96,5 @@ def test_profile_max_kernel_matches_reference_for_every_pair():
         for b1 in range(1, 10, 2):
             c0, c1 = profile.profile_coefficients(a0, 3, 4, b1, 0.6)
             ref = profile.profile_max(a0, 3, 4, b1, 0.6)
-            assert profile_max(a0 - 1, 2, 3, b1 - 1, c0, c1, profile.PROFILE_MAX_SAMPLES) == pytest.approx(ref, rel=1e-14)
+            assert profile_max(a0 - 1, 2, 3, b1 - 1, c0, c1, profile.PROFILE_MAX_SAMPLES,
+                               profile.PROFILE_MAX_NEWTON) == pytest.approx(ref, rel=1e-14)

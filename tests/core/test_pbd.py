@@ -286,17 +286,18 @@ def _kernel_substep(solver, state_in, state_out, control, arrays):
     b._length[:] = [np.linalg.norm(np.diff(x[model.axis_start[m]:model.axis_start[m + 1]], axis=0), axis=1).sum()
                     for m in range(model.muscle_count)]
     profile_scalars(b.muscle_exponent, activation, eccentricity, b.volume, width_scale, b._length,
-                    P.PHI_NORMALISER, P.K_TABLE, P.PROFILE_MAX_SAMPLES, b.muscle_scalar)
+                    P.PHI_NORMALISER, P.K_TABLE, P.PROFILE_MAX_SAMPLES, P.PROFILE_MAX_NEWTON, b.muscle_scalar)
     pbd_substeps(0, 1, 4, (1 / 24) / 4, s.reference_dt, s.xpbd, s.iterations, s.reference_iterations, s.damping,
                  np.asarray(s.gravity, float), s.friction, s.tendon_stiffness, x, v, solver._x_prev, solver._lam,
                  model.inv_mass, model.w_ref, model.particle_s, model.rest_length, model.tendon, stiffness,
-                 state_in.endpoints, ends, state_in.normals, normals, model.muscle_group, model.group_start,
+                 state_in.endpoints, ends, state_in.normals, normals, model.island_start, model.island_members,
+                 model.muscle_group, model.group_start,
                  model.group_members, model.cap_start, model.cap_index, state_in.capsules, caps, model.cap_radius,
                  model.grid_start, model.grid_index, model.grid_values, model.grid_offset, model.grid_dims,
                  model.grid_origin, model.grid_spacing, state_in.grid_inverse, grid_inverse, model.axis_start,
                  b.axis_points, b.axis_cumulative, b.axis_tangent, b.axis_normal, b.seg_tangent, b.seg_length,
                  b.seg_angle, b.muscle_scalar, b.muscle_exponent, b.muscle_bounds, b.volume, width_scale,
-                 solver._length, solver._status, solver._bad)
+                 solver._length, solver._chord_dev, solver._status, solver._bad)
 
 
 def test_grid_collision_keeps_particles_outside_the_bone_mesh():
