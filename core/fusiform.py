@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .axis import AxisGeometry, MIN_SEGMENT_LENGTH, SLERP_SMALL_ANGLE
+from .profile import _mono
 
 BRANCH_VERTEX = 1 << 20
 """Branch code offset: the projection is clamped to a vertex (``grad s = 0``)."""
@@ -67,20 +68,9 @@ class MuscleProfile:
 def profile_value(p: MuscleProfile, s: float) -> tuple[float, float]:
     """``(Phi_a(s), dPhi_a/ds)``."""
     ea0, eb0, ea1, eb1 = p.exponents
-    v0, d0 = _monomial(ea0, eb0, s)
-    v1, d1 = _monomial(ea1, eb1, s)
+    v0, d0, _ = _mono(ea0, eb0, s)
+    v1, d1, _ = _mono(ea1, eb1, s)
     return p.c0 * v0 + p.c1 * v1, p.c0 * d0 + p.c1 * d1
-
-
-def _monomial(ea: int, eb: int, s: float) -> tuple[float, float]:
-    """``s^ea (1-s)^eb`` and its derivative, without negative powers."""
-    value = s ** ea * (1.0 - s) ** eb
-    deriv = 0.0
-    if ea > 0:
-        deriv += ea * s ** (ea - 1) * (1.0 - s) ** eb
-    if eb > 0:
-        deriv -= eb * s ** ea * (1.0 - s) ** (eb - 1)
-    return value, deriv
 
 
 def project(axis: AxisGeometry, q: np.ndarray, reparameterise: bool = True):

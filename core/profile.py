@@ -97,17 +97,7 @@ def activation_profile_derivative(a0: int, b0: int, a1: int, b1: int, activation
     """``dPhi_a/ds`` on ``[0, 1]`` (one-sided at the ends), used by the field gradient."""
     c0, c1 = profile_coefficients(a0, b0, a1, b1, activation)
     s = np.clip(np.asarray(s, dtype=np.float64), 0.0, 1.0)
-    return c0 * _monomial_derivative(a0, b0, s) + c1 * _monomial_derivative(a1, b1, s)
-
-
-def _monomial_derivative(alpha: int, beta: int, s: np.ndarray) -> np.ndarray:
-    """``d/ds [s^(alpha-1) (1-s)^(beta-1)]`` written without negative powers."""
-    out = np.zeros_like(s)
-    if alpha > 1:
-        out += (alpha - 1) * s ** (alpha - 2) * (1.0 - s) ** (beta - 1)
-    if beta > 1:
-        out -= (beta - 1) * s ** (alpha - 1) * (1.0 - s) ** (beta - 2)
-    return out
+    return c0 * _mono(a0 - 1, b0 - 1, s)[1] + c1 * _mono(a1 - 1, b1 - 1, s)[1]
 
 
 PROFILE_MAX_SAMPLES = 33
@@ -144,8 +134,8 @@ def profile_max(a0: int, b0: int, a1: int, b1: int, activation: float) -> float:
     return float(max(v, best))
 
 
-def _mono(ea: int, eb: int, s: float) -> tuple[float, float, float]:
-    """``s^ea (1-s)^eb`` with its first and second derivatives (no negative powers)."""
+def _mono(ea: int, eb: int, s):
+    """``s^ea (1-s)^eb`` with its first and second derivatives, no negative powers (scalars or arrays)."""
     t = 1.0 - s
     value = s ** ea * t ** eb
     d1 = 0.0

@@ -46,14 +46,23 @@ multiply-add, reciprocal multiplication, approximate libm functions. Kernel vs r
 
 @njit(inline="always", **_JIT)
 def _monomial(ea, eb, s):
-    one_s = 1.0 - s
-    value = s ** ea * one_s ** eb
-    deriv = 0.0
+    """``s^ea (1-s)^eb`` with its first and second derivatives, no negative powers (``core.profile._mono``).
+    Inlined: callers that drop a derivative do not compute it."""
+    t = 1.0 - s
+    value = s ** ea * t ** eb
+    d1 = 0.0
     if ea > 0:
-        deriv += ea * s ** (ea - 1) * one_s ** eb
+        d1 += ea * s ** (ea - 1) * t ** eb
     if eb > 0:
-        deriv -= eb * s ** ea * one_s ** (eb - 1)
-    return value, deriv
+        d1 -= eb * s ** ea * t ** (eb - 1)
+    d2 = 0.0
+    if ea > 1:
+        d2 += ea * (ea - 1) * s ** (ea - 2) * t ** eb
+    if ea > 0 and eb > 0:
+        d2 -= 2.0 * ea * eb * s ** (ea - 1) * t ** (eb - 1)
+    if eb > 1:
+        d2 += eb * (eb - 1) * s ** ea * t ** (eb - 2)
+    return value, d1, d2
 
 
 @njit(**_JIT)
@@ -304,8 +313,8 @@ def _field_one(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, repar
     gyx = bx + gsx * cy
     gyy = by + gsy * cy
     gyz = bz + gsz * cy
-    v0, d0 = _monomial(expo[m, 0], expo[m, 1], s)
-    v1, d1 = _monomial(expo[m, 2], expo[m, 3], s)
+    v0, d0, _ = _monomial(expo[m, 0], expo[m, 1], s)
+    v1, d1, _ = _monomial(expo[m, 2], expo[m, 3], s)
     c0 = scal[m, SCALAR_C0]
     c1 = scal[m, SCALAR_C1]
     Phi = c0 * v0 + c1 * v1

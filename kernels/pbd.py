@@ -68,8 +68,8 @@ MIN_DISTANCE = 1e-12
 @njit(**_JIT)
 def _radius(m, s, expo, scal):
     """Particle radius ``D = w Phi_a(s)`` (paper §6.3)."""
-    v0, _ = _monomial(expo[m, 0], expo[m, 1], s)
-    v1, _ = _monomial(expo[m, 2], expo[m, 3], s)
+    v0, _, _ = _monomial(expo[m, 0], expo[m, 1], s)
+    v1, _, _ = _monomial(expo[m, 2], expo[m, 3], s)
     return scal[m, SCALAR_WIDTH] * (scal[m, SCALAR_C0] * v0 + scal[m, SCALAR_C1] * v1)
 
 

@@ -13,29 +13,9 @@ import math
 from numba import njit, prange
 
 from .fusiform import (SCALAR_C0, SCALAR_C1, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_U, SCALAR_V,
-                       SCALAR_WIDTH)
+                       SCALAR_WIDTH, _monomial)
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
-
-
-@njit(**_JIT)
-def _mono2(ea, eb, s):
-    """``s^ea (1-s)^eb`` with its first and second derivatives (``core.profile._mono``)."""
-    t = 1.0 - s
-    value = s ** ea * t ** eb
-    d1 = 0.0
-    if ea > 0:
-        d1 += ea * s ** (ea - 1) * t ** eb
-    if eb > 0:
-        d1 -= eb * s ** ea * t ** (eb - 1)
-    d2 = 0.0
-    if ea > 1:
-        d2 += ea * (ea - 1) * s ** (ea - 2) * t ** eb
-    if ea > 0 and eb > 0:
-        d2 -= 2.0 * ea * eb * s ** (ea - 1) * t ** (eb - 1)
-    if eb > 1:
-        d2 += eb * (eb - 1) * s ** ea * t ** (eb - 2)
-    return value, d1, d2
 
 
 @njit(**_JIT)
@@ -46,8 +26,8 @@ def profile_max(ea0, eb0, ea1, eb1, c0, c1, samples, newton):
     best_i = 0
     for i in range(samples):
         s = i / (samples - 1)
-        v0, _, _ = _mono2(ea0, eb0, s)
-        v1, _, _ = _mono2(ea1, eb1, s)
+        v0, _, _ = _monomial(ea0, eb0, s)
+        v1, _, _ = _monomial(ea1, eb1, s)
         value = c0 * v0 + c1 * v1
         if value > best:
             best = value
@@ -56,8 +36,8 @@ def profile_max(ea0, eb0, ea1, eb1, c0, c1, samples, newton):
     hi = min(best_i + 1, samples - 1) / (samples - 1)
     s = best_i / (samples - 1)
     for _ in range(newton):
-        _, d0, dd0 = _mono2(ea0, eb0, s)
-        _, d1, dd1 = _mono2(ea1, eb1, s)
+        _, d0, dd0 = _monomial(ea0, eb0, s)
+        _, d1, dd1 = _monomial(ea1, eb1, s)
         d = c0 * d0 + c1 * d1
         dd = c0 * dd0 + c1 * dd1
         if dd >= 0.0:
@@ -66,8 +46,8 @@ def profile_max(ea0, eb0, ea1, eb1, c0, c1, samples, newton):
         s = min(max(s + step, lo), hi)
         if abs(step) < 1e-15:
             break
-    v0, _, _ = _mono2(ea0, eb0, s)
-    v1, _, _ = _mono2(ea1, eb1, s)
+    v0, _, _ = _monomial(ea0, eb0, s)
+    v1, _, _ = _monomial(ea1, eb1, s)
     return max(c0 * v0 + c1 * v1, best)
 
 
