@@ -412,6 +412,7 @@ class PBDSolver:
         Raises ``ValueError`` on bad input (NaN endpoints, out-of-range values, degenerate axes), naming the muscle.
         If the result has non-finite positions, ``state_out`` keeps ``state_in`` and ``ValueError`` is raised.
         """
+        from ..kernels.axis import axis_lengths
         from ..kernels.pbd import keep_inside, pbd_substeps
         from ..kernels.profile import profile_scalars
 
@@ -423,10 +424,11 @@ class PBDSolver:
         if state_out is not state_in:
             state_out.assign(state_in)
         x, v = state_out.x, state_out.v
-        saved_x, saved_v = (x.copy(), v.copy())
+        saved_x, saved_v = (state_in.x, state_in.v) if state_out is not state_in else (x.copy(), v.copy())
         b = self.batch
         # this frame's profile scalars (activation, eccentricity); the kernel rescales widths per substep
-        b._length[:] = np.maximum(_axis_lengths(model.axis_start, x), 1e-12)
+        axis_lengths(model.axis_start, x, b._length)
+        np.maximum(b._length, 1e-12, out=b._length)
         profile_scalars(b.muscle_exponent, activation, eccentricity, b.volume, width_scale, b._length,
                         _profile.PHI_NORMALISER, _profile.K_TABLE, _profile.PROFILE_MAX_SAMPLES,
                         _profile.PROFILE_MAX_NEWTON, b.muscle_scalar)
@@ -485,12 +487,6 @@ def _frame_array(value, shape, name, default) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contain NaN or infinite values.")
     return arr
-
-
-def _axis_lengths(axis_start, x) -> np.ndarray:
-    seg = np.linalg.norm(np.diff(x, axis=0), axis=1)
-    cum = np.concatenate([[0.0], np.cumsum(seg)])
-    return cum[axis_start[1:] - 1] - cum[axis_start[:-1]]
 
 
 def _csr(lists):

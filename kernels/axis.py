@@ -234,3 +234,16 @@ def axis_geometry(axis_start, points, end_normals, out_cumulative, out_tangent, 
                                    out_seg_tangent, out_seg_length, out_seg_angle, out_bounds, defined)
         out_length[m] = length
         out_status[m] = status
+
+
+@njit(parallel=True, **_JIT)
+def axis_lengths(axis_start, points, out_length):
+    """Arc length of every axis (``out_length (M,)`` [m]): the volume law's ``l`` at the start of a frame."""
+    for m in prange(axis_start.shape[0] - 1):
+        total = 0.0
+        for k in range(axis_start[m], axis_start[m + 1] - 1):
+            dx = points[k + 1, 0] - points[k, 0]
+            dy = points[k + 1, 1] - points[k, 1]
+            dz = points[k + 1, 2] - points[k, 2]
+            total += math.sqrt(dx * dx + dy * dy + dz * dz)
+        out_length[m] = total

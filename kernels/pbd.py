@@ -60,7 +60,7 @@ from .fusiform import (SCALAR_C0, SCALAR_C1, SCALAR_REACH, SCALAR_SUPPORT, SCALA
                        _monomial)
 from .grid import sample_trilinear
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy")
+_JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
 
 MIN_DISTANCE = 1e-12
 
@@ -126,78 +126,118 @@ def _solve_muscle(m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length
                   check):
     a = axis_start[m]
     b = axis_start[m + 1]
+    damp = mu ** (dt / dt_ref) if xpbd else mu
     for k in range(a, b):
         for c in range(3):
             x_prev[k, c] = x[k, c]
-    for c in range(3):
-        x[a, c] = end_prev[m, 0, c] + f1 * (end_cur[m, 0, c] - end_prev[m, 0, c])
-        x[b - 1, c] = end_prev[m, 1, c] + f1 * (end_cur[m, 1, c] - end_prev[m, 1, c])
-    damp = mu ** (dt / dt_ref) if xpbd else mu
-    for k in range(a + 1, b - 1):
-        if inv_mass[k] == 0.0:
+        if k == a or k == b - 1 or inv_mass[k] == 0.0:
             continue
         for c in range(3):
             v[k, c] = damp * v[k, c] + gravity[c] * dt
             x[k, c] += v[k, c] * dt
-    for k in range(a, b):
-        lam[k] = 0.0
-    ratio2 = (dt_ref / dt) ** 2
+    for c in range(3):
+        x[a, c] = end_prev[m, 0, c] + f1 * (end_cur[m, 0, c] - end_prev[m, 0, c])
+        x[b - 1, c] = end_prev[m, 1, c] + f1 * (end_cur[m, 1, c] - end_prev[m, 1, c])
+    if xpbd:
+        for k in range(a, b):
+            lam[k] = 0.0
     kb = belly_stiffness[m]
     group = muscle_group[m]
+    # XPBD compliances alpha~ of tendon and belly constraints (module docstring), once per muscle and substep
+    alpha_t = 0.0
+    alpha_b = 0.0
+    if xpbd:
+        scale = w_ref[m] * (dt_ref / dt) ** 2
+        if tendon_stiffness > 0.0:
+            q = (1.0 - tendon_stiffness) ** reference_iterations
+            alpha_t = q / (1.0 - q) * scale
+        if kb > 0.0:
+            q = (1.0 - kb) ** reference_iterations
+            alpha_b = q / (1.0 - q) * scale
     for it in range(iterations):
-        # --- distance constraints (tendons and belly), Gauss-Seidel along the axis ---
+        # --- distance constraints (tendons and belly), Gauss-Seidel along the axis; the shared particle of two
+        # consecutive constraints is carried in registers (p = P_k, q = P_{k+1}) ---
+        px = x[a, 0]
+        py = x[a, 1]
+        pz = x[a, 2]
+        wi = inv_mass[a]
         for k in range(a, b - 1):
-            wi = inv_mass[k]
+            qx = x[k + 1, 0]
+            qy = x[k + 1, 1]
+            qz = x[k + 1, 2]
             wj = inv_mass[k + 1]
             W = wi + wj
-            if W == 0.0:
-                continue
             stiff = tendon_stiffness if tendon[k] else kb
-            if stiff <= 0.0:
-                continue
-            nx = x[k + 1, 0] - x[k, 0]
-            ny = x[k + 1, 1] - x[k, 1]
-            nz = x[k + 1, 2] - x[k, 2]
-            d = math.sqrt(nx * nx + ny * ny + nz * nz)
-            if d < MIN_DISTANCE:
-                continue
-            nx /= d
-            ny /= d
-            nz /= d
-            C = d - rest_length[k]
-            if xpbd:
-                q = (1.0 - stiff) ** reference_iterations
-                alpha = q / (1.0 - q) * w_ref[m] * ratio2
-                dl = (-C - alpha * lam[k]) / (W + alpha)
-                lam[k] += dl
-                s = -dl
-            else:
-                s = stiff * C / W
-            x[k, 0] += wi * s * nx
-            x[k, 1] += wi * s * ny
-            x[k, 2] += wi * s * nz
-            x[k + 1, 0] -= wj * s * nx
-            x[k + 1, 1] -= wj * s * ny
-            x[k + 1, 2] -= wj * s * nz
+            if W > 0.0 and stiff > 0.0:
+                nx = qx - px
+                ny = qy - py
+                nz = qz - pz
+                d = math.sqrt(nx * nx + ny * ny + nz * nz)
+                if d >= MIN_DISTANCE:
+                    inv_d = 1.0 / d
+                    nx *= inv_d
+                    ny *= inv_d
+                    nz *= inv_d
+                    C = d - rest_length[k]
+                    if xpbd:
+                        alpha = alpha_t if tendon[k] else alpha_b
+                        dl = (-C - alpha * lam[k]) / (W + alpha)
+                        lam[k] += dl
+                        corr = -dl
+                    else:
+                        corr = stiff * C / W
+                    px += wi * corr * nx
+                    py += wi * corr * ny
+                    pz += wi * corr * nz
+                    qx -= wj * corr * nx
+                    qy -= wj * corr * ny
+                    qz -= wj * corr * nz
+            x[k, 0] = px
+            x[k, 1] = py
+            x[k, 2] = pz
+            px = qx
+            py = qy
+            pz = qz
+            wi = wj
+        x[b - 1, 0] = px
+        x[b - 1, 1] = py
+        x[b - 1, 2] = pz
         # --- collisions of each inner particle, as a sphere of radius D_i, on the last sweep of the substep: the
         # sweeps before it only settle the axis, and the positions that leave the substep satisfy the contacts ---
         if it < iterations - 1:
             continue
-        if cap_start[m + 1] == cap_start[m] and grid_start[m + 1] == grid_start[m] and group < 0:
+        n_caps = cap_start[m + 1] - cap_start[m]
+        if n_caps == 0 and grid_start[m + 1] == grid_start[m] and group < 0:
             continue
+        cap_a = np.empty((n_caps, 3))
+        cap_b = np.empty((n_caps, 3))
+        for ci in range(n_caps):
+            cap = cap_index[cap_start[m] + ci]
+            for c in range(3):
+                cap_a[ci, c] = cap_prev[cap, 0, c] + f1 * (cap_cur[cap, 0, c] - cap_prev[cap, 0, c])
+                cap_b[ci, c] = cap_prev[cap, 1, c] + f1 * (cap_cur[cap, 1, c] - cap_prev[cap, 1, c])
+        # world -> grid transforms interpolated within the frame (a linear blend of two rigid transforms a substep
+        # apart: rigid to first order, which is what a bone moves in a 24th of a second)
+        n_grids = grid_start[m + 1] - grid_start[m]
+        grid_tf = np.empty((n_grids, 3, 4))
+        for gi in range(n_grids):
+            g = grid_index[grid_start[m] + gi]
+            for r in range(3):
+                for c in range(4):
+                    grid_tf[gi, r, c] = grid_inv_prev[g, r, c] + f1 * (grid_inv_cur[g, r, c] - grid_inv_prev[g, r, c])
         for k in range(a + 1, b - 1):
             if inv_mass[k] == 0.0:
                 continue
             D = _radius(m, particle_s[k], expo, scal)
-            # bone capsules: f = d(p, [b0, b1]) - R_cyl (paper §6.3)
-            for ci in range(cap_start[m], cap_start[m + 1]):
-                cap = cap_index[ci]
-                ax = cap_prev[cap, 0, 0] + f1 * (cap_cur[cap, 0, 0] - cap_prev[cap, 0, 0])
-                ay = cap_prev[cap, 0, 1] + f1 * (cap_cur[cap, 0, 1] - cap_prev[cap, 0, 1])
-                az = cap_prev[cap, 0, 2] + f1 * (cap_cur[cap, 0, 2] - cap_prev[cap, 0, 2])
-                bx = cap_prev[cap, 1, 0] + f1 * (cap_cur[cap, 1, 0] - cap_prev[cap, 1, 0])
-                by = cap_prev[cap, 1, 1] + f1 * (cap_cur[cap, 1, 1] - cap_prev[cap, 1, 1])
-                bz = cap_prev[cap, 1, 2] + f1 * (cap_cur[cap, 1, 2] - cap_prev[cap, 1, 2])
+            # bone capsules: f = d(p, [b0, b1]) - R_cyl (paper §6.3), ends interpolated within the frame
+            for ci in range(n_caps):
+                cap = cap_index[cap_start[m] + ci]
+                ax = cap_a[ci, 0]
+                ay = cap_a[ci, 1]
+                az = cap_a[ci, 2]
+                bx = cap_b[ci, 0]
+                by = cap_b[ci, 1]
+                bz = cap_b[ci, 2]
                 ex = bx - ax
                 ey = by - ay
                 ez = bz - az
@@ -216,7 +256,7 @@ def _solve_muscle(m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length
             # bone distance grids, sampled in bone rest space
             for gi in range(grid_start[m], grid_start[m + 1]):
                 g = grid_index[gi]
-                M = grid_inv_prev[g] + f1 * (grid_inv_cur[g] - grid_inv_prev[g])
+                M = grid_tf[gi - grid_start[m]]
                 px = M[0, 0] * x[k, 0] + M[0, 1] * x[k, 1] + M[0, 2] * x[k, 2] + M[0, 3]
                 py = M[1, 0] * x[k, 0] + M[1, 1] * x[k, 1] + M[1, 2] * x[k, 2] + M[1, 3]
                 pz = M[2, 0] * x[k, 0] + M[2, 1] * x[k, 1] + M[2, 2] * x[k, 2] + M[2, 3]
