@@ -2,18 +2,18 @@
 
 One call runs substeps ``k0 .. k1-1`` of a frame split into ``n_sub`` substeps of ``dt`` seconds. Each substep:
 
-1. each axis's length gives the width ``w`` (volume law) and so the particle radii ``D_i = w Phi_a(s_i)``; muscles
-   in a collision group also snapshot their axis and rebuild its geometry (``kernels/axis.py``): the field other
-   muscles collide against. Everything a muscle reads of another comes from this snapshot, so the result does not
-   depend on thread scheduling (bit-identical runs).
+1. for muscles with something to collide with, the axis length gives the width ``w`` (volume law) and so the
+   particle radii ``D_i = w Phi_a(s_i)``; muscles in a collision group also snapshot their axis and rebuild its
+   geometry (``kernels/axis.py``): the field other muscles collide against. Everything a muscle reads of another
+   comes from this snapshot, so the result does not depend on thread scheduling (bit-identical runs).
 2. for each muscle, in Gauss-Seidel order (paper §6.1):
    - kinematic endpoints move to their targets, interpolated within the frame;
    - inner particles: ``v <- mu v + g dt``, ``p <- p + v dt`` (thesis §5.2.1);
    - ``iterations`` times: distance constraints ``C = |p_k p_{k+1}| - d0`` along the axis (tendons: first and
      last 10 % of the rest length, ``d0`` = rest length, stiffness ``k_t``; belly: ``d0`` = 2 % of the rest length,
-     stiffness ``k`` of the muscle), then collisions ``C = f(p) - D_i >= 0`` against bone capsules and bone
-     distance grids, and on the last sweep against the other muscles of its collision group (``f_M`` of the
-     snapshot; each side takes half; skipped without evaluating the field when the particle is farther than
+     stiffness ``k`` of the muscle); on the last sweep, collisions ``C = f(p) - D_i >= 0`` against bone capsules,
+     bone distance grids and the other muscles of its collision group (``f_M`` of the snapshot; each side takes
+     half; skipped without evaluating the field when box and chord bounds put the particle farther than
      ``reach + D_i`` from their axis), each contact followed by tangential friction ``dp <- dp - eta dp_T``
      (thesis §5.3.3, on the substep displacement);
    - ``v <- (p - p_prev) / dt``.
@@ -25,10 +25,10 @@ the compliance ``alpha = q / (1 - q) w_ref dt_ref^2`` with ``q = (1-k)^n_ref``, 
 mass)`` of the muscle and ``n_ref`` the reference iteration count: on one constraint between two average particles,
 PBD with ``n_ref`` sweeps leaves ``(1-k)^n_ref`` of the error per substep and XPBD leaves ``alpha~ / (W + alpha~)``,
 the same at ``dt = dt_ref`` (10 substeps of a 24 fps frame; ``n_ref = 1`` by default: the first sweep of each
-substep matches). More sweeps make PBD stiffer (paper §8.6) while XPBD only converges closer to its compliance. Away from it XPBD keeps the same physical stiffness and damping, PBD does not (the limitation of paper
-§8.6). The compliance does not depend on the particles' masses, so tension is the same along the axis at rest and
-the light particles near the tendons are not pulled apart (with the paper's PBD they are: a mass-weighted
-Gauss-Seidel fixed point). ``k = 0`` disables a constraint, ``k = 1`` makes it rigid.
+substep matches). Away from it XPBD keeps the same physical stiffness and damping while PBD does not, and more
+sweeps make PBD stiffer while XPBD only converges closer to its compliance (the limitation of paper §8.6). The
+compliance does not depend on the particles' own masses. ``k = 0`` disables a constraint, ``k = 1`` makes it
+rigid.
 
 Arrays (``P`` particles, ``M`` muscles, ``B`` capsules, ``G`` grids), positions [m], velocities [m/s]:
     x, v: (P, 3)                        state, updated in place
