@@ -80,15 +80,9 @@ class MuscleBatch:
         points: (P, 3) [m] all axis points; end_normals: (M, 2, 3) origin/insertion normals;
         activation, eccentricity, width_scale: (M,). Raises ``ValueError`` naming the muscle on bad geometry.
         """
-        from ..kernels import axis as ka
         from ..kernels import profile as kp
 
-        np.copyto(self.axis_points, points)
-        end_normals = np.ascontiguousarray(end_normals, dtype=np.float64)
-        ka.axis_geometry(self.axis_start, self.axis_points, end_normals, self.axis_cumulative, self.axis_tangent,
-                         self.axis_normal, self.seg_tangent, self.seg_length, self.seg_angle, self.muscle_bounds,
-                         self._length, self._status)
-        self._raise_on_status()
+        self._geometry(points, end_normals)
         kp.profile_scalars(self.muscle_exponent, np.asarray(activation, dtype=np.float64),
                            np.asarray(eccentricity, dtype=np.float64), self.volume,
                            np.asarray(width_scale, dtype=np.float64), self._length, _profile.PHI_NORMALISER,
@@ -98,21 +92,24 @@ class MuscleBatch:
     def update_axes(self, points, end_normals, width_scale) -> None:
         """Refresh the axis geometry and the widths only (activation and eccentricity unchanged since the last
         :meth:`update`): after a PBD step, the new lengths rescale ``w``, the support and the reach (volume law)."""
-        from ..kernels import axis as ka
         from ..kernels import fusiform as kf
 
-        np.copyto(self.axis_points, points)
-        ka.axis_geometry(self.axis_start, self.axis_points, np.ascontiguousarray(end_normals, dtype=np.float64),
-                         self.axis_cumulative, self.axis_tangent, self.axis_normal, self.seg_tangent,
-                         self.seg_length, self.seg_angle, self.muscle_bounds, self._length, self._status)
-        self._raise_on_status()
+        self._geometry(points, end_normals)
         width = np.asarray(width_scale, dtype=np.float64) * np.sqrt(self.volume / (np.pi * self._length))
         ratio = width / self.muscle_scalar[:, kf.SCALAR_WIDTH]
         for column in (kf.SCALAR_WIDTH, kf.SCALAR_SUPPORT, kf.SCALAR_REACH):
             self.muscle_scalar[:, column] *= ratio
         self.muscle_scalar[:, kf.SCALAR_LENGTH] = self._length
 
-    def _raise_on_status(self) -> None:
+    def _geometry(self, points, end_normals) -> None:
+        """Copy the axis points in and rebuild arc lengths, tangents, control normals and bounds (one kernel);
+        ``ValueError`` naming the muscle on a degenerate axis."""
+        from ..kernels import axis as ka
+
+        np.copyto(self.axis_points, points)
+        ka.axis_geometry(self.axis_start, self.axis_points, np.ascontiguousarray(end_normals, dtype=np.float64),
+                         self.axis_cumulative, self.axis_tangent, self.axis_normal, self.seg_tangent,
+                         self.seg_length, self.seg_angle, self.muscle_bounds, self._length, self._status)
         if self._status.any():
             m = int(np.flatnonzero(self._status)[0])
             raise ValueError(_STATUS_MESSAGES[int(self._status[m])].format(name=self.names[m]))

@@ -287,9 +287,10 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
                            m.shape.beta_active - 1) for m in muscles], dtype=np.int64)
     return PBDModel(settings, tuple(getattr(m, "name", str(i)) for i, m in enumerate(muscles)), axis_start, rest,
                     inv_mass, w_ref, particle_s, rest_length, tendon, muscle_group, group_start, group_members,
-                    island_start, island_members, cap_start, cap_index, radius, grid_start, grid_index, grid_values, grid_offset, grid_dims,
-                    grid_origin, grid_spacing, grid_tf, exponents, np.array([m.volume for m in muscles]),
-                    np.array([m.endpoint_normals() for m in muscles]), caps, mass)
+                    island_start, island_members, cap_start, cap_index, radius, grid_start, grid_index, grid_values,
+                    grid_offset, grid_dims, grid_origin, grid_spacing, grid_tf, exponents,
+                    np.array([m.volume for m in muscles]), np.array([m.endpoint_normals() for m in muscles]), caps,
+                    mass)
 
 
 def capsule_radius_from_skin(head, tail, skin_points, fraction: float = 0.25) -> float:
@@ -357,7 +358,6 @@ class PBDSolver:
         self.batch = MuscleBatch.allocate(np.diff(model.axis_start), model.exponents, model.volume, model.names)
         self._x_prev = np.zeros((P, 3))
         self._lam = np.zeros(P)
-        self._snap = np.zeros((P, 3))
         self._length = np.zeros(M)
         self._chord_dev = np.zeros(M)
         self._status = np.zeros(M, dtype=np.int64)
