@@ -91,15 +91,16 @@ class MuscleBatch:
 
     def update_axes(self, points, end_normals, width_scale) -> None:
         """Refresh the axis geometry and the widths only (activation and eccentricity unchanged since the last
-        :meth:`update`): after a PBD step, the new lengths rescale ``w``, the support and the reach (volume law)."""
-        from ..kernels import fusiform as kf
+        :meth:`update`): after a PBD step, the new lengths rescale ``w``, the support and the reach (volume law).
+        One numba kernel (``kernels/axis.axis_update``); ``ValueError`` naming the muscle on a degenerate axis."""
+        from ..kernels import axis as ka
 
-        self._geometry(points, end_normals)
-        width = np.asarray(width_scale, dtype=np.float64) * np.sqrt(self.volume / (np.pi * self._length))
-        ratio = width / self.muscle_scalar[:, kf.SCALAR_WIDTH]
-        for column in (kf.SCALAR_WIDTH, kf.SCALAR_SUPPORT, kf.SCALAR_REACH):
-            self.muscle_scalar[:, column] *= ratio
-        self.muscle_scalar[:, kf.SCALAR_LENGTH] = self._length
+        ka.axis_update(self.axis_start, np.ascontiguousarray(points, dtype=np.float64),
+                       np.ascontiguousarray(end_normals, dtype=np.float64),
+                       np.ascontiguousarray(width_scale, dtype=np.float64), self.volume, self.axis_points,
+                       self.axis_cumulative, self.axis_tangent, self.axis_normal, self.seg_tangent, self.seg_length,
+                       self.seg_angle, self.muscle_bounds, self.muscle_scalar, self._length, self._status)
+        self._raise_on_status()
 
     def _geometry(self, points, end_normals) -> None:
         """Copy the axis points in and rebuild arc lengths, tangents, control normals and bounds (one kernel);
@@ -110,6 +111,10 @@ class MuscleBatch:
         ka.axis_geometry(self.axis_start, self.axis_points, np.ascontiguousarray(end_normals, dtype=np.float64),
                          self.axis_cumulative, self.axis_tangent, self.axis_normal, self.seg_tangent,
                          self.seg_length, self.seg_angle, self.muscle_bounds, self._length, self._status)
+        self._raise_on_status()
+
+    def _raise_on_status(self) -> None:
+        """``ValueError`` naming the first muscle whose geometry kernel status is not OK."""
         if self._status.any():
             m = int(np.flatnonzero(self._status)[0])
             raise ValueError(_STATUS_MESSAGES[int(self._status[m])].format(name=self.names[m]))

@@ -10,6 +10,7 @@ Units: metres, seconds, kilograms. Defaults are the paper's (SEED-NOTES §2, §4
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
@@ -363,35 +364,45 @@ class PBDSolver:
         self._status = np.zeros(M, dtype=np.int64)
         self._bad = np.zeros(M, dtype=np.int64)
         self.last_bad_particles = 0
+        # inputs a control leaves at None (never written by the kernels, so shared between frames)
+        self._default = {"activation": np.zeros(M), "stiffness": np.full(M, 0.5), "width scale": np.ones(M),
+                         "eccentricity": np.zeros(M)}
+        self._rest_ends = np.ascontiguousarray(np.stack([model.rest_points[model.axis_start[:-1]],
+                                                         model.rest_points[model.axis_start[1:] - 1]], 1))
+        self._gravity = np.asarray(model.settings.gravity, dtype=np.float64)
+
+    def _per_muscle(self, value, name, lo=None, hi=None) -> np.ndarray:
+        """(M,) float64 from ``value`` (None: the default, a scalar: the same for every muscle), checked."""
+        if value is None:
+            return self._default[name]
+        M = self.model.muscle_count
+        arr = np.asarray(value, dtype=np.float64).reshape(-1)
+        if arr.size == 1:
+            arr = np.full(M, float(arr[0]))
+        if arr.shape != (M,):
+            raise ValueError(f"{name} needs one value per muscle ({M}), got {arr.size}.")
+        # one min and one max decide the common case (NaN propagates into both); the messages below otherwise
+        low, high = float(arr.min()), float(arr.max())
+        if (math.isfinite(low) and math.isfinite(high) and (lo is None or low >= lo)
+                and (hi is None or high <= hi)):
+            return arr
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} contains NaN or infinite values.")
+        raise ValueError(f"{name} must be from {lo} to {hi}.")
 
     def _inputs(self, control: PBDControl):
         m = self.model
         M = m.muscle_count
-
-        def per_muscle(value, default, name, lo=None, hi=None):
-            if value is None:
-                return np.full(M, default, dtype=np.float64)
-            arr = np.asarray(value, dtype=np.float64).reshape(-1)
-            if arr.size == 1:
-                arr = np.full(M, float(arr[0]))
-            if arr.shape != (M,):
-                raise ValueError(f"{name} needs one value per muscle ({M}), got {arr.size}.")
-            if not np.all(np.isfinite(arr)):
-                raise ValueError(f"{name} contains NaN or infinite values.")
-            if lo is not None and np.any(arr < lo) or hi is not None and np.any(arr > hi):
-                raise ValueError(f"{name} must be from {lo} to {hi}.")
-            return arr
-
-        activation = per_muscle(control.activation, 0.0, "activation", 0.0, 1.0)
-        stiffness = per_muscle(control.stiffness, 0.5, "stiffness", 0.0, 1.0)
-        width_scale = per_muscle(control.width_scale, 1.0, "width scale", 1e-6, None)
-        eccentricity = None if control.eccentricity is None else per_muscle(control.eccentricity, 0.0,
-                                                                             "eccentricity", 0.0, 0.99)
-        ends = _frame_array(control.endpoints, (M, 2, 3), "endpoints",
-                            np.stack([m.rest_points[m.axis_start[:-1]], m.rest_points[m.axis_start[1:] - 1]], 1))
-        span = np.linalg.norm(ends[:, 1] - ends[:, 0], axis=1)
-        if np.any(span <= 1e-9):
-            bad = int(np.flatnonzero(span <= 1e-9)[0])
+        activation = self._per_muscle(control.activation, "activation", 0.0, 1.0)
+        stiffness = self._per_muscle(control.stiffness, "stiffness", 0.0, 1.0)
+        width_scale = self._per_muscle(control.width_scale, "width scale", 1e-6, None)
+        eccentricity = None if control.eccentricity is None else self._per_muscle(control.eccentricity,
+                                                                                  "eccentricity", 0.0, 0.99)
+        ends = _frame_array(control.endpoints, (M, 2, 3), "endpoints", self._rest_ends)
+        chord = ends[:, 1] - ends[:, 0]
+        span2 = np.einsum("ij,ij->i", chord, chord)
+        if span2.min() <= 1e-18:  # span <= 1 nm
+            bad = int(np.flatnonzero(span2 <= 1e-18)[0])
             raise ValueError(f"muscle {m.names[bad]}: origin and insertion are at the same place in this frame; "
                              f"check the bones it is attached to.")
         normals = _frame_array(control.normals, (M, 2, 3), "endpoint normals", m.rest_normals)
@@ -411,35 +422,44 @@ class PBDSolver:
 
         Raises ``ValueError`` on bad input (NaN endpoints, out-of-range values, degenerate axes), naming the muscle.
         If the result has non-finite positions, ``state_out`` keeps ``state_in`` and ``ValueError`` is raised.
+
+        Three kernel launches when there is no skin field: the frame's profile scalars from the axis lengths
+        (``kernels/profile.frame_scalars``), the substeps (``kernels/pbd.pbd_substeps``), the axis geometry and
+        widths after the frame (``kernels/axis.axis_update``).
         """
-        from ..kernels.axis import axis_lengths
         from ..kernels.pbd import keep_inside, pbd_substeps
-        from ..kernels.profile import profile_scalars
+        from ..kernels.profile import frame_scalars
 
         dt = validation.positive(dt, "frame duration")
         model, s = self.model, self.model.settings
         activation, stiffness, width_scale, eccentricity, ends, normals, caps, grid_inverse = self._inputs(control)
         if eccentricity is None:
-            eccentricity = np.zeros(model.muscle_count)
-        if state_out is not state_in:
-            state_out.assign(state_in)
+            eccentricity = self._default["eccentricity"]
+        separate = state_out is not state_in
+        if separate:
+            np.copyto(state_out.x, state_in.x)
+            np.copyto(state_out.v, state_in.v)
         x, v = state_out.x, state_out.v
-        saved_x, saved_v = (state_in.x, state_in.v) if state_out is not state_in else (x.copy(), v.copy())
+        saved_x, saved_v = (state_in.x, state_in.v) if separate else (x.copy(), v.copy())
+
+        def restore():
+            if separate:
+                state_out.assign(state_in)
+            else:
+                x[:], v[:] = saved_x, saved_v
+
         b = self.batch
         # this frame's profile scalars (activation, eccentricity); the kernel rescales widths per substep
-        axis_lengths(model.axis_start, x, b._length)
-        np.maximum(b._length, 1e-12, out=b._length)
-        profile_scalars(b.muscle_exponent, activation, eccentricity, b.volume, width_scale, b._length,
-                        _profile.PHI_NORMALISER, _profile.K_TABLE, _profile.PROFILE_MAX_SAMPLES,
-                        _profile.PROFILE_MAX_NEWTON, b.muscle_scalar)
+        frame_scalars(model.axis_start, x, 1e-12, b.muscle_exponent, activation, eccentricity, b.volume,
+                      width_scale, _profile.PHI_NORMALISER, _profile.K_TABLE, _profile.PROFILE_MAX_SAMPLES,
+                      _profile.PROFILE_MAX_NEWTON, b._length, b.muscle_scalar)
         n_sub = s.substeps
         sub_dt = dt / n_sub
-        gravity = np.asarray(s.gravity, dtype=np.float64)
         chunks = [(0, n_sub)] if control.skin_field is None or not s.skin_every_substep \
             else [(k, k + 1) for k in range(n_sub)]
         for k0, k1 in chunks:
             pbd_substeps(k0, k1, n_sub, sub_dt, s.reference_dt, s.xpbd, s.iterations, s.reference_iterations,
-                         s.damping, gravity,
+                         s.damping, self._gravity,
                          s.friction, s.tendon_stiffness, x, v, self._x_prev, self._lam, model.inv_mass,
                          model.w_ref, model.particle_s, model.rest_length, model.tendon, stiffness,
                          state_in.endpoints, ends, state_in.normals, normals,
@@ -454,16 +474,17 @@ class PBDSolver:
                          self._bad)
             if self._status.any():
                 bad = int(np.flatnonzero(self._status)[0])
-                x[:], v[:] = saved_x, saved_v
+                restore()
                 raise ValueError(f"muscle {model.names[bad]}: its axis collapsed to zero length during the "
                                  f"simulation; check its origin and insertion.")
             if control.skin_field is not None:
                 values, grads = control.skin_field(x)
                 keep_inside(x, v, model.inv_mass, np.ascontiguousarray(values, dtype=np.float64),
                             np.ascontiguousarray(grads, dtype=np.float64), float(control.skin_iso), sub_dt)
+        # the kernel counts non-finite coordinates after the last substep; only the skin field can add more
         self.last_bad_particles = int(self._bad.sum())
-        if self.last_bad_particles or not np.all(np.isfinite(x)):
-            x[:], v[:] = saved_x, saved_v
+        if self.last_bad_particles or (control.skin_field is not None and not np.all(np.isfinite(x))):
+            restore()
             raise ValueError("the muscle simulation diverged (non-finite positions); the frame was not applied.")
         state_out.endpoints[:] = ends
         state_out.normals[:] = normals

@@ -2,7 +2,7 @@
 
 The same computation as ``core/axis.py`` (``axis_geometry``, ``vertex_tangents``, ``control_normals``, ``slerp``),
 for all muscles of a character after every PBD step (paper §6: "each muscle updates its control normals and its
-width from the new axis length"). Parallel over muscles; allocates only one small scratch array per muscle.
+width from the new axis length"). Parallel over muscles; allocates one scratch array per call.
 
 Inputs: ``axis_start (M+1,) int64``, ``points (P, 3) float64 [m]``, ``end_normals (M, 2, 3)`` origin/insertion
 normals (any length, not parallel to the axis). Outputs as in ``kernels/fusiform.py``, plus ``out_length (M,)``
@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .fusiform import MIN_SEGMENT_LENGTH
+from .fusiform import MIN_SEGMENT_LENGTH, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_WIDTH
 
 SLERP_SMALL_ANGLE = 1e-6
 DEGENERATE_NORMAL = 1e-6
@@ -62,6 +62,28 @@ def _slerp(ax, ay, az, bx, by, bz, t, kx, ky, kz):
 
 
 @njit(**_JIT)
+def _slerp_angle(ax, ay, az, bx, by, bz):
+    """The clipped ``cos`` and the angle ``omega`` between two unit vectors, and ``sin(omega)``: what
+    :func:`_slerp` computes before ``t`` enters, for slerping many ``t`` between the same two vectors."""
+    dot = ax * bx + ay * by + az * bz
+    dot = min(max(dot, -1.0), 1.0)
+    if dot < -1.0 + 1e-9:
+        return dot, math.pi, 0.0
+    omega = math.acos(dot)
+    return dot, omega, math.sin(omega)
+
+
+@njit(**_JIT)
+def _slerp_at(ax, ay, az, bx, by, bz, t, kx, ky, kz, dot, omega, so):
+    """:func:`_slerp` with ``dot, omega, so`` from :func:`_slerp_angle` (the same arithmetic, so the same bits)."""
+    if dot < -1.0 + 1e-9 or omega < SLERP_SMALL_ANGLE:
+        return _slerp(ax, ay, az, bx, by, bz, t, kx, ky, kz)
+    ca = math.sin((1.0 - t) * omega) / so
+    cb = math.sin(t * omega) / so
+    return ca * ax + cb * bx, ca * ay + cb * by, ca * az + cb * bz
+
+
+@njit(**_JIT)
 def _project_out(nx, ny, nz, tx, ty, tz):
     """``n - (n.t) t`` and its length."""
     d = nx * tx + ny * ty + nz * tz
@@ -73,6 +95,8 @@ def _project_out(nx, ny, nz, tx, ty, tz):
 
 @njit(**_JIT)
 def _one_axis(a, b, P, end_normals, m, cum, T, N, seg_t, seg_l, seg_a, bounds, defined):
+    """Geometry of muscle ``m`` (axis points ``P[a:b]``) into the output rows ``a .. b-1`` and ``bounds[m]``.
+    ``defined (P,) bool`` is scratch, rows ``a .. b-1`` used. Returns ``(length [m], status)``."""
     count = b - a
     for k in range(a, b):
         for c in range(3):
@@ -165,30 +189,31 @@ def _one_axis(a, b, P, end_normals, m, cum, T, N, seg_t, seg_l, seg_a, bounds, d
         chx = T[a, 0]
         chy = T[a, 1]
         chz = T[a, 2]
-    # control normals (core.axis.control_normals)
+    # control normals (core.axis.control_normals); the endpoint normals' angle once per muscle
+    dot, omega, so = _slerp_angle(n0x, n0y, n0z, n1x, n1y, n1z)
     n_defined = 0
     for k in range(a, b):
-        sx, sy, sz = _slerp(n0x, n0y, n0z, n1x, n1y, n1z, cum[k] / length, chx, chy, chz)
+        sx, sy, sz = _slerp_at(n0x, n0y, n0z, n1x, n1y, n1z, cum[k] / length, chx, chy, chz, dot, omega, so)
         mx, my, mz, mn = _project_out(sx, sy, sz, T[k, 0], T[k, 1], T[k, 2])
         if mn > DEGENERATE_NORMAL:
             N[k, 0] = mx / mn
             N[k, 1] = my / mn
             N[k, 2] = mz / mn
-            defined[k - a] = True
+            defined[k] = True
             n_defined += 1
         else:
-            defined[k - a] = False
+            defined[k] = False
     if n_defined == 0:
         return length, STATUS_NO_NORMAL
     if n_defined < count:
         for k in range(a, b):
-            if defined[k - a]:
+            if defined[k]:
                 continue
             lo = k - 1
-            while lo >= a and not defined[lo - a]:
+            while lo >= a and not defined[lo]:
                 lo -= 1
             hi = k + 1
-            while hi < b and not defined[hi - a]:
+            while hi < b and not defined[hi]:
                 hi += 1
             if lo >= a and hi < b:
                 t = (cum[k] - cum[lo]) / max(cum[hi] - cum[lo], 1e-300)
@@ -226,14 +251,44 @@ def axis_geometry(axis_start, points, end_normals, out_cumulative, out_tangent, 
                   out_seg_length, out_seg_angle, out_bounds, out_length, out_status):
     """Geometry of every muscle axis (see the module docstring). Parallel over muscles."""
     n_muscles = axis_start.shape[0] - 1
+    defined = np.empty(points.shape[0], dtype=np.bool_)
     for m in prange(n_muscles):
         a = axis_start[m]
         b = axis_start[m + 1]
-        defined = np.empty(b - a, dtype=np.bool_)
         length, status = _one_axis(a, b, points, end_normals, m, out_cumulative, out_tangent, out_normal,
                                    out_seg_tangent, out_seg_length, out_seg_angle, out_bounds, defined)
         out_length[m] = length
         out_status[m] = status
+
+
+@njit(parallel=True, **_JIT)
+def axis_update(axis_start, points, end_normals, width_scale, volume, out_points, out_cumulative, out_tangent,
+                out_normal, out_seg_tangent, out_seg_length, out_seg_angle, out_bounds, out_scalar, out_length,
+                out_status):
+    """After a PBD frame (paper §6): copy ``points (P, 3)`` into ``out_points``, rebuild every axis's geometry as
+    :func:`axis_geometry`, and rescale each muscle's width, support and reach in ``out_scalar (M, SCALAR_COUNT)``
+    to its new length ``l`` by the volume law ``w = width_scale sqrt(V / (pi l))`` (``volume (M,)`` [m^3]);
+    ``SCALAR_LENGTH`` becomes ``l``. Muscles whose status is not ``STATUS_OK`` keep their scalars. One parallel
+    pass over muscles (``core.muscle_batch.MuscleBatch.update_axes``)."""
+    n_muscles = axis_start.shape[0] - 1
+    defined = np.empty(points.shape[0], dtype=np.bool_)
+    for m in prange(n_muscles):
+        a = axis_start[m]
+        b = axis_start[m + 1]
+        for k in range(a, b):
+            for c in range(3):
+                out_points[k, c] = points[k, c]
+        length, status = _one_axis(a, b, out_points, end_normals, m, out_cumulative, out_tangent, out_normal,
+                                   out_seg_tangent, out_seg_length, out_seg_angle, out_bounds, defined)
+        out_length[m] = length
+        out_status[m] = status
+        if status == STATUS_OK:
+            width = width_scale[m] * math.sqrt(volume[m] / (math.pi * length))
+            ratio = width / out_scalar[m, SCALAR_WIDTH]
+            out_scalar[m, SCALAR_WIDTH] *= ratio
+            out_scalar[m, SCALAR_SUPPORT] *= ratio
+            out_scalar[m, SCALAR_REACH] *= ratio
+            out_scalar[m, SCALAR_LENGTH] = length
 
 
 @njit(parallel=True, **_JIT)

@@ -17,6 +17,10 @@ One call runs substeps ``k0 .. k1-1`` of a frame split into ``n_sub`` substeps o
      ``reach + D_i`` from their axis), each contact followed by tangential friction ``dp <- dp - eta dp_T``
      (thesis §5.3.3, on the substep displacement);
    - ``v <- (p - p_prev) / dt``.
+   Muscles read nothing live of each other within a substep (only the snapshot), so a parallel task integrates
+   all its muscles, then runs their distance sweeps interleaved (``_distance_sweeps``: independent Gauss-Seidel
+   chains in flight together, each particle corrected in the same order as muscle after muscle, sweep after
+   sweep), then their collisions and velocities.
 
 PBD mode (paper): a constraint moves its particles by ``k C / (w_i + w_j)``; damping ``mu`` per substep.
 XPBD mode (Macklin et al. 2016): per-constraint ``lambda``, ``alpha~ = alpha / dt^2``,
@@ -47,6 +51,10 @@ Arrays (``P`` particles, ``M`` muscles, ``B`` capsules, ``G`` grids), positions 
     grid_inv_prev, grid_inv_cur: (G, 3, 4)  world -> grid (bone rest) rigid transforms
     end_prev, end_cur: (M, 2, 3) [m]    endpoint targets; normal_prev, normal_cur: (M, 2, 3) endpoint normals
     scratch: x_prev (P, 3), lam (P,), chord_dev (M,) [m] largest distance of a grouped axis from its chord
+
+PBD and XPBD constraint factors that do not change within a frame (``k / (w_i + w_j)``, ``1 / (w_i + w_j +
+alpha~)``) are computed once per call (``_constraint_gains``), so a constraint costs one square root and one
+division.
 """
 from __future__ import annotations
 
@@ -116,34 +124,12 @@ def _chord_distance(px, py, pz, P, a, b):
 
 
 @njit(**_JIT)
-def _solve_muscle(m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length, tendon, belly_stiffness,
-                  tendon_stiffness, xpbd, iterations, reference_iterations, dt, dt_ref, mu, gravity, friction, f1,
-                  end_prev, end_cur, muscle_group, group_start, group_members,
-                  cap_start, cap_index, cap_prev, cap_cur, cap_radius,
-                  grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
-                  grid_inv_prev, grid_inv_cur,
-                  axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds, chord_dev,
-                  check):
-    a = axis_start[m]
-    b = axis_start[m + 1]
-    damp = mu ** (dt / dt_ref) if xpbd else mu
-    for k in range(a, b):
-        for c in range(3):
-            x_prev[k, c] = x[k, c]
-        if k == a or k == b - 1 or inv_mass[k] == 0.0:
-            continue
-        for c in range(3):
-            v[k, c] = damp * v[k, c] + gravity[c] * dt
-            x[k, c] += v[k, c] * dt
-    for c in range(3):
-        x[a, c] = end_prev[m, 0, c] + f1 * (end_cur[m, 0, c] - end_prev[m, 0, c])
-        x[b - 1, c] = end_prev[m, 1, c] + f1 * (end_cur[m, 1, c] - end_prev[m, 1, c])
-    if xpbd:
-        for k in range(a, b):
-            lam[k] = 0.0
+def _constraint_gains(m, inv_mass, w_ref, rest_length, tendon, belly_stiffness, tendon_stiffness, xpbd,
+                      reference_iterations, dt, dt_ref, axis_start, gain, alpha):
+    """Per distance constraint ``k`` of muscle ``m``, what does not change within a frame: PBD
+    ``gain = k / (w_i + w_j)``; XPBD ``alpha~`` (module docstring) and ``gain = 1 / (w_i + w_j + alpha~)``.
+    ``gain = 0``: the constraint is off (both ends kinematic, or stiffness 0). ``gain, alpha (P,)``."""
     kb = belly_stiffness[m]
-    group = muscle_group[m]
-    # XPBD compliances alpha~ of tendon and belly constraints (module docstring), once per muscle and substep
     alpha_t = 0.0
     alpha_b = 0.0
     if xpbd:
@@ -154,140 +140,200 @@ def _solve_muscle(m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length
         if kb > 0.0:
             q = (1.0 - kb) ** reference_iterations
             alpha_b = q / (1.0 - q) * scale
-    for it in range(iterations):
-        # --- distance constraints (tendons and belly), Gauss-Seidel along the axis; the shared particle of two
-        # consecutive constraints is carried in registers (p = P_k, q = P_{k+1}) ---
-        px = x[a, 0]
-        py = x[a, 1]
-        pz = x[a, 2]
-        wi = inv_mass[a]
-        for k in range(a, b - 1):
-            qx = x[k + 1, 0]
-            qy = x[k + 1, 1]
-            qz = x[k + 1, 2]
-            wj = inv_mass[k + 1]
-            W = wi + wj
-            stiff = tendon_stiffness if tendon[k] else kb
-            if W > 0.0 and stiff > 0.0:
-                nx = qx - px
-                ny = qy - py
-                nz = qz - pz
+    for k in range(axis_start[m], axis_start[m + 1] - 1):
+        W = inv_mass[k] + inv_mass[k + 1]
+        stiff = tendon_stiffness if tendon[k] else kb
+        gain[k] = 0.0
+        alpha[k] = 0.0
+        if W > 0.0 and stiff > 0.0:
+            if xpbd:
+                alpha[k] = alpha_t if tendon[k] else alpha_b
+                gain[k] = 1.0 / (W + alpha[k])
+            else:
+                gain[k] = stiff / W
+
+
+@njit(**_JIT)
+def _integrate(m, x, v, x_prev, lam, inv_mass, dt, damp, gravity, f1, end_prev, end_cur, axis_start, xpbd):
+    """Start of a substep for muscle ``m``: ``x_prev <- x``; inner particles ``v <- damp v + g dt``,
+    ``p <- p + v dt``; kinematic endpoints to their targets at ``f1`` of the frame; XPBD ``lambda <- 0``."""
+    a = axis_start[m]
+    b = axis_start[m + 1]
+    for k in range(a, b):
+        for c in range(3):
+            x_prev[k, c] = x[k, c]
+        if xpbd:
+            lam[k] = 0.0
+        if k == a or k == b - 1 or inv_mass[k] == 0.0:
+            continue
+        for c in range(3):
+            v[k, c] = damp * v[k, c] + gravity[c] * dt
+            x[k, c] += v[k, c] * dt
+    for c in range(3):
+        x[a, c] = end_prev[m, 0, c] + f1 * (end_cur[m, 0, c] - end_prev[m, 0, c])
+        x[b - 1, c] = end_prev[m, 1, c] + f1 * (end_cur[m, 1, c] - end_prev[m, 1, c])
+
+
+SWEEP_LAG = 2
+"""Constraints by which Gauss-Seidel sweep ``it + 1`` of a muscle trails sweep ``it`` in
+:func:`_distance_sweeps`: constraint ``c`` of sweep ``it + 1`` needs particle ``c + 1`` done by sweep ``it``, which
+its constraint ``c + 1`` last moves."""
+
+
+@njit(**_JIT)
+def _distance_sweeps(j0, j1, members, axis_start, x, lam, inv_mass, rest_length, gain, alpha, xpbd, iterations):
+    """``iterations`` Gauss-Seidel sweeps of the distance constraints ``C = |p_k p_{k+1}| - d0`` of muscles
+    ``members[j0:j1]`` (module docstring), interleaved.
+
+    Each sweep along one axis is a chain of dependent square roots and divisions; the muscles of a block and the
+    sweeps of one muscle (sweep ``it`` trailing sweep ``it - 1`` by ``SWEEP_LAG`` constraints) are independent
+    chains, so one pass over them keeps several in flight. Every particle sees exactly the corrections of
+    sequential sweeps, in the same order: the results are the same bits as solving muscle after muscle, sweep
+    after sweep. ``gain, alpha (P,)`` from :func:`_constraint_gains`.
+    """
+    longest = 0
+    for j in range(j0, j1):
+        m = members[j]
+        longest = max(longest, axis_start[m + 1] - axis_start[m] - 1)
+    for t in range(longest + SWEEP_LAG * (iterations - 1)):
+        for j in range(j0, j1):
+            m = members[j]
+            a = axis_start[m]
+            n = axis_start[m + 1] - 1 - a
+            for it in range(iterations):
+                c = t - SWEEP_LAG * it
+                if c < 0:
+                    break
+                if c >= n:
+                    continue
+                k = a + c
+                g = gain[k]
+                if g == 0.0:
+                    continue
+                nx = x[k + 1, 0] - x[k, 0]
+                ny = x[k + 1, 1] - x[k, 1]
+                nz = x[k + 1, 2] - x[k, 2]
                 d = math.sqrt(nx * nx + ny * ny + nz * nz)
-                if d >= MIN_DISTANCE:
-                    inv_d = 1.0 / d
-                    nx *= inv_d
-                    ny *= inv_d
-                    nz *= inv_d
-                    C = d - rest_length[k]
-                    if xpbd:
-                        alpha = alpha_t if tendon[k] else alpha_b
-                        dl = (-C - alpha * lam[k]) / (W + alpha)
-                        lam[k] += dl
-                        corr = -dl
-                    else:
-                        corr = stiff * C / W
-                    px += wi * corr * nx
-                    py += wi * corr * ny
-                    pz += wi * corr * nz
-                    qx -= wj * corr * nx
-                    qy -= wj * corr * ny
-                    qz -= wj * corr * nz
-            x[k, 0] = px
-            x[k, 1] = py
-            x[k, 2] = pz
-            px = qx
-            py = qy
-            pz = qz
-            wi = wj
-        x[b - 1, 0] = px
-        x[b - 1, 1] = py
-        x[b - 1, 2] = pz
-        # --- collisions of each inner particle, as a sphere of radius D_i, on the last sweep of the substep: the
-        # sweeps before it only settle the axis, and the positions that leave the substep satisfy the contacts ---
-        if it < iterations - 1:
+                if d < MIN_DISTANCE:
+                    continue
+                if xpbd:
+                    corr = (d - rest_length[k] + alpha[k] * lam[k]) * g
+                    lam[k] -= corr
+                else:
+                    corr = (d - rest_length[k]) * g
+                # p_k += w_i corr n / d, p_{k+1} -= w_j corr n / d
+                s = corr / d
+                si = inv_mass[k] * s
+                sj = inv_mass[k + 1] * s
+                x[k, 0] += si * nx
+                x[k, 1] += si * ny
+                x[k, 2] += si * nz
+                x[k + 1, 0] -= sj * nx
+                x[k + 1, 1] -= sj * ny
+                x[k + 1, 2] -= sj * nz
+
+
+@njit(**_JIT)
+def _collide(m, x, x_prev, inv_mass, particle_s, friction, f1, muscle_group, group_start, group_members,
+             cap_start, cap_index, cap_prev, cap_cur, cap_radius,
+             grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
+             grid_inv_prev, grid_inv_cur,
+             axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds, chord_dev):
+    """Collisions of the inner particles of muscle ``m``, each a sphere of radius ``D_i``, after the substep's last
+    sweep (module docstring): bone capsules, bone grids, the other muscles of its group (their snapshot)."""
+    a = axis_start[m]
+    b = axis_start[m + 1]
+    group = muscle_group[m]
+    n_caps = cap_start[m + 1] - cap_start[m]
+    if n_caps == 0 and grid_start[m + 1] == grid_start[m] and group < 0:
+        return
+    cap_a = np.empty((n_caps, 3))
+    cap_b = np.empty((n_caps, 3))
+    for ci in range(n_caps):
+        cap = cap_index[cap_start[m] + ci]
+        for c in range(3):
+            cap_a[ci, c] = cap_prev[cap, 0, c] + f1 * (cap_cur[cap, 0, c] - cap_prev[cap, 0, c])
+            cap_b[ci, c] = cap_prev[cap, 1, c] + f1 * (cap_cur[cap, 1, c] - cap_prev[cap, 1, c])
+    # world -> grid transforms interpolated within the frame (a linear blend of two rigid transforms a substep
+    # apart: rigid to first order, which is what a bone moves in a 24th of a second)
+    n_grids = grid_start[m + 1] - grid_start[m]
+    grid_tf = np.empty((n_grids, 3, 4))
+    for gi in range(n_grids):
+        g = grid_index[grid_start[m] + gi]
+        for r in range(3):
+            for c in range(4):
+                grid_tf[gi, r, c] = grid_inv_prev[g, r, c] + f1 * (grid_inv_cur[g, r, c] - grid_inv_prev[g, r, c])
+    for k in range(a + 1, b - 1):
+        if inv_mass[k] == 0.0:
             continue
-        n_caps = cap_start[m + 1] - cap_start[m]
-        if n_caps == 0 and grid_start[m + 1] == grid_start[m] and group < 0:
-            continue
-        cap_a = np.empty((n_caps, 3))
-        cap_b = np.empty((n_caps, 3))
+        D = _radius(m, particle_s[k], expo, scal)
+        # bone capsules: f = d(p, [b0, b1]) - R_cyl (paper §6.3), ends interpolated within the frame
         for ci in range(n_caps):
             cap = cap_index[cap_start[m] + ci]
-            for c in range(3):
-                cap_a[ci, c] = cap_prev[cap, 0, c] + f1 * (cap_cur[cap, 0, c] - cap_prev[cap, 0, c])
-                cap_b[ci, c] = cap_prev[cap, 1, c] + f1 * (cap_cur[cap, 1, c] - cap_prev[cap, 1, c])
-        # world -> grid transforms interpolated within the frame (a linear blend of two rigid transforms a substep
-        # apart: rigid to first order, which is what a bone moves in a 24th of a second)
-        n_grids = grid_start[m + 1] - grid_start[m]
-        grid_tf = np.empty((n_grids, 3, 4))
-        for gi in range(n_grids):
-            g = grid_index[grid_start[m] + gi]
-            for r in range(3):
-                for c in range(4):
-                    grid_tf[gi, r, c] = grid_inv_prev[g, r, c] + f1 * (grid_inv_cur[g, r, c] - grid_inv_prev[g, r, c])
-        for k in range(a + 1, b - 1):
-            if inv_mass[k] == 0.0:
-                continue
-            D = _radius(m, particle_s[k], expo, scal)
-            # bone capsules: f = d(p, [b0, b1]) - R_cyl (paper §6.3), ends interpolated within the frame
-            for ci in range(n_caps):
-                cap = cap_index[cap_start[m] + ci]
-                ax = cap_a[ci, 0]
-                ay = cap_a[ci, 1]
-                az = cap_a[ci, 2]
-                bx = cap_b[ci, 0]
-                by = cap_b[ci, 1]
-                bz = cap_b[ci, 2]
-                ex = bx - ax
-                ey = by - ay
-                ez = bz - az
-                e2 = ex * ex + ey * ey + ez * ez
-                t = 0.0
-                if e2 > 0.0:
-                    t = ((x[k, 0] - ax) * ex + (x[k, 1] - ay) * ey + (x[k, 2] - az) * ez) / e2
-                    t = min(max(t, 0.0), 1.0)
-                dx = x[k, 0] - (ax + t * ex)
-                dy = x[k, 1] - (ay + t * ey)
-                dz = x[k, 2] - (az + t * ez)
-                d = math.sqrt(dx * dx + dy * dy + dz * dz)
-                C = d - cap_radius[cap] - D
-                if C < 0.0 and d > MIN_DISTANCE:
-                    _push(x, x_prev, k, C, dx / d, dy / d, dz / d, 1.0, friction)
-            # bone distance grids, sampled in bone rest space
-            for gi in range(grid_start[m], grid_start[m + 1]):
-                g = grid_index[gi]
-                M = grid_tf[gi - grid_start[m]]
-                px = M[0, 0] * x[k, 0] + M[0, 1] * x[k, 1] + M[0, 2] * x[k, 2] + M[0, 3]
-                py = M[1, 0] * x[k, 0] + M[1, 1] * x[k, 1] + M[1, 2] * x[k, 2] + M[1, 3]
-                pz = M[2, 0] * x[k, 0] + M[2, 1] * x[k, 1] + M[2, 2] * x[k, 2] + M[2, 3]
-                o = grid_offset[g]
-                vals = grid_values[o:grid_offset[g + 1]].reshape((grid_dims[g, 0], grid_dims[g, 1], grid_dims[g, 2]))
-                inside, f, lx, ly, lz = sample_trilinear(vals, grid_origin[g, 0], grid_origin[g, 1],
-                                                         grid_origin[g, 2], grid_spacing[g, 0], grid_spacing[g, 1],
-                                                         grid_spacing[g, 2], px, py, pz)
-                if inside and f - D < 0.0:
-                    # world gradient = M^T g_local (M rigid: its inverse rotation is its transpose)
-                    wx = M[0, 0] * lx + M[1, 0] * ly + M[2, 0] * lz
-                    wy = M[0, 1] * lx + M[1, 1] * ly + M[2, 1] * lz
-                    wz = M[0, 2] * lx + M[1, 2] * ly + M[2, 2] * lz
-                    _push(x, x_prev, k, f - D, wx, wy, wz, 1.0, friction)
-            # other muscles of the same collision group: f = f_M of their snapshot (paper §6.3)
-            if group >= 0:
-                for gi in range(group_start[group], group_start[group + 1]):
-                    o = group_members[gi]
-                    if o == m:
-                        continue
-                    cut = scal[o, SCALAR_REACH] + D
-                    if _box_distance2(x[k, 0], x[k, 1], x[k, 2], bounds[o]) > cut * cut:
-                        continue
-                    # lower bound: distance to the chord of o's axis minus the axis's largest distance from it
-                    if _chord_distance(x[k, 0], x[k, 1], x[k, 2], snap_points, axis_start[o],
-                                       axis_start[o + 1] - 1) - chord_dev[o] > cut:
-                        continue
-                    f, gx, gy, gz = _field_one(x[k, 0], x[k, 1], x[k, 2], o, axis_start, snap_points, cum, tang,
-                                               nrm, seg_t, seg_l, seg_a, scal, expo, True, cut)
-                    if f - D < 0.0:
-                        _push(x, x_prev, k, f - D, gx, gy, gz, 0.5, friction)
+            ax = cap_a[ci, 0]
+            ay = cap_a[ci, 1]
+            az = cap_a[ci, 2]
+            bx = cap_b[ci, 0]
+            by = cap_b[ci, 1]
+            bz = cap_b[ci, 2]
+            ex = bx - ax
+            ey = by - ay
+            ez = bz - az
+            e2 = ex * ex + ey * ey + ez * ez
+            t = 0.0
+            if e2 > 0.0:
+                t = ((x[k, 0] - ax) * ex + (x[k, 1] - ay) * ey + (x[k, 2] - az) * ez) / e2
+                t = min(max(t, 0.0), 1.0)
+            dx = x[k, 0] - (ax + t * ex)
+            dy = x[k, 1] - (ay + t * ey)
+            dz = x[k, 2] - (az + t * ez)
+            d = math.sqrt(dx * dx + dy * dy + dz * dz)
+            C = d - cap_radius[cap] - D
+            if C < 0.0 and d > MIN_DISTANCE:
+                _push(x, x_prev, k, C, dx / d, dy / d, dz / d, 1.0, friction)
+        # bone distance grids, sampled in bone rest space
+        for gi in range(grid_start[m], grid_start[m + 1]):
+            g = grid_index[gi]
+            M = grid_tf[gi - grid_start[m]]
+            px = M[0, 0] * x[k, 0] + M[0, 1] * x[k, 1] + M[0, 2] * x[k, 2] + M[0, 3]
+            py = M[1, 0] * x[k, 0] + M[1, 1] * x[k, 1] + M[1, 2] * x[k, 2] + M[1, 3]
+            pz = M[2, 0] * x[k, 0] + M[2, 1] * x[k, 1] + M[2, 2] * x[k, 2] + M[2, 3]
+            o = grid_offset[g]
+            vals = grid_values[o:grid_offset[g + 1]].reshape((grid_dims[g, 0], grid_dims[g, 1], grid_dims[g, 2]))
+            inside, f, lx, ly, lz = sample_trilinear(vals, grid_origin[g, 0], grid_origin[g, 1],
+                                                     grid_origin[g, 2], grid_spacing[g, 0], grid_spacing[g, 1],
+                                                     grid_spacing[g, 2], px, py, pz)
+            if inside and f - D < 0.0:
+                # world gradient = M^T g_local (M rigid: its inverse rotation is its transpose)
+                wx = M[0, 0] * lx + M[1, 0] * ly + M[2, 0] * lz
+                wy = M[0, 1] * lx + M[1, 1] * ly + M[2, 1] * lz
+                wz = M[0, 2] * lx + M[1, 2] * ly + M[2, 2] * lz
+                _push(x, x_prev, k, f - D, wx, wy, wz, 1.0, friction)
+        # other muscles of the same collision group: f = f_M of their snapshot (paper §6.3)
+        if group >= 0:
+            for gi in range(group_start[group], group_start[group + 1]):
+                o = group_members[gi]
+                if o == m:
+                    continue
+                cut = scal[o, SCALAR_REACH] + D
+                if _box_distance2(x[k, 0], x[k, 1], x[k, 2], bounds[o]) > cut * cut:
+                    continue
+                # lower bound: distance to the chord of o's axis minus the axis's largest distance from it
+                if _chord_distance(x[k, 0], x[k, 1], x[k, 2], snap_points, axis_start[o],
+                                   axis_start[o + 1] - 1) - chord_dev[o] > cut:
+                    continue
+                f, gx, gy, gz = _field_one(x[k, 0], x[k, 1], x[k, 2], o, axis_start, snap_points, cum, tang,
+                                           nrm, seg_t, seg_l, seg_a, scal, expo, True, cut)
+                if f - D < 0.0:
+                    _push(x, x_prev, k, f - D, gx, gy, gz, 0.5, friction)
+
+
+@njit(**_JIT)
+def _finish(m, x, v, x_prev, inv_mass, dt, axis_start, check):
+    """End of a substep for muscle ``m``: ``v <- (p - p_prev) / dt``; with ``check``, the count of non-finite
+    coordinates."""
+    a = axis_start[m]
+    b = axis_start[m + 1]
     inv_dt = 1.0 / dt
     for k in range(a + 1, b - 1):
         if inv_mass[k] != 0.0:
@@ -302,6 +348,30 @@ def _solve_muscle(m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length
     return bad
 
 
+BLOCK_SWEEPS = 4
+"""Independent constraint sweeps a parallel task keeps in flight (:func:`_distance_sweeps`): islands are blocked
+so that ``muscles x iterations`` reaches about this many (with 4 iterations, one island per task)."""
+
+BLOCK_MULTIPLE = 4
+"""The block count is rounded up to a multiple of this (where there are enough islands), so that 1, 2 or 4
+threads, which each take a contiguous share of the blocks, get as many islands each."""
+
+
+@njit(**_JIT)
+def _island_blocks(island_start, iterations):
+    """Consecutive islands gathered into parallel tasks, as a CSR over islands ``(n_blocks + 1,)``: about
+    ``BLOCK_SWEEPS / iterations`` islands each, as evenly as possible. Islands are independent, so the blocking
+    changes no result."""
+    n_islands = island_start.shape[0] - 1
+    per_block = max(1, BLOCK_SWEEPS // max(iterations, 1))
+    n_blocks = max(1, (n_islands + per_block - 1) // per_block)
+    n_blocks = min(max(n_islands, 1), ((n_blocks + BLOCK_MULTIPLE - 1) // BLOCK_MULTIPLE) * BLOCK_MULTIPLE)
+    blocks = np.empty(n_blocks + 1, dtype=np.int64)
+    for i in range(n_blocks + 1):
+        blocks[i] = (i * n_islands) // n_blocks
+    return blocks
+
+
 @njit(parallel=True, **_JIT)
 def pbd_substeps(k0, k1, n_sub, dt, dt_ref, xpbd, iterations, reference_iterations, mu, gravity, friction,
                  tendon_stiffness, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length, tendon,
@@ -314,27 +384,37 @@ def pbd_substeps(k0, k1, n_sub, dt, dt_ref, xpbd, iterations, reference_iteratio
                  volume, width_scale, length, chord_dev, status, bad_count):
     """Run substeps ``k0 .. k1-1`` (see the module docstring).
 
-    Parallel over *islands*: a collision group, or a muscle that collides with no other muscle. Islands do not
-    touch each other, so each runs all its substeps in one task (one parallel launch per call, not two per
-    substep); inside an island, members are solved in a fixed order against the substep's snapshot, so results
-    are bit-identical whatever the threads do.
+    Parallel over blocks of *islands* (:func:`_island_blocks`): an island is a collision group, or a muscle that
+    collides with no other muscle. Islands do not touch each other, so each block runs all its substeps in one
+    task (one parallel launch per call, not two per substep); inside an island, members are solved against the
+    substep's snapshot, so results are bit-identical whatever the threads do (and whatever the blocking).
 
     ``scal`` must hold this frame's profile scalars (``kernels/profile.py``: they depend on activation and
     eccentricity, not on the axis); each substep rescales its width, support and reach to the snapshot's length.
     Only muscles in a collision group get their full geometry rebuilt per substep: they are the only ones other
     muscles evaluate; muscles with nothing to collide with skip the width update (the solver refreshes every
-    width after the frame). ``status (M,)``: axis geometry status (non-zero stops that island); ``bad_count (M,)``:
+    width after the frame). ``status (M,)``: axis geometry status (non-zero stops that block); ``bad_count (M,)``:
     non-finite particle coordinates after the frame's last substep.
     """
-    n_islands = island_start.shape[0] - 1
+    blocks = _island_blocks(island_start, iterations)
+    n_blocks = blocks.shape[0] - 1
     end_normals = np.empty((axis_start.shape[0] - 1, 2, 3))
-    for isl in prange(n_islands):
+    defined = np.empty(x.shape[0], dtype=np.bool_)
+    gain = np.empty(x.shape[0])
+    alpha = np.empty(x.shape[0])
+    damp = mu ** (dt / dt_ref) if xpbd else mu
+    for blk in prange(n_blocks):
+        j0 = island_start[blocks[blk]]
+        j1 = island_start[blocks[blk + 1]]
+        for j in range(j0, j1):
+            _constraint_gains(island_members[j], inv_mass, w_ref, rest_length, tendon, belly_stiffness,
+                              tendon_stiffness, xpbd, reference_iterations, dt, dt_ref, axis_start, gain, alpha)
         for sub in range(k0, k1):
             f0 = sub / n_sub
             f1 = (sub + 1) / n_sub
             ok = True
-            for ii in range(island_start[isl], island_start[isl + 1]):
-                m = island_members[ii]
+            for j in range(j0, j1):
+                m = island_members[j]
                 a = axis_start[m]
                 b = axis_start[m + 1]
                 has_colliders = (cap_start[m + 1] > cap_start[m] or grid_start[m + 1] > grid_start[m]
@@ -349,7 +429,6 @@ def pbd_substeps(k0, k1, n_sub, dt, dt_ref, xpbd, iterations, reference_iteratio
                         for c in range(3):
                             end_normals[m, e, c] = normal_prev[m, e, c] + f0 * (normal_cur[m, e, c]
                                                                                  - normal_prev[m, e, c])
-                    defined = np.empty(b - a, dtype=np.bool_)
                     ln, st = _one_axis(a, b, snap_points, end_normals, m, cum, tang, nrm, seg_t, seg_l, seg_a,
                                        bounds, defined)
                     dev = 0.0
@@ -375,17 +454,19 @@ def pbd_substeps(k0, k1, n_sub, dt, dt_ref, xpbd, iterations, reference_iteratio
                 scal[m, SCALAR_REACH] *= ratio
             if not ok:
                 break
-            for ii in range(island_start[isl], island_start[isl + 1]):
-                m = island_members[ii]
-                bad_count[m] = _solve_muscle(
-                    m, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length, tendon, belly_stiffness,
-                    tendon_stiffness, xpbd, iterations, reference_iterations, dt, dt_ref, mu, gravity, friction, f1,
-                    end_prev, end_cur, muscle_group, group_start, group_members,
-                    cap_start, cap_index, cap_prev, cap_cur, cap_radius,
-                    grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
-                    grid_inv_prev, grid_inv_cur,
-                    axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds, chord_dev,
-                    sub == n_sub - 1)
+            for j in range(j0, j1):
+                _integrate(island_members[j], x, v, x_prev, lam, inv_mass, dt, damp, gravity, f1, end_prev,
+                           end_cur, axis_start, xpbd)
+            _distance_sweeps(j0, j1, island_members, axis_start, x, lam, inv_mass, rest_length, gain, alpha, xpbd,
+                             iterations)
+            for j in range(j0, j1):
+                m = island_members[j]
+                _collide(m, x, x_prev, inv_mass, particle_s, friction, f1, muscle_group, group_start, group_members,
+                         cap_start, cap_index, cap_prev, cap_cur, cap_radius,
+                         grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
+                         grid_inv_prev, grid_inv_cur,
+                         axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds, chord_dev)
+                bad_count[m] = _finish(m, x, v, x_prev, inv_mass, dt, axis_start, sub == n_sub - 1)
 
 
 @njit(parallel=True, **_JIT)

@@ -51,31 +51,57 @@ def profile_max(ea0, eb0, ea1, eb1, c0, c1, samples, newton):
     return max(c0 * v0 + c1 * v1, best)
 
 
+@njit(**_JIT)
+def _profile_one(m, exponents, activation, eccentricity, volume, width_scale, length, normaliser, k_table, samples,
+                 newton, out_scalar):
+    """Row ``m`` of ``out_scalar`` for an axis of length ``length`` [m] (see :func:`profile_scalars`)."""
+    ea0 = exponents[m, 0]
+    eb0 = exponents[m, 1]
+    ea1 = exponents[m, 2]
+    eb1 = exponents[m, 3]
+    a = activation[m]
+    k = k_table[ea0, eb0, ea1, eb1]
+    f = (1.0 - a) * (1.0 - a) + a * a + 2.0 * a * (1.0 - a) * k
+    root = math.sqrt(f)
+    c0 = (1.0 - a) / (normaliser[ea0, eb0] * root)
+    c1 = a / (normaliser[ea1, eb1] * root)
+    e = eccentricity[m]
+    u = (1.0 - e * e) ** 0.25
+    v = 1.0 / u
+    w = width_scale[m] * math.sqrt(volume[m] / (math.pi * length))
+    phi_max = profile_max(ea0, eb0, ea1, eb1, c0, c1, samples, newton)
+    out_scalar[m, SCALAR_LENGTH] = length
+    out_scalar[m, SCALAR_C0] = c0
+    out_scalar[m, SCALAR_C1] = c1
+    out_scalar[m, SCALAR_WIDTH] = w
+    out_scalar[m, SCALAR_U] = u
+    out_scalar[m, SCALAR_V] = v
+    out_scalar[m, SCALAR_SUPPORT] = w * u * phi_max
+    out_scalar[m, SCALAR_REACH] = w * v * phi_max
+
+
 @njit(parallel=True, **_JIT)
 def profile_scalars(exponents, activation, eccentricity, volume, width_scale, length, normaliser, k_table,
                     samples, newton, out_scalar):
     """Fill ``out_scalar (M, SCALAR_COUNT)``. ``exponents (M, 4) int64``: alpha0-1, beta0-1, alpha1-1, beta1-1."""
     for m in prange(exponents.shape[0]):
-        ea0 = exponents[m, 0]
-        eb0 = exponents[m, 1]
-        ea1 = exponents[m, 2]
-        eb1 = exponents[m, 3]
-        a = activation[m]
-        k = k_table[ea0, eb0, ea1, eb1]
-        f = (1.0 - a) * (1.0 - a) + a * a + 2.0 * a * (1.0 - a) * k
-        root = math.sqrt(f)
-        c0 = (1.0 - a) / (normaliser[ea0, eb0] * root)
-        c1 = a / (normaliser[ea1, eb1] * root)
-        e = eccentricity[m]
-        u = (1.0 - e * e) ** 0.25
-        v = 1.0 / u
-        w = width_scale[m] * math.sqrt(volume[m] / (math.pi * length[m]))
-        phi_max = profile_max(ea0, eb0, ea1, eb1, c0, c1, samples, newton)
-        out_scalar[m, SCALAR_LENGTH] = length[m]
-        out_scalar[m, SCALAR_C0] = c0
-        out_scalar[m, SCALAR_C1] = c1
-        out_scalar[m, SCALAR_WIDTH] = w
-        out_scalar[m, SCALAR_U] = u
-        out_scalar[m, SCALAR_V] = v
-        out_scalar[m, SCALAR_SUPPORT] = w * u * phi_max
-        out_scalar[m, SCALAR_REACH] = w * v * phi_max
+        _profile_one(m, exponents, activation, eccentricity, volume, width_scale, length[m], normaliser, k_table,
+                     samples, newton, out_scalar)
+
+
+@njit(parallel=True, **_JIT)
+def frame_scalars(axis_start, points, min_length, exponents, activation, eccentricity, volume, width_scale,
+                  normaliser, k_table, samples, newton, out_length, out_scalar):
+    """:func:`profile_scalars` at the start of a PBD frame, with each axis's arc length ``l`` taken from
+    ``points (P, 3)`` [m] (CSR ``axis_start (M+1,)``) in the same pass: ``out_length[m] = max(l, min_length)``."""
+    for m in prange(exponents.shape[0]):
+        total = 0.0
+        for k in range(axis_start[m], axis_start[m + 1] - 1):
+            dx = points[k + 1, 0] - points[k, 0]
+            dy = points[k + 1, 1] - points[k, 1]
+            dz = points[k + 1, 2] - points[k, 2]
+            total += math.sqrt(dx * dx + dy * dy + dz * dz)
+        length = max(total, min_length)
+        out_length[m] = length
+        _profile_one(m, exponents, activation, eccentricity, volume, width_scale, length, normaliser, k_table,
+                     samples, newton, out_scalar)
