@@ -28,49 +28,17 @@ TARGET_MS = 3.0
 
 
 def skeleton():
-    """14 bones (head, tail) [m] of a standing 1.8 m figure, and a nominal limb radius per bone [m]."""
-    b = {
-        "spine": ((0, 0, 1.0), (0, 0, 1.35)), "chest": ((0, 0, 1.35), (0, 0, 1.55)),
-        "upper_arm.L": ((0.2, 0, 1.45), (0.5, 0, 1.45)), "forearm.L": ((0.5, 0, 1.45), (0.77, 0, 1.45)),
-        "upper_arm.R": ((-0.2, 0, 1.45), (-0.5, 0, 1.45)), "forearm.R": ((-0.5, 0, 1.45), (-0.77, 0, 1.45)),
-        "thigh.L": ((0.1, 0, 0.95), (0.12, 0, 0.5)), "shin.L": ((0.12, 0, 0.5), (0.12, 0, 0.08)),
-        "thigh.R": ((-0.1, 0, 0.95), (-0.12, 0, 0.5)), "shin.R": ((-0.12, 0, 0.5), (-0.12, 0, 0.08)),
-        "shoulder.L": ((0.05, 0, 1.5), (0.2, 0, 1.45)), "shoulder.R": ((-0.05, 0, 1.5), (-0.2, 0, 1.45)),
-        "hips": ((0, 0, 0.9), (0, 0, 1.0)), "neck": ((0, 0, 1.55), (0, 0, 1.68)),
-    }
-    radius = {"spine": 0.13, "chest": 0.15, "hips": 0.14, "neck": 0.06, "shoulder.L": 0.07, "shoulder.R": 0.07}
-    names = list(b)
-    heads = np.array([b[n][0] for n in names], float)
-    tails = np.array([b[n][1] for n in names], float)
-    limb = np.array([radius.get(n, 0.06 if "arm" in n else 0.08) for n in names])
+    """14 bones (head, tail) [m] of a standing 1.8 m figure and a nominal limb radius per bone [m]
+    (``core/scenes.body_skeleton``)."""
+    from implicit_muscles.core.scenes import body_skeleton
+    names, heads, tails, _, limb = body_skeleton()
     return names, heads, tails, limb
 
 
 def full_body_muscles(particles=30):
-    """50 muscles placed around the bones (4 around each limb bone, the rest on the trunk), with collision groups."""
-    from implicit_muscles.core.muscle import FusiformMuscle, MuscleShape
-    names, heads, tails, limb = skeleton()
-    muscles, groups, owner = [], [], []
-    per_bone = {n: 4 for n in names}
-    per_bone.update({"hips": 2, "neck": 2, "shoulder.L": 3, "shoulder.R": 3, "spine": 4, "chest": 4})
-    for bi, name in enumerate(names):
-        axis = tails[bi] - heads[bi]
-        length = np.linalg.norm(axis)
-        u = axis / length
-        ref = np.array([0.0, 1.0, 0.0]) if abs(u[1]) < 0.9 else np.array([1.0, 0.0, 0.0])
-        e1 = np.cross(u, ref)
-        e1 /= np.linalg.norm(e1)
-        e2 = np.cross(u, e1)
-        for k in range(per_bone[name]):
-            ang = 2 * np.pi * k / per_bone[name]
-            offset = 0.55 * limb[bi] * (np.cos(ang) * e1 + np.sin(ang) * e2)
-            origin = heads[bi] + 0.05 * length * u + offset
-            insertion = tails[bi] - 0.05 * length * u + offset
-            muscles.append(FusiformMuscle(origin, insertion, width=0.22 * limb[bi], particles=particles,
-                                          shape=MuscleShape(3, 3, 4, 7), name=f"{name}.{k}"))
-            groups.append(bi)
-            owner.append(bi)
-    return muscles, groups, np.array(owner)
+    """50 muscles around the bones with their collision groups and owner bones (``core/scenes.body_muscles``)."""
+    from implicit_muscles.core.scenes import body_muscles
+    return body_muscles(particles)
 
 
 def _pose(heads, tails, owner, muscles, t):
@@ -142,7 +110,7 @@ def _skin_field(heads, tails, limb):
 def run_full_body(collisions: bool, threads: int) -> dict:
     import numba
     from implicit_muscles.core.pbd import (PBDControl, PBDSettings, PBDSolver, build_pbd_model,
-                                           capsule_radius_from_skin, rest_state)
+                                           rest_state)
     numba.set_num_threads(threads)
     names, heads, tails, limb = skeleton()
     muscles, groups, owner = full_body_muscles()

@@ -1,0 +1,405 @@
+"""The implicit skin: one compact HRBF field per bone's part, muscles joined to their part, parts composed along
+the skeleton (thesis §3.1 and Fig. 6.1, paper §7.1).
+
+Bind (:func:`bind_skin_field`, once): partition the mesh by highest weight, sample each part (``core/skin_parts.py``),
+pull the samples that lie over a muscle of the part in under that muscle's surface, fit one HRBF per part
+(``core/hrbf.py``), bake it in a grid in rest space (``core/part_grid.py``) and build the composition tree:
+
+* a leaf per part: its HRBF field, with the part's muscles clean-unioned and joined by the detail operator;
+* a bone's children subtrees are combined pairwise with the contact operator, then combined with the bone's own
+  leaf with the contact operator (children into parents); several roots are combined the same way. Bones without
+  vertices are skipped (their children hang on the nearest ancestor that has a part).
+
+Per frame (:meth:`SkinField.update`): bone transforms ``B_j = M_j M_ref_j^-1`` (rest -> posed, column vectors,
+``(B, 4, 4)``) and the muscles' :class:`core.muscle_batch.MuscleBatch` set each part grid's placement and every
+node's world box; :meth:`SkinField.evaluate` then returns ``F`` and its gradient at any points (one numba call).
+
+**HRBF pull-in under muscles** (thesis Fig. 6.4 did it by hand): a part sample whose inward ray
+``p - t n`` enters a muscle of the part (``f_M <= 0``) at a depth ``t`` below ``PULL_REACH`` times the muscle's
+support radius ``R_m`` (so the muscle's compact field is strong at the skin there; a muscle deeper than that does
+not lead the skin) is moved in along the ray to the depth
+``t R_j / R_m + pull_margin w``: at the skin the HRBF's compact value ``K(t_H / R_j)`` is then below the muscle's
+``K(t / R_m)`` and the muscle leads the blend. The HRBF's surface then lies under the muscle's, the detail operator lets the
+muscle's field decide the skin there, and a muscle that shrinks or slides shows through the skin instead of
+disappearing inside the HRBF.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import blend_operators as ops
+from . import validation
+from .hrbf import fit_hrbf
+from .muscle_batch import MuscleBatch
+from .part_grid import DEFAULT_GRID_RESOLUTION, bake_part_grid
+from .skin_parts import (DEFAULT_MIN_PART_VERTICES, DEFAULT_SAMPLES_PER_PART, PartSamples, merge_small_parts,
+                         partition_vertices, sample_parts)
+
+NODE_PART, NODE_CONTACT, NODE_CLEAN, NODE_MAX = 0, 1, 2, 3
+PULL_REACH = 0.5
+
+
+@dataclass(frozen=True)
+class SkinSettings:
+    """Bind and composition settings (artist-facing names in the Blender panel).
+
+    samples_per_part: target HRBF samples per part; min_part_vertices: smaller parts join their parent's;
+    grid_resolution: nodes along a part grid's longest side;
+    seed: sampling seed; unweighted: ``"error"`` or ``"nearest"`` (core/skin_parts.py); contact_angles: the
+    controller's ``theta0, theta1`` [deg]; pull_under_muscles: the HRBF pull-in; pull_margin: depth below the
+    muscle's surface, in muscle widths.
+    """
+
+    samples_per_part: int = DEFAULT_SAMPLES_PER_PART
+    min_part_vertices: int = DEFAULT_MIN_PART_VERTICES
+    grid_resolution: int = DEFAULT_GRID_RESOLUTION
+    seed: int = 0
+    unweighted: str = "error"
+    contact_angles: tuple = (80.0, 110.0)
+    pull_under_muscles: bool = True
+    pull_margin: float = 0.3
+
+
+@dataclass
+class SkinField:
+    """Bound skin field of one mesh. See the module docstring; arrays below are per part ``P`` / node ``T``."""
+
+    settings: SkinSettings
+    bone_count: int
+    parts: list  # PartSamples, in part order
+    hrbfs: list
+    grids: list  # PartGrid
+    labels: np.ndarray  # (V,) part bone of each vertex
+    part_bone: np.ndarray  # (P,) bone of each part
+    muscle_part: np.ndarray  # (M,) part index of each muscle, -1: joins no part
+    part_muscle_start: np.ndarray
+    part_muscle_index: np.ndarray
+    node_kind: np.ndarray
+    node_left: np.ndarray
+    node_right: np.ndarray
+    node_part: np.ndarray
+    node_end: np.ndarray
+    grid_values: np.ndarray
+    grid_offset: np.ndarray
+    grid_dims: np.ndarray
+    grid_origin: np.ndarray
+    grid_inv_h: np.ndarray
+    grid_binv: np.ndarray = field(default=None)
+    node_bounds: np.ndarray = field(default=None)
+    muscles: MuscleBatch = field(default=None)
+
+    @property
+    def part_count(self) -> int:
+        return len(self.parts)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory of the per-frame field data (grids, tree, tables) [bytes]."""
+        arrays = [self.grid_values, self.grid_offset, self.grid_dims, self.grid_origin, self.grid_inv_h,
+                  self.node_kind, self.node_left, self.node_right, self.node_part, self.node_end,
+                  ops.table("clean"), ops.table("blend")]
+        return int(sum(a.nbytes for a in arrays))
+
+    def update(self, bone_transforms=None, muscles: MuscleBatch | None = None) -> None:
+        """Place the part grids and node boxes for this frame.
+
+        bone_transforms: ``(B, 4, 4)`` rest -> posed rigid transforms ``B_j`` (None: rest pose).
+        muscles: the muscles' batch (same muscle order as at bind; None keeps the bind-time muscles).
+        """
+        if bone_transforms is None:
+            B = np.broadcast_to(np.eye(4), (self.bone_count, 4, 4))
+        else:
+            B = np.asarray(bone_transforms, dtype=np.float64)
+            if B.shape != (self.bone_count, 4, 4):
+                raise ValueError(f"bone transforms must have shape ({self.bone_count}, 4, 4), got {B.shape}.")
+            if not np.all(np.isfinite(B)):
+                raise ValueError("bone transforms contain NaN or infinite values; check the pose.")
+        if muscles is not None:
+            if muscles.muscle_count != len(self.muscle_part):
+                raise ValueError(f"the skin was bound with {len(self.muscle_part)} muscles, got "
+                                 f"{muscles.muscle_count}.")
+            self.muscles = muscles
+        Bp = B[self.part_bone]
+        self.grid_binv = np.ascontiguousarray(np.linalg.inv(Bp)[:, :3, :])
+        # leaf boxes: the 8 corners of each grid box moved by B_j, then the part's muscles' reach
+        boxes = np.empty((len(self.parts), 6))
+        corners = np.array([[i & 1, (i >> 1) & 1, (i >> 2) & 1] for i in range(8)], dtype=np.float64)
+        for p, g in enumerate(self.grids):
+            lo, hi = g.box
+            pts = lo + corners * (hi - lo)
+            world = pts @ Bp[p, :3, :3].T + Bp[p, :3, 3]
+            boxes[p, :3] = world.min(axis=0)
+            boxes[p, 3:] = world.max(axis=0)
+        m = self.muscles
+        if m is not None and m.muscle_count:
+            from ..kernels import fusiform as kf
+            cut = m.muscle_scalar[:, kf.SCALAR_REACH] + m.muscle_scalar[:, kf.SCALAR_SUPPORT]
+            for k, p in enumerate(self.muscle_part):
+                if p >= 0:
+                    boxes[p, :3] = np.minimum(boxes[p, :3], m.muscle_bounds[k, :3] - cut[k])
+                    boxes[p, 3:] = np.maximum(boxes[p, 3:], m.muscle_bounds[k, 3:] + cut[k])
+        T = len(self.node_kind)
+        bounds = np.empty((T, 6))
+        for i in range(T - 1, -1, -1):
+            if self.node_kind[i] == NODE_PART:
+                bounds[i] = boxes[self.node_part[i]]
+            else:
+                a, b = bounds[self.node_left[i]], bounds[self.node_right[i]]
+                bounds[i, :3] = np.minimum(a[:3], b[:3])
+                bounds[i, 3:] = np.maximum(a[3:], b[3:])
+        self.node_bounds = bounds
+
+    def _muscle_arrays(self):
+        m = self.muscles if self.muscles is not None else MuscleBatch.allocate([], np.zeros((0, 4)), [])
+        return m.kernel_arrays()
+
+    def evaluate(self, points, out=None):
+        """Composed field ``F (n,)`` and gradient ``(n, 3)`` [1/m] at world ``points (n, 3)`` [m] (numba).
+
+        ``out``: optional ``(values (n,), grads (n, 3))`` float64 arrays to fill (no allocation).
+        """
+        from ..kernels.skin_field import skin_field
+
+        if self.node_bounds is None:
+            self.update()
+        pts = validation.points(points, "query points", min_count=0)
+        n = len(pts)
+        if out is None:
+            values, grads = np.empty(n), np.empty((n, 3))
+        else:
+            values, grads = out
+        cos0, cos1 = np.cos(np.radians(self.settings.contact_angles))
+        skin_field(pts, self.node_kind, self.node_left, self.node_right, self.node_part, self.node_end,
+                   self.node_bounds, self.grid_values, self.grid_offset, self.grid_dims, self.grid_origin,
+                   self.grid_inv_h, self.grid_binv, self.part_muscle_start, self.part_muscle_index,
+                   ops.table("clean"), ops.table("blend"), float(cos0), float(cos1), *self._muscle_arrays(),
+                   values, grads)
+        return values, grads
+
+    def leaf_reference(self, points, details: bool = False):
+        """Numpy reference of every leaf (a part's HRBF grid with its muscles joined by the detail operator):
+        lists of ``values (n,)`` and ``grads (n, 3)`` per part, at world ``points (n, 3)`` [m], this frame.
+        ``details``: also the lists of the HRBF's ``(h, grad h)`` and the muscles' union ``(mu, grad mu)``."""
+        from .muscle_batch import evaluate_muscles
+
+        if self.node_bounds is None:
+            self.update()
+        pts = validation.points(points, "query points", min_count=0)
+        n = len(pts)
+        B = np.zeros((len(self.parts), 4, 4))
+        B[:, :3, :] = self.grid_binv
+        B[:, 3, 3] = 1.0
+        part_v, part_g, parts_h, parts_mu = [], [], [], []
+        mv = mg = None
+        if self.muscles is not None and self.muscles.muscle_count:
+            mv, mg = evaluate_muscles(self.muscles, pts, compact=True)
+        for p, g in enumerate(self.grids):
+            v, gr = g.sample(pts, np.linalg.inv(B[p]))
+            mu, mgr = np.zeros(n), np.zeros((n, 3))
+            for k in self.part_muscle_index[self.part_muscle_start[p]:self.part_muscle_start[p + 1]]:
+                G, G1, G2 = ops.lookup(ops.table("clean"), mu, mv[:, k])
+                use = mv[:, k] > 0
+                mgr = np.where(use[:, None], G1[:, None] * mgr + G2[:, None] * mg[:, k], mgr)
+                mu = np.where(use, G, mu)
+            G, G1, G2 = ops.lookup(ops.table("blend"), v, mu)
+            has = mu > 0
+            part_v.append(np.where(has, G, v))
+            part_g.append(np.where(has[:, None], G1[:, None] * gr + G2[:, None] * mgr, gr))
+            parts_h.append((v, gr))
+            parts_mu.append((mu, mgr))
+        if details:
+            return part_v, part_g, parts_h, parts_mu
+        return part_v, part_g
+
+    def evaluate_reference(self, points):
+        """Numpy reference of :meth:`evaluate` (muscle fields from their own tested kernel), for tests."""
+        pts = validation.points(points, "query points", min_count=0)
+        part_v, part_g = self.leaf_reference(pts)
+        T = len(self.node_kind)
+        val = [None] * T
+        grad = [None] * T
+        cos0, cos1 = np.cos(np.radians(self.settings.contact_angles))
+        for i in range(T - 1, -1, -1):
+            b = self.node_bounds[i]
+            inside = np.all((pts >= b[:3]) & (pts <= b[3:]), axis=1)
+            if self.node_kind[i] == NODE_PART:
+                v, gr = part_v[self.node_part[i]], part_g[self.node_part[i]]
+            else:
+                a, c = self.node_left[i], self.node_right[i]
+                f1, f2, g1, g2 = val[a], val[c], grad[a], grad[c]
+                if self.node_kind[i] == NODE_CONTACT:
+                    n1, n2 = np.linalg.norm(g1, axis=1), np.linalg.norm(g2, axis=1)
+                    ok = (n1 > 1e-12) & (n2 > 1e-12)
+                    cos_t = np.where(ok, np.einsum("ij,ij->i", g1, g2) / np.where(ok, n1 * n2, 1.0), 1.0)
+                    alpha = np.where(ok, ops.controller(cos_t, np.radians(self.settings.contact_angles[0]),
+                                                        np.radians(self.settings.contact_angles[1])), 0.0)
+                    G, G1, G2 = ops.contact(f1, f2, alpha)
+                elif self.node_kind[i] == NODE_CLEAN:
+                    G, G1, G2 = ops.lookup(ops.table("clean"), f1, f2)
+                else:
+                    first = f1 >= f2
+                    G, G1, G2 = np.maximum(f1, f2), first.astype(float), (~first).astype(float)
+                G = np.where(f2 <= 0, f1, np.where(f1 <= 0, f2, G))
+                G1 = np.where(f2 <= 0, 1.0, np.where(f1 <= 0, 0.0, G1))
+                G2 = np.where(f2 <= 0, 0.0, np.where(f1 <= 0, 1.0, G2))
+                v, gr = G, G1[:, None] * g1 + G2[:, None] * g2
+            val[i] = np.where(inside, v, 0.0)
+            grad[i] = np.where(inside[:, None], gr, 0.0)
+        return val[0], grad[0]
+
+
+def _pull_under_muscles(samples: PartSamples, muscles: MuscleBatch, muscle_ids, margin: float):
+    """Move the samples whose inward ray enters one of ``muscle_ids`` to ``margin`` widths below its surface."""
+    from ..kernels import fusiform as kf
+    from .muscle_batch import evaluate_muscles
+
+    n_mesh = len(samples.points) - samples.caps
+    if n_mesh <= 0 or not len(muscle_ids):
+        return samples.points
+    steps = 48
+    t = np.linspace(0.0, samples.radius, steps)
+    p, nrm = samples.points[:n_mesh], samples.normals[:n_mesh]
+    rays = p[:, None, :] - t[None, :, None] * nrm[:, None, :]
+    values, _ = evaluate_muscles(muscles, rays.reshape(-1, 3))
+    out = samples.points.copy()
+    depth = np.full(n_mesh, -1.0)
+    for k in muscle_ids:
+        f = values[:, k].reshape(n_mesh, steps)
+        inside = f <= 0.0
+        hit = inside.any(axis=1)
+        first = np.argmax(inside, axis=1)
+        R_m = muscles.muscle_scalar[k, kf.SCALAR_SUPPORT]
+        hit &= t[first] < PULL_REACH * R_m  # the muscle's compact field is strong at the skin
+        # deep enough that K(f_H) < K(f_M) at the skin: t_HRBF / R_j > t_muscle / R_m, plus the margin
+        d = t[first] * samples.radius / R_m + margin * muscles.muscle_scalar[k, kf.SCALAR_WIDTH]
+        depth = np.where(hit & (d > depth), d, depth)
+    moved = depth > 0
+    out[:n_mesh][moved] = p[moved] - depth[moved, None] * nrm[moved]
+    return out
+
+
+def _build_tree(part_of_bone, parents):
+    """Pre-order arrays of the composition tree (module docstring)."""
+    B = len(parents)
+
+    def part_ancestor(j):
+        a = parents[j]
+        while a >= 0 and part_of_bone[a] < 0:
+            a = parents[a]
+        return a
+
+    children = {j: [] for j in range(B)}
+    roots = []
+    for j in range(B):
+        if part_of_bone[j] < 0:
+            continue
+        a = part_ancestor(j)
+        (children[a] if a >= 0 else roots).append(j)
+
+    kinds, left, right, part = [], [], [], []
+
+    # build nested tuples first, then flatten in pre-order
+    def combine(trees):
+        while len(trees) > 1:
+            trees = [("op", trees[i], trees[i + 1]) if i + 1 < len(trees) else trees[i]
+                     for i in range(0, len(trees), 2)]
+        return trees[0]
+
+    def subtree(j):
+        leaf = ("part", part_of_bone[j])
+        kids = [subtree(c) for c in children[j]]
+        return ("op", leaf, combine(kids)) if kids else leaf
+
+    root = combine([subtree(r) for r in roots])
+    end = []
+
+    def flatten(node):
+        i = len(kinds)
+        kinds.append(NODE_PART if node[0] == "part" else NODE_CONTACT)
+        left.append(-1)
+        right.append(-1)
+        part.append(node[1] if node[0] == "part" else -1)
+        end.append(-1)
+        if node[0] == "op":
+            left[i] = flatten(node[1])
+            right[i] = flatten(node[2])
+        end[i] = len(kinds)
+        return i
+
+    flatten(root)
+    as_int = lambda x: np.asarray(x, dtype=np.int64)  # noqa: E731
+    return as_int(kinds), as_int(left), as_int(right), as_int(part), as_int(end)
+
+
+def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: MuscleBatch | None = None,
+                    muscle_bones=None, settings: SkinSettings | None = None, bone_names=None) -> SkinField:
+    """Bind the implicit skin of a mesh in its rest pose (module docstring).
+
+    vertices (V, 3) [m], faces (F, 3) int (triangles), weights (V, B), heads/tails (B, 3) [m] rest bone ends in the
+    mesh's space, parents (B,) int (-1: root); muscles: their batch at rest; muscle_bones (M,) int: the bone whose
+    part each muscle joins (-1: none). ``ValueError`` with a plain sentence on bad input.
+    """
+    s = settings or SkinSettings()
+    v = validation.points(vertices, "mesh vertices", min_count=4)
+    f = np.asarray(faces, dtype=np.int64)
+    if f.ndim != 2 or f.shape[1] != 3 or not len(f):
+        raise ValueError("the mesh needs triangle faces, as a (faces, 3) index table.")
+    if f.min() < 0 or f.max() >= len(v):
+        raise ValueError("a face refers to a vertex that does not exist.")
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 2 or w.shape[0] != len(v):
+        raise ValueError(f"weights must be a ({len(v)} vertices, bones) table, got shape {w.shape}.")
+    heads = validation.points(heads, "bone heads")
+    tails = validation.points(tails, "bone tails")
+    parents = np.asarray(parents, dtype=np.int64)
+    B = w.shape[1]
+    if heads.shape != (B, 3) or tails.shape != (B, 3) or parents.shape != (B,):
+        raise ValueError(f"bone heads, tails and parents must describe the {B} bones of the weight table.")
+    if np.any(parents >= B) or np.any(parents < -1):
+        raise ValueError("a bone's parent index is out of range.")
+    labels = merge_small_parts(partition_vertices(w, s.unweighted, v, heads, tails, bone_names), parents,
+                               s.min_part_vertices)
+    parts = sample_parts(v, f, labels, heads, tails, parents, s.samples_per_part, s.seed, bone_names)
+    part_of_bone = np.full(B, -1, dtype=np.int64)
+    for p, ps in enumerate(parts):
+        part_of_bone[ps.bone] = p
+    M = 0 if muscles is None else muscles.muscle_count
+    mb = np.full(M, -1, dtype=np.int64) if muscle_bones is None else np.asarray(muscle_bones, dtype=np.int64)
+    if mb.shape != (M,):
+        raise ValueError(f"muscle_bones needs one bone per muscle ({M}).")
+    if np.any((mb < -1) | (mb >= B)):
+        raise ValueError("a muscle's skin bone index is out of range.")
+    muscle_part = np.where(mb >= 0, part_of_bone[np.maximum(mb, 0)], -1)
+    for k in np.flatnonzero((mb >= 0) & (muscle_part < 0)):
+        name = bone_names[mb[k]] if bone_names is not None else f"bone {mb[k]}"
+        raise ValueError(f"muscle {muscles.names[k]} joins the skin of {name}, but no vertex has {name} as its "
+                         f"strongest weight; pick another skin bone for the muscle.")
+    lists = [np.flatnonzero(muscle_part == p) for p in range(len(parts))]
+    start = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in lists], out=start[1:])
+    index = np.concatenate(lists).astype(np.int64) if lists else np.zeros(0, dtype=np.int64)
+    hrbfs, grids = [], []
+    for p, ps in enumerate(parts):
+        points = ps.points
+        if s.pull_under_muscles and M and len(lists[p]):
+            points = _pull_under_muscles(ps, muscles, lists[p], s.pull_margin)
+        h = fit_hrbf(points, ps.normals)
+        hrbfs.append(h)
+        grids.append(bake_part_grid(h, ps.radius, points, heads[ps.bone], tails[ps.bone], ps.bone,
+                                    s.grid_resolution))
+    kinds, left, right, part, end = _build_tree(part_of_bone, parents)
+    offsets = np.zeros(len(grids) + 1, dtype=np.int64)
+    np.cumsum([g.values.size for g in grids], out=offsets[1:])
+    field_ = SkinField(
+        settings=s, bone_count=B, parts=parts, hrbfs=hrbfs, grids=grids, labels=labels,
+        part_bone=np.array([ps.bone for ps in parts], dtype=np.int64), muscle_part=muscle_part,
+        part_muscle_start=start, part_muscle_index=index, node_kind=kinds, node_left=left, node_right=right,
+        node_part=part, node_end=end,
+        grid_values=np.concatenate([g.values.reshape(-1) for g in grids]).astype(np.float32),
+        grid_offset=offsets, grid_dims=np.array([g.values.shape[:3] for g in grids], dtype=np.int64),
+        grid_origin=np.array([g.origin for g in grids]), grid_inv_h=np.array([1.0 / g.spacing for g in grids]),
+        muscles=muscles)
+    field_.update()
+    return field_

@@ -1,0 +1,241 @@
+"""Fetch a real rigged character from Debian's packages and convert it to glTF 2 for the tests and benchmarks.
+
+The character is ``BCN_Epileptic.X`` from Assimp's test models (package ``assimp-testmodels``): a skinned human,
+three meshes (torso, head, legs) on one 54-bone skeleton, in metres. Blender has no DirectX .x importer, so the
+``assimp`` command-line tool (package ``assimp-utils``) converts it to a binary glTF 2 file, which Blender's
+bundled glTF importer reads (``tests/characters.py``).
+
+Every package is pinned by Debian version and SHA-256 (``PACKAGES`` below). The script:
+
+1. downloads each missing .deb into ``.cache/character/debs/`` with ``apt-get download NAME=VERSION`` (no root
+   needed, nothing is installed on the machine; if the package lists lack a pinned version and we run as root,
+   ``apt-get update`` runs once and the download is retried),
+2. checks every .deb against its pinned SHA-256 (a mismatch deletes nothing and stops with exit code 2),
+3. unpacks them with ``dpkg-deb -x`` into ``.cache/character/root/``,
+4. runs the unpacked ``assimp export BCN_Epileptic.X`` with ``LD_LIBRARY_PATH`` pointing at the unpacked
+   libraries (libassimp5 and its dependencies libdraco7 and libminizip1, none of which the machine image has),
+5. writes ``.cache/character/bcn_epileptic.glb`` (atomically) and prints its path.
+
+It is idempotent: a later run finds the .glb and the stamp of the pins that made it, and only prints the path;
+the network is needed only while a .deb is missing. ``--force`` converts again from the cached .debs. The pins
+are Debian 12 (bookworm) amd64 packages; ``assimp``'s .glb output differs by a few bytes from run to run, so the
+output is not pinned (``tests/core/test_character_data.py`` checks what it holds).
+
+Usage: python3 tools/fetch_character.py [--force]     (standard library only; exit code 2 on a problem to fix)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / ".cache" / "character"
+DEB_DIR = CACHE / "debs"
+UNPACKED = CACHE / "root"
+OUTPUT = CACHE / "bcn_epileptic.glb"
+STAMP = CACHE / "bcn_epileptic.stamp.json"
+
+SOURCE_MODEL = "usr/share/assimp/models/X/BCN_Epileptic.X"
+ASSIMP = "usr/bin/assimp"
+LIB_DIR = "usr/lib/x86_64-linux-gnu"
+
+PACKAGES = (
+    # (package, Debian version, architecture, SHA-256 of the .deb)
+    ("assimp-testmodels", "5.2.5~ds0-1", "all", "526f326186000cd6f631ea806128548a7d3d391abd8149fddc5c4c8513e80b8a"),
+    ("assimp-utils", "5.2.5~ds0-1+b1", "amd64", "2f85ebbe0f6e167f3999a1711d0039717540321fcaae328ed4b6a91d109c7677"),
+    ("libassimp5", "5.2.5~ds0-1+b1", "amd64", "d3e0e8c02014cb0a3e94ec8f3dd9b55adcb6fc25f0dafad92e2c683a840ee64e"),
+    ("libdraco7", "1.5.5+dfsg-2", "amd64", "d4750e92f07f5e6d355077f0caa1fb4f25b36beb78fab1be0cef250ef28dfa17"),
+    ("libminizip1", "1.1-8+deb12u1", "amd64", "b2999b980cbb9e6dcaa2d5154c9d1f1b9d55f5a0ca8166699de7ab47afaf4a36"),
+)
+"""Debian 12 (bookworm) packages. assimp-utils needs libassimp5, which needs libdraco7 and libminizip1; its other
+dependencies (libc6, libstdc++6, libgcc-s1, zlib1g) are part of every Debian system."""
+
+CONVERT_COMMAND = ("assimp", "export", "BCN_Epileptic.X", "bcn_epileptic.glb")
+"""What the stamp records as the conversion (the output name's extension picks assimp's glb2 exporter)."""
+
+NETWORK_HINTS = ("Temporary failure resolving", "Could not resolve", "Failed to fetch", "Could not connect",
+                 "Connection failed", "Connection timed out", "Network is unreachable", "No route to host")
+MISSING_HINTS = ("Unable to locate package", "was not found", "has no installation candidate",
+                 "Can't select candidate version", "Can't find a source to download")
+
+
+class FetchError(Exception):
+    """A problem the user has to act on; the message (one line) says what to do."""
+
+
+def deb_name(package: str, version: str, arch: str) -> str:
+    """The file name ``apt-get download`` gives: ``NAME_VERSION_ARCH.deb`` with an epoch's colon as ``%3a``."""
+    return f"{package}_{version.replace(':', '%3a')}_{arch}.deb"
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def pins() -> dict:
+    """What the stamp file records: the pinned packages and the conversion command."""
+    return {"packages": [list(p) for p in PACKAGES], "convert": list(CONVERT_COMMAND)}
+
+
+def require_tool(name: str) -> None:
+    if shutil.which(name) is None:
+        raise FetchError(f"`{name}` is not on this machine: fetching the test character needs Debian's package "
+                         f"tools (apt-get, dpkg-deb) on Debian 12 amd64.")
+
+
+def check_platform() -> None:
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        raise FetchError(f"the pinned converter is a Debian amd64 build; this is {platform.system()} "
+                         f"{platform.machine()}: run the fetch on a Debian 12 amd64 machine and copy "
+                         f"{OUTPUT.relative_to(ROOT)} here.")
+
+
+def apt_download(specs: list[str]) -> subprocess.CompletedProcess:
+    # -o APT::Sandbox::User=root: when run as root, apt otherwise warns that its _apt user cannot write here.
+    sandbox = ["-o", "APT::Sandbox::User=root"] if os.geteuid() == 0 else []
+    return subprocess.run(["apt-get", "download", "-q", *sandbox, *specs], cwd=DEB_DIR,
+                          capture_output=True, text=True)
+
+
+def first_error_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith(("E:", "Err:"))]
+    return (errors or lines or ["(no output)"])[0]
+
+
+def download_missing() -> None:
+    """apt-get download every pinned .deb not yet in DEB_DIR."""
+    missing = [(p, v, a) for p, v, a, _ in PACKAGES if not (DEB_DIR / deb_name(p, v, a)).is_file()]
+    if not missing:
+        return
+    require_tool("apt-get")
+    DEB_DIR.mkdir(parents=True, exist_ok=True)
+    specs = [f"{p}={v}" for p, v, _ in missing]
+    print(f"downloading {', '.join(specs)} into {DEB_DIR.relative_to(ROOT)}/", file=sys.stderr)
+    result = apt_download(specs)
+    output = result.stdout + result.stderr
+    if result.returncode != 0 and any(hint in output for hint in MISSING_HINTS) and os.geteuid() == 0:
+        print("the package lists lack a pinned version: running apt-get update once", file=sys.stderr)
+        update = subprocess.run(["apt-get", "update", "-qq"], capture_output=True, text=True)
+        if update.returncode != 0:
+            raise FetchError(f"apt-get update failed ({first_error_line(update.stdout + update.stderr)}); check "
+                             f"the network access to Debian's package archive.")
+        result = apt_download(specs)
+        output = result.stdout + result.stderr
+    if result.returncode != 0:
+        line = first_error_line(output)
+        if any(hint in output for hint in NETWORK_HINTS):
+            # the cause ("Temporary failure resolving ...") says more than apt's "Err:1 <address>" line
+            causes = [text.strip() for text in output.splitlines()
+                      if any(hint in text for hint in NETWORK_HINTS if hint != "Failed to fetch")]
+            line = (causes or [line])[0]
+            raise FetchError(f"cannot reach Debian's package archive ({line}); the first run needs the network, "
+                             f"later runs use {DEB_DIR.relative_to(ROOT)}/.")
+        if any(hint in output for hint in MISSING_HINTS):
+            raise FetchError(f"apt-get cannot find a pinned package ({line}); run `apt-get update` as root, and "
+                             f"note the pins are Debian 12 (bookworm) versions.")
+        raise FetchError(f"apt-get download failed: {line}")
+    for package, version, arch in missing:
+        if not (DEB_DIR / deb_name(package, version, arch)).is_file():
+            raise FetchError(f"apt-get download reported success but {deb_name(package, version, arch)} is not "
+                             f"in {DEB_DIR.relative_to(ROOT)}/.")
+
+
+def verify_checksums() -> None:
+    for package, version, arch, expected in PACKAGES:
+        path = DEB_DIR / deb_name(package, version, arch)
+        actual = sha256(path)
+        if actual != expected:
+            raise FetchError(f"checksum mismatch for {path.relative_to(ROOT)}: SHA-256 {actual}, pinned {expected}; "
+                             f"delete the file to download it again, or check where it came from.")
+
+
+def unpack() -> None:
+    """dpkg-deb -x every .deb into a fresh UNPACKED folder."""
+    require_tool("dpkg-deb")
+    shutil.rmtree(UNPACKED, ignore_errors=True)
+    UNPACKED.mkdir(parents=True)
+    for package, version, arch, _ in PACKAGES:
+        result = subprocess.run(["dpkg-deb", "-x", str(DEB_DIR / deb_name(package, version, arch)), str(UNPACKED)],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            raise FetchError(f"dpkg-deb -x {deb_name(package, version, arch)} failed: "
+                             f"{first_error_line(result.stderr + result.stdout)}")
+
+
+def convert() -> None:
+    """assimp export BCN_Epileptic.X -> OUTPUT, through a temporary file in the same folder."""
+    source = UNPACKED / SOURCE_MODEL
+    assimp = UNPACKED / ASSIMP
+    for path in (source, assimp):
+        if not path.is_file():
+            raise FetchError(f"{path.relative_to(ROOT)} is missing after unpacking; the pinned packages changed?")
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(UNPACKED / LIB_DIR), env.get("LD_LIBRARY_PATH")]))
+    fd, tmp_name = tempfile.mkstemp(prefix="bcn_epileptic.", suffix=".glb", dir=CACHE)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        result = subprocess.run([str(assimp), "export", source.name, str(tmp)], cwd=source.parent, env=env,
+                                capture_output=True, text=True)
+        output = result.stdout + result.stderr
+        if result.returncode != 0 or tmp.stat().st_size == 0:
+            if "error while loading shared libraries" in output:
+                raise FetchError(f"the unpacked assimp cannot start: {first_error_line(output)}")
+            raise FetchError(f"assimp export failed (exit code {result.returncode}): "
+                             f"{first_error_line(output.replace('assimp export:', 'E:'))}")
+        tmp.chmod(0o644)  # mkstemp makes it private
+        os.replace(tmp, OUTPUT)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def up_to_date() -> bool:
+    try:
+        return OUTPUT.stat().st_size > 0 and json.loads(STAMP.read_text()) == pins()
+    except (OSError, ValueError):
+        return False
+
+
+def fetch(force: bool = False) -> Path:
+    """Make sure OUTPUT exists and was made from the pinned packages; return its path."""
+    if not force and up_to_date():
+        return OUTPUT
+    check_platform()
+    CACHE.mkdir(parents=True, exist_ok=True)
+    download_missing()
+    verify_checksums()
+    unpack()
+    convert()
+    STAMP.write_text(json.dumps(pins(), indent=1) + "\n")
+    return OUTPUT
+
+
+def main(argv: list[str]) -> int:
+    unknown = [arg for arg in argv if arg != "--force"]
+    if unknown:
+        print(f"fetch_character.py: unknown argument {unknown[0]!r}; usage: fetch_character.py [--force]",
+              file=sys.stderr)
+        return 2
+    try:
+        path = fetch(force="--force" in argv)
+    except FetchError as error:
+        print(f"fetch_character.py: {error}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
