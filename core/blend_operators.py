@@ -23,10 +23,16 @@ second when first used and kept in memory) and read bilinearly (``kernels/blend.
 
 **Contact operator** (in the spirit of Vaillant et al. 2014). With ``M = max(f1, f2)``, ``m = min(f1, f2)``:
 
-* full contact ``C``: where ``m > 0.5`` (the two volumes interpenetrate) ``C = 1/2 + (M - 1/2)(1 - g(s))``,
-  ``s = (m - 1/2) / (M - 1/2)``, ``g(s) = s^2 (3 - 2 s)``; elsewhere ``C`` is the clean union. So ``C = 0.5`` on the
-  diagonal ``f1 = f2 > 0.5``: the contact surface where both fields are equal, a crease; ``C`` joins the clean
-  union with matching value and gradient at ``m = 0.5`` (``g(0) = g'(0) = 0``).
+* full contact ``C``: inside the larger field's volume (``M > 0.5``) and close to the other's (``m > CONTACT_LOW
+  = 0.3``) ``C = 1/2 + (M - 1/2)(1 - g(s))``, ``s = (m - CONTACT_LOW) / (M - CONTACT_LOW)``, ``g(s) = s^2 (3 - 2 s)``;
+  elsewhere ``C`` is the clean union. So ``C = 0.5`` on the diagonal ``f1 = f2 > 0.5``: the contact surface where
+  both fields are equal, a crease; ``C`` joins the clean union with matching value and gradient at
+  ``m = CONTACT_LOW`` (``g(0) = g'(0) = 0``) and takes its value 0.5 on the union's surface ``M = 0.5``. Starting
+  below ``m = 0.5`` matters: a skin vertex that DQS pushed deep into the other part sits on its own surface
+  (``m = 0.5``) inside the other volume; there ``dC/dm < 0`` leads it into its own part, to the contact surface,
+  instead of out through the far side of the other part (which the union alone would do). On the surface
+  ``M = 0.5`` the gradient has a kink where ``m > CONTACT_LOW`` (the value is continuous and the 0.5-iso is the
+  union there).
 * the controller ``alpha = kappa(theta)`` in [0, 1] from the angle ``theta`` between the two gradients:
   0 below ``theta0``, 1 above ``theta1``, smoothstep in ``cos theta`` between (defaults 80 and 110 degrees, around
   pi/2 as in thesis Fig. 2.16): gradients that oppose each other mean two skin sheets pressed together.
@@ -57,6 +63,8 @@ TABLE_SIZE = 129
 CLEAN_RHO = 1.0
 BLEND_RHO = 1.0
 OPERATORS = ("max", "clean", "blend")
+CONTACT_LOW = 0.3
+"""The contact region starts where the smaller field exceeds this (inside the larger one's volume)."""
 CONTACT_THETA0 = np.radians(80.0)
 CONTACT_THETA1 = np.radians(110.0)
 
@@ -155,15 +163,15 @@ def contact(f1, f2, alpha, clean_table=None):
     first = f1 >= f2
     M = np.where(first, f1, f2)
     m = np.where(first, f2, f1)
-    both = m > 0.5
-    dM = np.where(both, M - 0.5, 1.0)
-    s = np.where(both, (m - 0.5) / dM, 0.0)
+    both = (M > 0.5) & (m > CONTACT_LOW)
+    span = np.where(both, M - CONTACT_LOW, 1.0)
+    s = np.where(both, (m - CONTACT_LOW) / span, 0.0)
     g = s * s * (3.0 - 2.0 * s)
     dg = 6.0 * s * (1.0 - s)
     C = np.where(both, 0.5 + (M - 0.5) * (1.0 - g), U)
-    # partials of C with respect to M and m (where both > 0.5)
-    C_M = 1.0 - g + dg * s
-    C_m = -dg
+    # partials of C with respect to M and m (in the contact region)
+    C_M = 1.0 - g + (M - 0.5) * dg * s / span
+    C_m = -(M - 0.5) * dg / span
     Cx = np.where(both, np.where(first, C_M, C_m), Ux)
     Cy = np.where(both, np.where(first, C_m, C_M), Uy)
     tau = 2.0 * (m - 0.5)

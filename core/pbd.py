@@ -317,6 +317,12 @@ def initial_state(model: PBDModel) -> PBDState:
                     model.rest_normals.copy(), model.rest_capsules.copy(), identity)
 
 
+REST_ROUNDS = 8
+"""Settle-then-reparameterise rounds of :func:`rest_state` at most."""
+REST_PARAMETER_TOL = 1e-6
+"""Largest change of a particle's arc parameter that ends :func:`rest_state`."""
+
+
 def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: int = 4000,
                tolerance: float = 1e-11) -> PBDState:
     """The equilibrium of the axes under their own tension with the rig at rest: the simulation's start state.
@@ -326,23 +332,31 @@ def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: i
     one iteration (the light particles near the tendons take most of each correction). The straight rest shape is
     the same either way, and settling first means a rig at rest does not move when the animation starts.
     The model's particle parameters ``particle_s`` are updated to the settled positions, so the particle radii
-    ``D_i = w Phi(s_i)`` are taken where the particles really are. ``tolerance`` [m]: largest move in a frame.
+    ``D_i = w Phi(s_i)`` are taken where the particles really are; that changes the radii the contacts use, so
+    settling and updating repeat until the parameters stop changing. ``tolerance`` [m]: largest move in a frame.
     """
     solver = PBDSolver(model)
     control = PBDControl(stiffness=stiffness)
     state = initial_state(model)
     nxt = state.copy()
-    for _ in range(max_frames):
-        solver.step(state, nxt, control, 1.0 / fps)
-        moved = np.abs(nxt.x - state.x).max()
-        state, nxt = nxt, state
-        if moved < tolerance:
+    for _ in range(REST_ROUNDS):
+        for _ in range(max_frames):
+            solver.step(state, nxt, control, 1.0 / fps)
+            moved = np.abs(nxt.x - state.x).max()
+            state, nxt = nxt, state
+            if moved < tolerance:
+                break
+        # the particles' arc parameters move with them, and with them the particle radii D_i: settle again until
+        # the radii the contacts use are the ones where the particles are
+        change = 0.0
+        for m in range(model.muscle_count):
+            a, b = model.axis_start[m], model.axis_start[m + 1]
+            cum = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(state.x[a:b], axis=0), axis=1))])
+            change = max(change, float(np.abs(cum / cum[-1] - model.particle_s[a:b]).max()))
+            model.particle_s[a:b] = cum / cum[-1]
+        if change < REST_PARAMETER_TOL:
             break
     state.v[:] = 0.0
-    for m in range(model.muscle_count):
-        a, b = model.axis_start[m], model.axis_start[m + 1]
-        cum = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(state.x[a:b], axis=0), axis=1))])
-        model.particle_s[a:b] = cum / cum[-1]
     return state
 
 

@@ -85,12 +85,46 @@ def _smoothstep(t):
 
 ARM_MUSCLES = {
     # name: (origin, insertion, rest width [m], skin bone, (alpha0, beta0, alpha1, beta1), origin normal)
-    "biceps": ((0.06, 0.0, 0.018), (0.34, 0.0, 0.012), 0.017, 0, (3, 3, 4, 7), (0.0, 1.0, 0.0)),
-    "triceps": ((0.04, 0.0, -0.014), (0.31, 0.0, -0.018), 0.018, 0, (3, 3, 4, 6), (0.0, 1.0, 0.0)),
-    "brachialis": ((0.17, 0.0, 0.010), (0.35, 0.0, 0.004), 0.012, 0, (2, 3, 3, 5), (0.0, 1.0, 0.0)),
-    "brachioradialis": ((0.24, 0.015, 0.012), (0.50, 0.012, 0.008), 0.011, 1, (3, 5, 4, 6), (0.0, 0.0, 1.0)),
+    "biceps": ((0.06, 0.0, 0.025), (0.34, 0.0, 0.020), 0.0135, 0, (3, 3, 4, 7), (0.0, 1.0, 0.0)),
+    "triceps": ((0.04, 0.0, -0.025), (0.31, 0.0, -0.025), 0.0135, 0, (3, 3, 4, 6), (0.0, 1.0, 0.0)),
+    "brachialis": ((0.17, 0.022, 0.010), (0.34, 0.014, 0.012), 0.0085, 0, (2, 3, 3, 5), (0.0, 0.0, 1.0)),
+    "brachioradialis": ((0.24, -0.024, 0.010), (0.50, -0.016, 0.008), 0.0085, 1, (3, 5, 4, 6), (0.0, 0.0, 1.0)),
 }
 """The arm's muscles: endpoints in rest armature space; the skin bone's part shows the muscle."""
+
+
+ARM_ATTACHMENTS = {"biceps": (0, 1), "triceps": (0, 1), "brachialis": (0, 1), "brachioradialis": (0, 1)}
+"""Origin and insertion bones of the arm's muscles (all cross the elbow)."""
+
+
+def arm_character(particles: int = 30, **settings):
+    """The arm with its four muscles as a :class:`core.character.MuscledCharacter` (``settings``: its keyword
+    settings ``pbd``, ``skin``, ``tracking``, ``muscle_collisions``)."""
+    from .character import MuscledCharacter
+
+    muscles, skin_bones = arm_muscles(particles)
+    origin = [ARM_ATTACHMENTS[m.name][0] for m in muscles]
+    insertion = [ARM_ATTACHMENTS[m.name][1] for m in muscles]
+    return MuscledCharacter(arm_rig(), muscles, origin, insertion, skin_bones, **settings)
+
+
+def biceps_curl(frame: int, frames: int = 48):
+    """The paper's biceps curl: ``(B (3, 4, 4), activation (4,))`` at ``frame``: the elbow flexes 0 -> 130 -> 0
+    degrees over ``frames`` (smooth in and out); the biceps and brachialis activation follows the flexion."""
+    t = (frame % frames) / frames
+    bend = 0.5 - 0.5 * np.cos(2.0 * np.pi * t)
+    activation = np.array([bend, 0.0, 0.8 * bend, 0.3 * bend])
+    return arm_pose(130.0 * bend), activation
+
+
+def arm_shake(frame: int, fps: float = 24.0, shake_frames: int = 24):
+    """The paper's arm shake: the elbow held at 70 degrees, the whole arm shaken up and down 4 cm at 4 Hz for
+    ``shake_frames`` frames, then held still (the muscles keep jiggling): ``B (3, 4, 4)``."""
+    t = frame / fps
+    z = 0.04 * np.sin(2.0 * np.pi * 4.0 * t) if frame < shake_frames else 0.0
+    root = np.eye(4)
+    root[2, 3] = z
+    return arm_pose(70.0, root=root)
 
 
 def arm_muscles(particles: int = 30):
@@ -150,16 +184,16 @@ BODY_BONES = {
 BODY_CHAINS = (
     # bones along one closed tube of the body mesh, rings, vertices around, radius profile (arc fraction, radius)
     (("hips", "spine", "chest", "neck"), 126, 48, ((0, 0.15), (0.12, 0.16), (0.3, 0.14), (0.55, 0.17),
-                                                    (0.72, 0.16), (0.8, 0.065), (0.88, 0.07), (0.93, 0.10),
+                                                    (0.76, 0.16), (0.84, 0.065), (0.9, 0.07), (0.94, 0.10),
                                                     (1, 0.09))),
     (("shoulder.L", "upper_arm.L", "forearm.L"), 100, 32, ((0, 0.075), (0.2, 0.07), (0.45, 0.062), (0.55, 0.052),
-                                                           (0.7, 0.056), (0.92, 0.042), (1, 0.04))),
+                                                           (0.7, 0.056), (0.95, 0.045), (1, 0.04))),
     (("shoulder.R", "upper_arm.R", "forearm.R"), 100, 32, ((0, 0.075), (0.2, 0.07), (0.45, 0.062),
-                                                           (0.55, 0.052), (0.7, 0.056), (0.92, 0.042), (1, 0.04))),
-    (("thigh.L", "shin.L"), 110, 32, ((0, 0.1), (0.25, 0.095), (0.5, 0.07), (0.62, 0.075), (0.9, 0.05),
-                                       (1, 0.048))),
-    (("thigh.R", "shin.R"), 110, 32, ((0, 0.1), (0.25, 0.095), (0.5, 0.07), (0.62, 0.075), (0.9, 0.05),
-                                       (1, 0.048))),
+                                                           (0.55, 0.052), (0.7, 0.056), (0.95, 0.045), (1, 0.04))),
+    (("thigh.L", "shin.L"), 110, 32, ((0, 0.1), (0.25, 0.095), (0.5, 0.07), (0.62, 0.078), (0.9, 0.055),
+                                       (1, 0.05))),
+    (("thigh.R", "shin.R"), 110, 32, ((0, 0.1), (0.25, 0.095), (0.5, 0.07), (0.62, 0.078), (0.9, 0.055),
+                                       (1, 0.05))),
 )
 """Closed tubes (capped at both ends) that make the body mesh; the trunk tube also covers the head."""
 
@@ -218,15 +252,18 @@ def _chain_tube(path, rings, around, profile, overhang, first):
 
 
 def body_rig() -> Rig:
-    """The full-body scene's mesh (five capped tubes: trunk with neck and head, two arms, two legs; 19,232
-    vertices) with smooth weights blending over 4 cm around each joint of a tube's bone chain."""
+    """The full-body scene's mesh (five capped tubes: trunk with neck and head, two arms, two legs, meeting at the
+    trunk's surface; 19,498 vertices) with smooth weights blending over 4 cm around each joint of a tube's bone chain."""
     names, heads, tails, parents, _ = body_skeleton()
     all_v, all_f, all_w = [], [], []
     first = 0
     for bones, rings, around, profile in BODY_CHAINS:
         idx = [names.index(b) for b in bones]
         path = np.vstack([heads[idx[0]]] + [tails[i] for i in idx])
-        overhang = (0.03, 0.12 if bones[0] == "hips" else 0.08)
+        # the trunk closes below the hips and above the head; limbs start at the trunk's surface, so no skin lies
+        # inside another tube (a real character has no skin inside its body)
+        overhang = {"hips": (0.03, 0.12), "shoulder.L": (-0.12, 0.08), "shoulder.R": (-0.12, 0.08),
+                    "thigh.L": (-0.09, 0.08), "thigh.R": (-0.09, 0.08)}[bones[0]]
         v, f, arc, cum = _chain_tube(path, rings, around, profile, overhang, first)
         w = np.zeros((len(v), len(names)))
         share = np.ones(len(v))
@@ -262,10 +299,11 @@ def body_muscles(particles: int = 30):
         e2 = np.cross(u, e1)
         for k in range(per_bone[name]):
             ang = 2 * np.pi * k / per_bone[name]
-            offset = 0.55 * limb[bi] * (np.cos(ang) * e1 + np.sin(ang) * e2)
-            origin = heads[bi] + 0.05 * length * u + offset
-            insertion = tails[bi] - 0.05 * length * u + offset
-            muscles.append(FusiformMuscle(origin, insertion, width=0.22 * limb[bi], particles=particles,
+            radial = 0.2 if name.startswith("shoulder") else 0.45  # the shoulder bone lies mostly in the trunk
+            offset = radial * limb[bi] * (np.cos(ang) * e1 + np.sin(ang) * e2)
+            origin = heads[bi] + 0.1 * length * u + offset
+            insertion = tails[bi] - 0.1 * length * u + offset
+            muscles.append(FusiformMuscle(origin, insertion, width=0.18 * limb[bi], particles=particles,
                                           shape=MuscleShape(3, 3, 4, 7), name=f"{name}.{k}"))
             groups.append(bi)
             owner.append(bi)

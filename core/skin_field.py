@@ -14,14 +14,13 @@ Per frame (:meth:`SkinField.update`): bone transforms ``B_j = M_j M_ref_j^-1`` (
 ``(B, 4, 4)``) and the muscles' :class:`core.muscle_batch.MuscleBatch` set each part grid's placement and every
 node's world box; :meth:`SkinField.evaluate` then returns ``F`` and its gradient at any points (one numba call).
 
-**HRBF pull-in under muscles** (thesis Fig. 6.4 did it by hand): a part sample whose inward ray
-``p - t n`` enters a muscle of the part (``f_M <= 0``) at a depth ``t`` below ``PULL_REACH`` times the muscle's
-support radius ``R_m`` (so the muscle's compact field is strong at the skin there; a muscle deeper than that does
-not lead the skin) is moved in along the ray to the depth
-``t R_j / R_m + pull_margin w``: at the skin the HRBF's compact value ``K(t_H / R_j)`` is then below the muscle's
-``K(t / R_m)`` and the muscle leads the blend. The HRBF's surface then lies under the muscle's, the detail operator lets the
-muscle's field decide the skin there, and a muscle that shrinks or slides shows through the skin instead of
-disappearing inside the HRBF.
+**HRBF pull-in under muscles** (thesis Fig. 6.4 did it by hand). Where a muscle lies close under the skin, the
+part's HRBF is pulled in just enough that the composed field stays 0.5 on the skin at rest: each mesh sample
+moves in along its normal to the depth ``d`` with ``blend(K(d / R_j), mu) = 0.5``, ``mu`` being the part's muscles
+(clean union of their compact fields) at the sample. The skin then lies on the fillet where HRBF and muscle blend,
+its value depends on both, and a muscle that swells, shrinks or slides moves the skin; the skin vertices keep
+iso-values near 0.5, which the contact handling of the tracking needs (a deeper pull we tried left the skin at
+values down to 0.26, below the contact surface's 0.5, and skins of two parts passed through each other).
 """
 from __future__ import annotations
 
@@ -38,7 +37,6 @@ from .skin_parts import (DEFAULT_MIN_PART_VERTICES, DEFAULT_SAMPLES_PER_PART, Pa
                          partition_vertices, sample_parts)
 
 NODE_PART, NODE_CONTACT, NODE_CLEAN, NODE_MAX = 0, 1, 2, 3
-PULL_REACH = 0.5
 
 
 @dataclass(frozen=True)
@@ -48,8 +46,7 @@ class SkinSettings:
     samples_per_part: target HRBF samples per part; min_part_vertices: smaller parts join their parent's;
     grid_resolution: nodes along a part grid's longest side;
     seed: sampling seed; unweighted: ``"error"`` or ``"nearest"`` (core/skin_parts.py); contact_angles: the
-    controller's ``theta0, theta1`` [deg]; pull_under_muscles: the HRBF pull-in; pull_margin: depth below the
-    muscle's surface, in muscle widths.
+    controller's ``theta0, theta1`` [deg]; pull_under_muscles: the HRBF pull-in.
     """
 
     samples_per_part: int = DEFAULT_SAMPLES_PER_PART
@@ -59,7 +56,6 @@ class SkinSettings:
     unweighted: str = "error"
     contact_angles: tuple = (80.0, 110.0)
     pull_under_muscles: bool = True
-    pull_margin: float = 0.3
 
 
 @dataclass
@@ -122,7 +118,10 @@ class SkinField:
                                  f"{muscles.muscle_count}.")
             self.muscles = muscles
         Bp = B[self.part_bone]
-        self.grid_binv = np.ascontiguousarray(np.linalg.inv(Bp)[:, :3, :])
+        # rigid inverse [R^T | -R^T t] (callers check rigidity; numpy's general inverse costs milliseconds here)
+        Rt = np.transpose(Bp[:, :3, :3], (0, 2, 1))
+        self.grid_binv = np.ascontiguousarray(np.concatenate(
+            [Rt, -np.einsum("pij,pj->pi", Rt, Bp[:, :3, 3])[:, :, None]], axis=2))
         # leaf boxes: the 8 corners of each grid box moved by B_j, then the part's muscles' reach
         boxes = np.empty((len(self.parts), 6))
         corners = np.array([[i & 1, (i >> 1) & 1, (i >> 2) & 1] for i in range(8)], dtype=np.float64)
@@ -151,9 +150,44 @@ class SkinField:
                 bounds[i, 3:] = np.maximum(a[3:], b[3:])
         self.node_bounds = bounds
 
+    def without_muscles(self) -> "SkinField":
+        """The same parts, grids and tree with no muscle joined (shares the arrays; placed by its own
+        :meth:`update`): the skin the muscles are kept inside (paper §6.3)."""
+        import dataclasses
+
+        return dataclasses.replace(
+            self, muscle_part=np.full(0, -1, dtype=np.int64),
+            part_muscle_start=np.zeros(len(self.parts) + 1, dtype=np.int64),
+            part_muscle_index=np.zeros(0, dtype=np.int64), muscles=None, grid_binv=None, node_bounds=None)
+
     def _muscle_arrays(self):
         m = self.muscles if self.muscles is not None else MuscleBatch.allocate([], np.zeros((0, 4)), [])
         return m.kernel_arrays()
+
+    def kernel_field(self) -> tuple:
+        """The field's arrays as the one tuple the kernels take (``kernels/skin_field.py``), this frame."""
+        if self.node_bounds is None:
+            self.update()
+        cos0, cos1 = np.cos(np.radians(self.settings.contact_angles))
+        return (self.node_kind, self.node_left, self.node_right, self.node_part, self.node_end, self.node_bounds,
+                self.grid_values, self.grid_offset, self.grid_dims, self.grid_origin, self.grid_inv_h,
+                self.grid_binv, self.part_muscle_start, self.part_muscle_index, ops.table("clean"),
+                ops.table("blend"), float(cos0), float(cos1), self._chord_deviation()) + tuple(self._muscle_arrays())
+
+    def _chord_deviation(self) -> np.ndarray:
+        """``(M,)`` [m] each muscle axis's largest distance from its chord (the kernel's cheap rejection test)."""
+        m = self.muscles
+        if m is None or not m.muscle_count:
+            return np.zeros(0)
+        P = m.axis_points
+        first = P[m.axis_start[:-1]]
+        last = P[m.axis_start[1:] - 1]
+        owner = np.repeat(np.arange(m.muscle_count), np.diff(m.axis_start))
+        e = (last - first)[owner]
+        t = np.clip(np.einsum("ij,ij->i", P - first[owner], e) / np.maximum(np.einsum("ij,ij->i", e, e), 1e-30),
+                    0.0, 1.0)
+        dist = np.linalg.norm(P - first[owner] - t[:, None] * e, axis=1)
+        return np.maximum.reduceat(dist, m.axis_start[:-1])
 
     def evaluate(self, points, out=None):
         """Composed field ``F (n,)`` and gradient ``(n, 3)`` [1/m] at world ``points (n, 3)`` [m] (numba).
@@ -170,12 +204,7 @@ class SkinField:
             values, grads = np.empty(n), np.empty((n, 3))
         else:
             values, grads = out
-        cos0, cos1 = np.cos(np.radians(self.settings.contact_angles))
-        skin_field(pts, self.node_kind, self.node_left, self.node_right, self.node_part, self.node_end,
-                   self.node_bounds, self.grid_values, self.grid_offset, self.grid_dims, self.grid_origin,
-                   self.grid_inv_h, self.grid_binv, self.part_muscle_start, self.part_muscle_index,
-                   ops.table("clean"), ops.table("blend"), float(cos0), float(cos1), *self._muscle_arrays(),
-                   values, grads)
+        skin_field(pts, self.kernel_field(), values, grads)
         return values, grads
 
     def leaf_reference(self, points, details: bool = False):
@@ -250,33 +279,47 @@ class SkinField:
         return val[0], grad[0]
 
 
-def _pull_under_muscles(samples: PartSamples, muscles: MuscleBatch, muscle_ids, margin: float):
-    """Move the samples whose inward ray enters one of ``muscle_ids`` to ``margin`` widths below its surface."""
-    from ..kernels import fusiform as kf
+def _muscle_union_at(points, muscles: MuscleBatch, muscle_ids):
+    """The clean union of the compact fields of ``muscle_ids`` at ``points (n, 3)``: the detail operator's ``mu``."""
     from .muscle_batch import evaluate_muscles
+
+    values, _ = evaluate_muscles(muscles, points, compact=True)
+    mu = np.zeros(len(points))
+    for k in muscle_ids:
+        mu = ops.lookup(ops.table("clean"), mu, values[:, k])[0]
+    return mu
+
+
+def _pull_under_muscles(samples: PartSamples, muscles: MuscleBatch, muscle_ids):
+    """Move each mesh sample in along its normal so that at the skin ``blend(K(f_H), mu) = 0.5`` (module
+    docstring): returns the moved sample points ``(N, 3)``."""
+    from .hrbf import compact
 
     n_mesh = len(samples.points) - samples.caps
     if n_mesh <= 0 or not len(muscle_ids):
         return samples.points
-    steps = 48
-    t = np.linspace(0.0, samples.radius, steps)
     p, nrm = samples.points[:n_mesh], samples.normals[:n_mesh]
-    rays = p[:, None, :] - t[None, :, None] * nrm[:, None, :]
-    values, _ = evaluate_muscles(muscles, rays.reshape(-1, 3))
+    mu = _muscle_union_at(p, muscles, muscle_ids)
+    # HRBF value h in [0, 0.5] with blend(h, mu) = 0.5, by bisection (blend is increasing in h; h = 0.5 if mu is
+    # too weak to reach the skin's level, nothing to pull then)
+    lo, hi = np.zeros(n_mesh), np.full(n_mesh, 0.5)
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        over = ops.arc_union("blend", mid, mu) > 0.5
+        hi = np.where(over, mid, hi)
+        lo = np.where(over, lo, mid)
+    target = np.where(mu < 0.5, hi, 0.0)
+    # depth d below the skin with K(d / R) = target: f_H is distance-like near its samples, so h(skin) = K(d / R)
+    R = samples.radius
+    dlo, dhi = np.zeros(n_mesh), np.full(n_mesh, R)
+    for _ in range(40):
+        mid = 0.5 * (dlo + dhi)
+        above = compact(mid, R)[0] > target
+        dlo = np.where(above, mid, dlo)
+        dhi = np.where(above, dhi, mid)
+    depth = np.where(target < 0.5 - 1e-9, dhi, 0.0)
     out = samples.points.copy()
-    depth = np.full(n_mesh, -1.0)
-    for k in muscle_ids:
-        f = values[:, k].reshape(n_mesh, steps)
-        inside = f <= 0.0
-        hit = inside.any(axis=1)
-        first = np.argmax(inside, axis=1)
-        R_m = muscles.muscle_scalar[k, kf.SCALAR_SUPPORT]
-        hit &= t[first] < PULL_REACH * R_m  # the muscle's compact field is strong at the skin
-        # deep enough that K(f_H) < K(f_M) at the skin: t_HRBF / R_j > t_muscle / R_m, plus the margin
-        d = t[first] * samples.radius / R_m + margin * muscles.muscle_scalar[k, kf.SCALAR_WIDTH]
-        depth = np.where(hit & (d > depth), d, depth)
-    moved = depth > 0
-    out[:n_mesh][moved] = p[moved] - depth[moved, None] * nrm[moved]
+    out[:n_mesh] = p - depth[:, None] * nrm
     return out
 
 
@@ -371,11 +414,19 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         raise ValueError(f"muscle_bones needs one bone per muscle ({M}).")
     if np.any((mb < -1) | (mb >= B)):
         raise ValueError("a muscle's skin bone index is out of range.")
-    muscle_part = np.where(mb >= 0, part_of_bone[np.maximum(mb, 0)], -1)
+    # a muscle joins its skin bone's part, or the part of the nearest ancestor that has one (a bone with too few
+    # vertices shares its parent's part)
+    owner_part = part_of_bone.copy()
+    for j in range(B):
+        a = j
+        while a >= 0 and part_of_bone[a] < 0:
+            a = parents[a]
+        owner_part[j] = part_of_bone[a] if a >= 0 else -1
+    muscle_part = np.where(mb >= 0, owner_part[np.maximum(mb, 0)], -1)
     for k in np.flatnonzero((mb >= 0) & (muscle_part < 0)):
         name = bone_names[mb[k]] if bone_names is not None else f"bone {mb[k]}"
-        raise ValueError(f"muscle {muscles.names[k]} joins the skin of {name}, but no vertex has {name} as its "
-                         f"strongest weight; pick another skin bone for the muscle.")
+        raise ValueError(f"muscle {muscles.names[k]} joins the skin of {name}, but neither {name} nor any bone "
+                         f"above it owns skin vertices; pick another skin bone for the muscle.")
     lists = [np.flatnonzero(muscle_part == p) for p in range(len(parts))]
     start = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(x) for x in lists], out=start[1:])
@@ -384,7 +435,7 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
     for p, ps in enumerate(parts):
         points = ps.points
         if s.pull_under_muscles and M and len(lists[p]):
-            points = _pull_under_muscles(ps, muscles, lists[p], s.pull_margin)
+            points = _pull_under_muscles(ps, muscles, lists[p])
         h = fit_hrbf(points, ps.normals)
         hrbfs.append(h)
         grids.append(bake_part_grid(h, ps.radius, points, heads[ps.bone], tails[ps.bone], ps.bone,

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from numba import njit
 
+CONTACT_LOW = 0.3
+"""``core/blend_operators.CONTACT_LOW``."""
+
 _JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
 
 
@@ -56,15 +59,16 @@ def contact(clean_table, f1, f2, alpha):
     first = f1 >= f2
     M = f1 if first else f2
     m = f2 if first else f1
-    if m <= 0.5 or alpha <= 0.0:
+    if M <= 0.5 or m <= CONTACT_LOW or alpha <= 0.0:
         return U, Ux, Uy
-    dM = M - 0.5
-    s = (m - 0.5) / dM
+    span = M - CONTACT_LOW
+    s = (m - CONTACT_LOW) / span
     g = s * s * (3.0 - 2.0 * s)
     dg = 6.0 * s * (1.0 - s)
+    dM = M - 0.5
     C = 0.5 + dM * (1.0 - g)
-    C_M = 1.0 - g + dg * s
-    C_m = -dg
+    C_M = 1.0 - g + dM * dg * s / span
+    C_m = -dM * dg / span
     u = (2.0 * alpha - 2.0 * (m - 0.5)) / alpha
     beta = _smoothstep(u)
     dbeta_dm = 0.0

@@ -3,8 +3,10 @@
 The repository root is the extension package itself, so a folder holding a symlink named ``implicit_muscles`` is
 put on ``sys.path``. The folder's path is fixed per checkout (system temp folder, named after a hash of the
 repository path): numba keys its cache by the source path as imported, so a fixed path lets later runs load the
-compiled kernels instead of compiling again. ``NUMBA_CACHE_DIR`` defaults to ``.numba_cache/<name>`` in the
-repository (git-ignored); one folder per import name, so cache entries never point at another package name.
+compiled kernels instead of compiling again. ``NUMBA_CACHE_DIR`` defaults to ``.numba_cache/<name>/<fingerprint>`` in
+the repository (git-ignored); one folder per import name, so cache entries never point at another package name,
+and one per state of the kernel sources (numba alone misses changes to functions a kernel inlines from another
+module; ``core/kernel_cache.py``).
 """
 from __future__ import annotations
 
@@ -19,9 +21,18 @@ CORE_TESTS_CACHE = "core-tests"
 """Cache folder name shared by the core tests and the README tests (same import name and source path)."""
 
 
+def cache_folder(cache_name: str) -> Path:
+    """``.numba_cache/<name>/<fingerprint of the kernel sources>`` (see ``core/kernel_cache.py``)."""
+    digest = hashlib.sha1()
+    for path in sorted((REPO / "kernels").glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return REPO / ".numba_cache" / cache_name / digest.hexdigest()[:12]
+
+
 def make_importable(cache_name: str) -> Path:
     """Put the ``implicit_muscles`` symlink folder on ``sys.path``; return the folder."""
-    os.environ.setdefault("NUMBA_CACHE_DIR", str(REPO / ".numba_cache" / cache_name))
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_folder(cache_name)))
     root = Path(tempfile.gettempdir()) / f"implicit_muscles-{hashlib.sha1(str(REPO).encode()).hexdigest()[:12]}"
     root.mkdir(exist_ok=True)
     link = root / "implicit_muscles"
@@ -37,7 +48,7 @@ def make_importable(cache_name: str) -> Path:
 def use_cache(cache_name: str) -> None:
     """Point numba's cache at ``.numba_cache/<name>`` even if numba is already imported (kernels imported later
     use it; numba reads ``NUMBA_CACHE_DIR`` only once, at import)."""
-    folder = str(REPO / ".numba_cache" / cache_name)
+    folder = str(cache_folder(cache_name))
     os.environ["NUMBA_CACHE_DIR"] = folder
     if "numba" in sys.modules:
         sys.modules["numba"].config.CACHE_DIR = folder

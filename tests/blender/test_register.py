@@ -90,7 +90,8 @@ def test_engine_uses_numba_062_and_the_extension_cache(bpy):
     assert numba.__version__.startswith("0.62.")
     cache = Path(engine.status.cache_dir)
     user_folder = Path(bpy.utils.extension_path_user(blender_session.ADDON))
-    assert cache == user_folder / "numba_cache" and cache.is_dir()
+    fingerprint = sys.modules[f"{blender_session.ADDON}.core.kernel_cache"].kernel_fingerprint()
+    assert cache == user_folder / "numba_cache" / fingerprint and cache.is_dir()
 
 
 def test_cache_location_is_left_to_numba_when_not_loaded_as_an_extension(bpy):

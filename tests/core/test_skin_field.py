@@ -212,22 +212,24 @@ def test_detail_operator_leaves_no_critical_point_near_muscles(arm, muscled):
         assert ratio.min() > NO_CANCEL_RATIO, m.name
 
 
-def test_pull_in_keeps_muscles_visible(arm):
-    """With the pull-in, the biceps' activation moves the skin more than without it."""
+def test_pull_in_lets_a_shrinking_muscle_show(arm):
+    """A biceps shrunk to 70 % of its width moves the skin over it inwards more with the HRBF pull-in than without
+    (without it the HRBF's own surface holds the skin up)."""
     muscles, bones = scenes.arm_muscles()
     shifts = []
+    over = (arm.vertices[:, 2] > 0.035) & (np.abs(arm.vertices[:, 0] - 0.2) < 0.05)
     for pull in (False, True):
-        for m in muscles:
-            m.activation = 0.0
+        muscles[0].width_scale = 1.0
         field = bind_skin_field(arm.vertices, arm.faces, arm.weights, arm.heads, arm.tails, arm.parents,
                                 muscles=pack_muscles(muscles), muscle_bones=bones,
                                 settings=SkinSettings(pull_under_muscles=pull))
         F0, G0 = field.evaluate(arm.vertices)
-        muscles[0].activation = 1.0
+        muscles[0].width_scale = 0.7
         field.update(None, pack_muscles(muscles))
         F1, _ = field.evaluate(arm.vertices)
-        shifts.append(np.abs((F1 - F0) / np.linalg.norm(G0, axis=1)).max())
-    assert shifts[1] > 1.5 * shifts[0]
+        shifts.append(-((F1 - F0) / np.linalg.norm(G0, axis=1))[over].min())  # inward move along -grad [m]
+    muscles[0].width_scale = 1.0
+    assert shifts[1] > 1.2 * shifts[0] and shifts[1] > 0.0015  # measured 1.5 mm without, 1.9 mm with
 
 
 def test_skin_field_memory_is_small(skin, muscled):

@@ -1,0 +1,106 @@
+"""Per-frame Implicit Skinning with muscles, by stage, as the paper's Table 2 (issue 5 targets on this 2-core
+machine: 5x the paper's 6-core times, arm <= 13 ms and full body <= 110 ms per frame; goals 5 ms and 40 ms).
+
+Scenes (``core/scenes.py``, ``core/character.py``): the paper's arm (2172 vertices, 3 bones, 4 muscles of 30
+particles) playing the biceps curl (48 frames, activation keyed with the flexion) and the arm shake (a loose
+muscle, stiffness 0.1); the full body (19,498 vertices, 14 bones, 50 muscles) in a run-like swing of arms and legs.
+Stages: PBD (axis dynamics), pose (DQS and checks), field (grids placed, muscles taken), tracking. Baseline in the
+same run: plain DQS on the same mesh (the same numba kernel that gives the tracking its start).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+from _common import import_package, table
+
+PAPER_TABLE2 = {  # s per frame, 6-core Xeon E5-1650 3.6 GHz, multi-threaded C++: (IS only, tracking, PBD, total)
+    "arm shake": (0.008, 0.013, 0.055, 0.068),
+    "biceps curl": (0.005, 0.015, 0.042, 0.057),
+    "full body": (0.050, 0.462, 0.096, 0.558),
+}
+TARGETS_MS = {"arm": 13.0, "full body": 110.0}
+GOALS_MS = {"arm": 5.0, "full body": 40.0}
+STAGES = ("pbd", "pose", "field", "tracking")
+
+
+def _body_pose(names, heads, parents, t):
+    from implicit_muscles.core.scenes import rotation_about
+
+    B = np.broadcast_to(np.eye(4), (len(names), 4, 4)).copy()
+    for i, n in enumerate(names):  # upper limbs first, then the lower limbs on their parents
+        if n.startswith(("thigh", "upper_arm")):
+            sign = 1.0 if n.endswith(".L") else -1.0
+            B[i] = rotation_about((1, 0, 0), sign * 0.6 * np.sin(2 * np.pi * 1.5 * t), heads[i])
+    for i, n in enumerate(names):
+        if n.startswith(("shin", "forearm")):
+            B[i] = B[parents[i]] @ rotation_about((1, 0, 0), 0.8, heads[i])
+    return B
+
+
+def _run(character, frames, poses, dt, warmup=3):
+    character.reset()
+    rows = []
+    for f in range(frames):
+        B, kw = poses(f)
+        character.frame(B, dt=dt, **kw)
+        if f >= warmup:
+            rows.append(dict(character.timings))
+    return {k: 1e3 * statistics.median(r[k] for r in rows) for k in rows[0]}
+
+
+def _dqs_ms(character, B, repeats=20):
+    from implicit_muscles.core.skinning import dqs
+
+    d = character.deformer
+    dqs(d.rest, d.influences, B, d.dqs_positions, d._rot)
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        dqs(d.rest, d.influences, B, d.dqs_positions, d._rot)
+        samples.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(samples)
+
+
+def run() -> dict:
+    import_package()
+    from implicit_muscles.core import scenes
+    from implicit_muscles.core.character import MuscledCharacter
+
+    arm = scenes.arm_character()
+    curl = _run(arm, 48, lambda f: (scenes.biceps_curl(f)[0], {"activation": scenes.biceps_curl(f)[1]}), 1 / 24)
+    shake = _run(arm, 48, lambda f: (scenes.arm_shake(f), {"stiffness": [0.1] * 4}), 1 / 24)
+    arm_dqs = _dqs_ms(arm, scenes.arm_pose(90.0))
+    rig = scenes.body_rig()
+    muscles, _, owner = scenes.body_muscles()
+    body = MuscledCharacter(rig, muscles, owner, owner, owner)
+    names = list(rig.names)
+    run_cycle = _run(body, 24, lambda f: (_body_pose(names, rig.heads, rig.parents, f / 24), {}), 1 / 24)
+    body_dqs = _dqs_ms(body, _body_pose(names, rig.heads, rig.parents, 0.2))
+
+    results = {"biceps curl": curl, "arm shake": shake, "full body": run_cycle}
+    rows = []
+    for name, r in results.items():
+        paper = PAPER_TABLE2[name]
+        dqs_ms = body_dqs if name == "full body" else arm_dqs
+        kind = "full body" if name == "full body" else "arm"
+        rows.append([name, f"{r['pbd']:.2f}", f"{r['pose']:.2f}", f"{r['field']:.2f}", f"{r['tracking']:.2f}",
+                     f"{r['total']:.2f}", f"{dqs_ms:.2f}", f"{paper[3] * 1e3:.0f}", f"{paper[3] * 1e3 / r['total']:.1f}x",
+                     f"<= {TARGETS_MS[kind]:.0f} ({GOALS_MS[kind]:.0f})"])
+    stage = max(STAGES, key=lambda k: run_cycle[k])
+    return {
+        "name": "deform",
+        "title": "Implicit Skinning with muscles per frame, by stage (paper Table 2)",
+        "results": results,
+        "plain_dqs_ms": {"arm": arm_dqs, "full body": body_dqs},
+        "paper_table2_s": PAPER_TABLE2,
+        "targets_ms": TARGETS_MS,
+        "goals_ms": GOALS_MS,
+        "slowest_stage_full_body": stage,
+        "meets_target": bool(curl["total"] <= TARGETS_MS["arm"] and shake["total"] <= TARGETS_MS["arm"]
+                             and run_cycle["total"] <= TARGETS_MS["full body"]),
+        "table": table(rows, ["scene", "PBD ms", "pose ms", "field ms", "tracking ms", "total ms",
+                              "plain DQS ms (same run)", "paper total ms", "paper / ours", "target (goal) ms"]),
+    }

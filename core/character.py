@@ -1,0 +1,125 @@
+"""A skinned character with muscles, one frame at a time: the whole per-frame pipeline of paper §7.2 (Fig. 10).
+
+:class:`MuscledCharacter` owns the muscles' PBD system (``core/pbd.py``), the implicit skin field
+(``core/skin_field.py``) and the Implicit Skinning deformer (``core/deformer.py``). Muscles are attached to bones:
+the origin follows ``origin_bones[m]``, the insertion ``insertion_bones[m]``, and the muscle joins the skin part of
+``skin_bones[m]``. Bone capsules (radius from the skin, ``capsule_radius_from_skin``) are the muscles' bone
+collisions; muscles sharing a skin bone form a collision group; the axes are kept inside the skin's parts (the
+field without the muscles, at ``KEEP_INSIDE_ISO``), so a muscle crossing a bent joint wraps around the fold
+instead of cutting across it.
+
+Per frame, :meth:`MuscledCharacter.frame` takes the bones' rest -> posed transforms ``B (B, 4, 4)`` and the
+muscles' animated values and runs: **pose** (DQS), **PBD** (one frame of axis dynamics from the muscles' cached
+state), **field** (grids placed, the muscles' new widths and axes), **tracking**; ``timings`` [s] has each stage.
+The PBD state is kept between calls: ``state()`` / ``restore()`` snapshot and resume it, ``reset()`` goes back to
+the settled rest state. Bind happens with the axes settled under their own tension (``rest_state``), so a rig at
+rest gives back its rest mesh.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .deformer import ImplicitSkinDeformer
+from .muscle_batch import pack_muscles
+from .pbd import (PBDControl, PBDSettings, PBDSolver, PBDState, build_pbd_model, capsule_radius_from_skin,
+                  rest_state)
+from .skin_field import SkinSettings, bind_skin_field
+from .tracking import TrackingSettings
+
+
+KEEP_INSIDE_ISO = 0.4
+"""Muscle axes are kept where the skin's parts without the muscles are at least this (paper §6.3, muscle-skin
+collision; ``None`` turns it off). Below 0.5 on purpose: under a muscle the parts' HRBF is pulled in under the
+muscle (``core/skin_field.py``), so its 0.5-iso lies under the muscle; 0.4 lies a few millimetres further out, near
+the skin, and only an axis that leaves the skin (a muscle cutting across a bent joint's fold) is pushed back. At
+0.6 the constraint pushed resting axes deep and rippled the skin."""
+
+
+class MuscledCharacter:
+    """See the module docstring. ``rig``: an object with vertices, faces, weights, heads, tails, parents, names
+    (``core/scenes.Rig``); ``muscles``: :class:`core.muscle.FusiformMuscle` at rest."""
+
+    def __init__(self, rig, muscles, origin_bones, insertion_bones, skin_bones, pbd: PBDSettings | None = None,
+                 skin: SkinSettings | None = None, tracking: TrackingSettings | None = None,
+                 muscle_collisions: bool = True, keep_inside: float | None = KEEP_INSIDE_ISO):
+        self.rig = rig
+        self.muscles = list(muscles)
+        B = len(rig.heads)
+        self.origin_bones = self._bones(origin_bones, B, "origin")
+        self.insertion_bones = self._bones(insertion_bones, B, "insertion")
+        self.skin_bones = self._bones(skin_bones, B, "skin")
+        labels = np.argmax(rig.weights, axis=1)
+        radius = np.array([capsule_radius_from_skin(rig.heads[j], rig.tails[j], rig.vertices[labels == j])
+                           if np.any(labels == j) else 0.005 for j in range(B)])
+        self.capsules_rest = np.stack([rig.heads, rig.tails], axis=1)
+        groups = list(self.skin_bones) if muscle_collisions else None
+        self.model = build_pbd_model(self.muscles, pbd, capsules=self.capsules_rest, capsule_radius=radius,
+                                     collision_groups=groups)
+        self.solver = PBDSolver(self.model)
+        self._rest = rest_state(self.model)
+        self._state = self._rest.copy()
+        self._next = self._rest.copy()
+        ends = self._rest.endpoints
+        self.origin_rest = np.concatenate([ends[:, 0], np.ones((len(self.muscles), 1))], axis=1)
+        self.insertion_rest = np.concatenate([ends[:, 1], np.ones((len(self.muscles), 1))], axis=1)
+        self.normals_rest = self._rest.normals.copy()
+        for m, muscle in enumerate(self.muscles):  # bind the skin with the settled axes
+            a, b = self.model.axis_start[m], self.model.axis_start[m + 1]
+            muscle.set_axis(self._rest.x[a:b])
+        self.skin = bind_skin_field(rig.vertices, rig.faces, rig.weights, rig.heads, rig.tails, rig.parents,
+                                    muscles=pack_muscles(self.muscles), muscle_bones=self.skin_bones,
+                                    settings=skin, bone_names=rig.names)
+        self.deformer = ImplicitSkinDeformer(self.skin, rig.vertices, rig.faces, rig.weights, tracking,
+                                             bone_names=rig.names)
+        self.keep_inside = keep_inside
+        self.hull = self.skin.without_muscles()
+        self.timings: dict = {}
+
+    @staticmethod
+    def _bones(values, count, what):
+        arr = np.asarray(values, dtype=np.int64).reshape(-1)
+        if np.any(arr < 0) or np.any(arr >= count):
+            raise ValueError(f"a muscle's {what} bone index is out of range (the rig has {count} bones).")
+        return arr
+
+    def state(self) -> PBDState:
+        """A copy of the muscles' simulation state (positions, velocities, last inputs)."""
+        return self._state.copy()
+
+    def restore(self, state: PBDState) -> None:
+        """Continue from a snapshot taken with :meth:`state`."""
+        self._state.assign(state)
+
+    def reset(self) -> None:
+        """Back to the settled rest state (the simulation start)."""
+        self._state.assign(self._rest)
+
+    def muscle_controls(self, B, activation=None, stiffness=None, width_scale=None) -> PBDControl:
+        """This frame's PBD inputs: endpoints and normals moved by their bones, capsules by theirs."""
+        o = np.einsum("mij,mj->mi", B[self.origin_bones, :3, :], self.origin_rest)
+        i = np.einsum("mij,mj->mi", B[self.insertion_bones, :3, :], self.insertion_rest)
+        n0 = np.einsum("mij,mj->mi", B[self.origin_bones, :3, :3], self.normals_rest[:, 0])
+        n1 = np.einsum("mij,mj->mi", B[self.insertion_bones, :3, :3], self.normals_rest[:, 1])
+        caps = np.einsum("bij,bkj->bki", B[:, :3, :3], self.capsules_rest) + B[:, None, :3, 3]
+        return PBDControl(endpoints=np.stack([o, i], axis=1), normals=np.stack([n0, n1], axis=1),
+                          activation=activation, stiffness=stiffness, width_scale=width_scale, capsules=caps)
+
+    def frame(self, bone_transforms, activation=None, stiffness=None, width_scale=None, dt: float = 1.0 / 24.0,
+              out=None, frame=None) -> np.ndarray:
+        """Vertex positions ``(V, 3)`` [m] for this frame (module docstring); ``dt`` [s] since the last frame."""
+        B = np.asarray(bone_transforms, dtype=np.float64)
+        t0 = time.perf_counter()
+        control = self.muscle_controls(B, activation, stiffness, width_scale)
+        if self.keep_inside is not None:
+            self.hull.update(B)
+            control.skin_field = self.hull.evaluate
+            control.skin_iso = self.keep_inside
+        self.solver.step(self._state, self._next, control, dt)
+        self._state, self._next = self._next, self._state
+        t1 = time.perf_counter()
+        x = self.deformer.deform(B, self.solver.batch, out=out, frame=frame)
+        self.timings = {"pbd": t1 - t0, **self.deformer.timings}
+        self.timings["total"] = sum(self.timings.values())
+        return x

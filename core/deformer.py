@@ -1,0 +1,106 @@
+"""Implicit Skinning of one mesh, one frame at a time: DQS start, iso-surface tracking, ARAP relaxation (thesis
+ch. 3, paper §7.2). Bone transforms and the muscles' state in, vertex positions out.
+
+:class:`ImplicitSkinDeformer` owns the bind data: the skin field (``core/skin_field.py``), the vertices'
+iso-values ``e_i = F_0(v_ref_i)`` (the composed field at rest, muscles included), the normalised influences for
+DQS (``core/skinning.py``) and the one-rings with clamped cotangent weights (``core/mesh_rings.py``).
+:meth:`ImplicitSkinDeformer.deform` runs the frame's stages and records their times in ``timings`` [s]:
+
+* ``pose``: checks the transforms, DQS positions and rotations (numba);
+* ``field``: places the part grids and node boxes, takes the muscles' new state;
+* ``tracking``: ``kernels/tracking.py`` (projection, contact stop, ARAP).
+
+Positions are in the armature's (unscaled) space, the same space as the rest vertices and the bone transforms.
+A frame whose result would hold a non-finite coordinate raises ``ValueError`` and leaves ``out`` as the DQS result
+(the caller can show that instead).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import validation
+from .mesh_rings import cotangent_rings
+from .skin_field import SkinField
+from .skinning import check_rigid, dqs, influences
+from .tracking import TrackingSettings
+
+
+class ImplicitSkinDeformer:
+    """Bind once (``rest_vertices (V, 3)`` [m], ``faces (F, 3)``, ``weights (V, B)``), then :meth:`deform` per frame.
+
+    The skin field must have been bound from the same mesh; its muscles at bind time define the rest iso-values.
+    """
+
+    def __init__(self, skin: SkinField, rest_vertices, faces, weights, settings: TrackingSettings | None = None,
+                 bone_names=None):
+        self.skin = skin
+        self.settings = (settings or TrackingSettings()).validated()
+        self.rest = validation.points(rest_vertices, "rest vertices")
+        if len(self.rest) != len(skin.labels):
+            raise ValueError(f"the skin field was bound on {len(skin.labels)} vertices, the mesh has "
+                             f"{len(self.rest)}; bind again after editing the mesh.")
+        self.bone_names = bone_names
+        self.influences = influences(weights, skin.labels)
+        self.rings = cotangent_rings(self.rest, faces)
+        self.mesh_size = float(np.linalg.norm(np.ptp(self.rest, axis=0)))
+        skin.update(None)
+        self.iso, _ = skin.evaluate(self.rest)
+        V = len(self.rest)
+        self._rot = np.empty((V, 3, 3))
+        self._p = np.empty((V, 3))
+        self._anchor = np.empty((V, 3))
+        self._normal = np.empty((V, 3))
+        self._g_prev = np.zeros((V, 3))
+        self.state = np.zeros(V, dtype=np.int8)
+        self.active = np.zeros(V, dtype=np.bool_)
+        self.dqs_positions = np.empty((V, 3))
+        self.timings: dict = {}
+        self.last_sweeps = 0
+        self._previous = None
+        self._previous_frame = None
+
+    @property
+    def vertex_count(self) -> int:
+        return len(self.rest)
+
+    def deform(self, bone_transforms, muscles=None, out=None, frame=None) -> np.ndarray:
+        """Vertex positions ``(V, 3)`` [m] for ``bone_transforms (B, 4, 4)`` (rest -> posed, rigid) and the
+        muscles' :class:`core.muscle_batch.MuscleBatch` (None: the bind-time muscles, unchanged).
+
+        ``out``: optional ``(V, 3)`` float64 array to write into. ``frame``: the frame number, used only by the
+        temporal mode (start from the previous result when ``frame`` follows the previous call's).
+        """
+        from ..kernels.tracking import track
+
+        s = self.settings
+        t0 = time.perf_counter()
+        B = check_rigid(bone_transforms, self.bone_names)
+        if B.shape[0] != self.skin.bone_count:
+            raise ValueError(f"expected transforms for {self.skin.bone_count} bones, got {B.shape[0]}.")
+        x = np.empty((self.vertex_count, 3)) if out is None else out
+        dqs(self.rest, self.influences, B, self.dqs_positions, self._rot)
+        t1 = time.perf_counter()
+        self.skin.update(B, muscles)
+        field = self.skin.kernel_field()
+        t2 = time.perf_counter()
+        consecutive = (s.temporal and frame is not None and self._previous is not None
+                       and self._previous_frame is not None and frame == self._previous_frame + 1)
+        x[:] = self._previous if consecutive else self.dqs_positions
+        self.last_sweeps = track(x, self._rot, self.rest, self.iso, self.rings.start, self.rings.neighbour,
+                                 self.rings.weight, field, s.lambdas(), s.eps, np.cos(np.radians(s.contact_angle)),
+                                 s.contact_band, s.bisect_steps, s.trust * self.mesh_size, s.dilation,
+                                 s.quiet * self.mesh_size,
+                                 s.final_sweeps, s.final_tolerance * self.mesh_size,
+                                 self._p, self._anchor, self._normal, self._g_prev, self.state, self.active)
+        t3 = time.perf_counter()
+        self.timings = {"pose": t1 - t0, "field": t2 - t1, "tracking": t3 - t2}
+        if not np.all(np.isfinite(x)):
+            x[:] = self.dqs_positions
+            raise ValueError("Implicit Skinning produced non-finite positions this frame; the DQS result is "
+                             "given instead.")
+        if s.temporal:
+            self._previous = x.copy()
+            self._previous_frame = frame
+        return x

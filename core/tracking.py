@@ -1,0 +1,202 @@
+"""Iso-surface tracking settings and the numpy reference of one tracked frame (thesis Alg. 3.1-3.3).
+
+The kernel is ``kernels/tracking.py`` (its docstring has the algorithm); :func:`track_reference` does the same
+arithmetic with numpy, vertex blocks at a time, for the kernel-vs-reference test on a small mesh.
+
+Defaults (the thesis gives no numbers; chosen on the arm and full-body scenes, see the README):
+
+* 8 projection iterations, step factors ``lambda_n`` decreasing linearly from 1 to 0.35: the first Newton steps
+  land close to the iso-value, the smaller later ones damp the back-and-forth the ARAP sweeps cause (12 gave the
+  same share of vertices on their iso-value on the arm at 90 and 130 degrees, 40 % slower);
+* ``eps = 1e-4`` in field units (about 5 to 10 micrometres on these fields' gradients);
+* contact stop at 55 degrees between two iterations' gradients (Vaillant et al. 2013), for vertices whose value is
+  within 0.1 of their iso-value (the contact surface lies on the 0.5-iso; deeper inside a part the field flattens
+  and a turning gradient is noise, not a contact);
+* a projection step shorter than ``1e-4`` of the mesh's size (0.07 mm on the arm) is taken without evaluating the
+  field at its end: Alg. 3.1's checks (got worse, crossed) guard long steps, and at that scale the field is linear;
+* at most 12 dichotomy steps when a step crosses the iso-value, by regula falsi (Illinois): the bracket is kept
+  like a bisection's, the split point interpolates the values, so 2-4 evaluations usually reach ``eps``;
+* 2 rings of neighbours around the vertices that start off their iso-value are relaxed too, every other vertex
+  keeps its DQS position (in rigid regions DQS is already right, so they are not touched at all);
+* a vertex on its iso-value that the next ARAP sweep moves less than ``1e-4`` of the mesh's size skips the next
+  projection step (with ``1e-4`` and the short-step trust above, the arm's curl tracks in 8.5 ms instead of 12,
+  the full body in 79 ms instead of 120, with the same share of vertices on their iso-value);
+* up to 10 final ARAP sweeps, until no vertex moves more than ``1e-5`` of the mesh's size (50 changed nothing
+  measurable on the arm: the Jacobi sweeps after the loop only smooth what the loop left).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+STATE_FREE, STATE_ON_ISO, STATE_CONTACT, STATE_CROSSED, STATE_WORSE, STATE_FLAT = 0, 1, 2, 3, 4, 5
+
+
+@dataclass(frozen=True)
+class TrackingSettings:
+    """iterations, first/last step factor, eps [field units], contact_angle [deg], contact_band [field units],
+    bisect_steps, trust [fraction of the mesh's bounding-box diagonal], dilation [rings], quiet [fraction of the mesh's bounding-box diagonal],
+    final_sweeps, final_tolerance [fraction of the mesh's bounding-box diagonal], temporal (start from the previous
+    frame's result when frames are consecutive; off by default so results do not depend on playback history)."""
+
+    iterations: int = 8
+    first_step: float = 1.0
+    last_step: float = 0.35
+    eps: float = 1e-4
+    contact_angle: float = 55.0
+    contact_band: float = 0.1
+    bisect_steps: int = 12
+    trust: float = 1e-4
+    dilation: int = 2
+    quiet: float = 1e-4
+    final_sweeps: int = 10
+    final_tolerance: float = 1e-5
+    temporal: bool = False
+
+    def lambdas(self) -> np.ndarray:
+        """``(iterations,)`` step factors ``lambda_n``, linear from ``first_step`` to ``last_step``."""
+        if self.iterations == 1:
+            return np.array([self.first_step])
+        return np.linspace(self.first_step, self.last_step, self.iterations)
+
+    def validated(self) -> "TrackingSettings":
+        if not isinstance(self.iterations, (int, np.integer)) or not 0 <= self.iterations <= 1000:
+            raise ValueError(f"tracking iterations must be a whole number from 0 to 1000, got {self.iterations!r}.")
+        if not (0.0 < self.last_step <= self.first_step <= 2.0):
+            raise ValueError("tracking step factors must satisfy 0 < last step <= first step <= 2.")
+        if not (0.0 < self.contact_angle < 180.0):
+            raise ValueError(f"contact angle must be between 0 and 180 degrees, got {self.contact_angle}.")
+        for name in ("bisect_steps", "dilation", "final_sweeps"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValueError(f"{name.replace('_', ' ')} must be a whole number of at least 0, got {value!r}.")
+        if not self.eps > 0.0 or not self.final_tolerance > 0.0:
+            raise ValueError("tracking tolerances must be greater than 0.")
+        return self
+
+
+def _arap_ref(src, rot, rest, rings, anchor, normal):
+    rows = np.repeat(np.arange(len(src)), np.diff(rings.start))
+    j = rings.neighbour
+    e = rest[rows] - rest[j]
+    r = np.einsum("nij,nj->ni", rot[rows] + rot[j], e)
+    contrib = rings.weight[:, None] * (src[j] + 0.5 * r)
+    v = np.zeros_like(src)
+    np.add.at(v, rows, contrib)
+    empty = np.diff(rings.start) == 0
+    v[empty] = src[empty]
+    t = np.einsum("ij,ij->i", v - anchor, normal)
+    return v - t[:, None] * normal
+
+
+def track_reference(x, rot, rest, iso, rings, evaluate, settings: TrackingSettings, mesh_size: float):
+    """Numpy reference of ``kernels/tracking.track``: ``evaluate(points) -> (values, grads)``; returns
+    ``(positions (V, 3), state (V,), active (V,), sweeps)``."""
+    s = settings
+    x = np.array(x, dtype=np.float64)
+    V = len(x)
+    lambdas = s.lambdas()
+    cos_stop = np.cos(np.radians(s.contact_angle))
+    f, _ = evaluate(x)
+    active = np.abs(f - iso) >= s.eps
+    for _ in range(s.dilation):
+        rows = np.repeat(np.arange(V), np.diff(rings.start))
+        hit = np.zeros(V, dtype=bool)
+        np.logical_or.at(hit, rows, active[rings.neighbour])
+        active = active | hit
+    state = np.zeros(V, dtype=np.int8)
+    p = x.copy()
+    anchor = x.copy()
+    normal = np.zeros((V, 3))
+    g_prev = np.zeros((V, 3))
+    moves = np.full(V, np.inf)
+    for n, lam in enumerate(lambdas):
+        work = active & (state != STATE_CONTACT) & ~((state == STATE_ON_ISO) & (moves < s.quiet * mesh_size))
+        p[~work] = x[~work]
+        idx = np.flatnonzero(work)
+        f, g = evaluate(x[idx])
+        g2 = np.einsum("ij,ij->i", g, g)
+        flat = g2 < 1e-16
+        state[idx[flat]] = STATE_FLAT
+        p[idx] = x[idx]
+        ok = ~flat
+        nrm = np.zeros_like(g)
+        nrm[ok] = g[ok] / np.sqrt(g2[ok])[:, None]
+        if n > 0:
+            near = np.abs(f - iso[idx]) < s.contact_band
+            turned = ok & near & (np.einsum("ij,ij->i", nrm, g_prev[idx]) < cos_stop)
+            state[idx[turned]] = STATE_CONTACT
+            ok &= ~turned
+        sel = idx[ok]
+        g_prev[sel] = nrm[ok]
+        anchor[sel] = x[sel]
+        normal[sel] = nrm[ok]
+        d = f[ok] - iso[sel]
+        on = np.abs(d) < s.eps
+        state[sel[on]] = STATE_ON_ISO
+        sel, d, gg, g2s = sel[~on], d[~on], g[ok][~on], g2[ok][~on]
+        step = -lam * d / g2s
+        y = x[sel] + step[:, None] * gg
+        short = np.abs(step) * np.sqrt(g2s) < s.trust * mesh_size
+        p[sel[short]] = y[short]
+        anchor[sel[short]] = y[short]
+        state[sel[short]] = STATE_FREE
+        sel, d, gg, g2s, y = sel[~short], d[~short], gg[~short], g2s[~short], y[~short]
+        f2, h = evaluate(y)
+        d2 = f2 - iso[sel]
+        worse = d * (d - d2) < 0.0
+        state[sel[worse]] = STATE_WORSE
+        crossed = ~worse & (d * d2 < 0.0)
+        free = ~worse & ~crossed
+        state[sel[free]] = STATE_FREE
+        if np.any(crossed):
+            iso_c = iso[sel[crossed]]
+            a, da = x[sel[crossed]].copy(), d[crossed].copy()
+            b, db = y[crossed].copy(), d2[crossed].copy()
+            hb = h[crossed].copy()
+            side = np.zeros(len(a), dtype=np.int64)
+            done = np.zeros(len(a), dtype=bool)
+            for _ in range(s.bisect_steps):
+                li = np.flatnonzero(~done)
+                if not len(li):
+                    break
+                t = np.clip(da[li] / (da[li] - db[li]), 0.05, 0.95)
+                m = a[li] + t[:, None] * (b[li] - a[li])
+                fm, gm = evaluate(m)
+                dm = fm - iso_c[li]
+                hb[li] = gm
+                to_b = da[li] * dm <= 0.0
+                ib, ia = li[to_b], li[~to_b]
+                b[ib], db[ib] = m[to_b], dm[to_b]
+                da[ib[side[ib] == -1]] *= 0.5
+                side[ib] = -1
+                a[ia], da[ia] = m[~to_b], dm[~to_b]
+                db[ia[side[ia] == 1]] *= 0.5
+                side[ia] = 1
+                done[li[np.abs(dm) < s.eps]] = True
+            y[crossed] = np.where((np.abs(da) < np.abs(db))[:, None], a, b)
+            h[crossed] = hb
+            state[sel[crossed]] = STATE_CROSSED
+        moved = ~worse
+        ms = sel[moved]
+        p[ms] = y[moved]
+        anchor[ms] = y[moved]
+        hm = h[moved]
+        hn = np.linalg.norm(hm, axis=1)
+        good = hn > 1e-8
+        normal[ms[good]] = hm[good] / hn[good, None]
+        relax = active & (state != STATE_CONTACT) & (state != STATE_FLAT)
+        new = _arap_ref(p, rot, rest, rings, anchor, normal)
+        x = np.where(relax[:, None], new, p)
+        moves = np.where(relax, np.linalg.norm(x - p, axis=1), 0.0)
+    relax = active & (state != STATE_CONTACT) & (state != STATE_FLAT)
+    sweeps = 0
+    for _ in range(s.final_sweeps):
+        new = np.where(relax[:, None], _arap_ref(x, rot, rest, rings, anchor, normal), x)
+        move = np.sqrt(np.max(np.sum((new - x) ** 2, axis=1))) if V else 0.0
+        x = new
+        sweeps += 1
+        if move < s.final_tolerance * mesh_size:
+            break
+    return x, state, active, sweeps

@@ -1,0 +1,222 @@
+"""Implicit Skinning deformation (core/skinning.py, core/tracking.py, core/deformer.py, core/character.py): DQS,
+rest and rigid motion reproduced exactly, kernel vs numpy reference, contact at the elbow, iso-values reached,
+muscles moving the skin, temporal mode, bad input."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from implicit_muscles.core import scenes, skinning
+from implicit_muscles.core.deformer import ImplicitSkinDeformer
+from implicit_muscles.core.skin_field import bind_skin_field
+from implicit_muscles.core.tracking import STATE_CONTACT, TrackingSettings, track_reference
+
+from mesh_checks import deep_crossings, enclosed_volume, min_angles
+
+EXACT_TOL = 1e-6
+"""Rest pose and rigid motion: largest vertex error as a fraction of the character's size."""
+KERNEL_TOL = 1e-9
+"""Tracking kernel vs numpy reference [m] (same arithmetic in another order)."""
+ISO_VALUE_TOL = 0.005
+ISO_DISTANCE_TOL = 5e-4
+"""A vertex is on its iso-value if |F - e| < 0.005 or |F - e| / |grad F| < 0.5 mm."""
+CROSSING_DEPTH = 1e-3
+"""Skins crossing each other by more than 1 mm count as an intersection (touching on a contact surface does not)."""
+
+
+@pytest.fixture(scope="module")
+def arm():
+    return scenes.arm_rig()
+
+
+@pytest.fixture(scope="module")
+def plain(arm):
+    """The arm's skin without muscles, and its deformer."""
+    skin = bind_skin_field(arm.vertices, arm.faces, arm.weights, arm.heads, arm.tails, arm.parents)
+    return ImplicitSkinDeformer(skin, arm.vertices, arm.faces, arm.weights)
+
+
+@pytest.fixture(scope="module")
+def character():
+    return scenes.arm_character()
+
+
+def _size(arm):
+    return float(np.linalg.norm(np.ptp(arm.vertices, axis=0)))
+
+
+def _elbow_sets(arm):
+    """Triangles of the upper arm and of the forearm on either side of the elbow (6 to 17 cm from it, at rest)."""
+    cx = arm.vertices[arm.faces].mean(axis=1)[:, 0]
+    return np.flatnonzero((cx > 0.16) & (cx < 0.27)), np.flatnonzero((cx > 0.33) & (cx < 0.44))
+
+
+def test_dqs_kernel_matches_reference_and_handles_antipodal_quaternions(arm):
+    infl = skinning.influences(arm.weights)
+    B = scenes.arm_pose(110.0, 40.0)
+    x, R = skinning.dqs(arm.vertices, infl, B)
+    xr, Rr = skinning.dqs_reference(arm.vertices, infl, B)
+    assert np.abs(x - xr).max() < 1e-12 and np.abs(R - Rr).max() < 1e-12
+    # the forearm turned by a further full turn: the same transform, its quaternion has the other sign
+    B2 = B.copy()
+    B2[1] = B[1] @ scenes.rotation_about((0, -1, 0), 2 * np.pi, scenes.ARM_HEADS[1])
+    assert np.allclose(B2, B)
+    real, dual = skinning.dual_quaternions(B)
+    flipped, dual = real.copy(), dual.copy()
+    flipped[1] *= -1.0  # -q is the same rotation: the blend must flip it back to the pivot's hemisphere
+    dual[1] *= -1.0
+    from implicit_muscles.kernels.skinning import dual_quaternion_skinning
+    x2, R2 = np.empty_like(x), np.empty_like(R)
+    dual_quaternion_skinning(arm.vertices, infl.start, infl.bone, infl.value, flipped, dual, x2, R2)
+    assert np.abs(x2 - x).max() < 1e-12
+    # a vertex weighted to one bone moves rigidly with it
+    i = int(np.flatnonzero(arm.weights[:, 1] == 1.0)[0])
+    assert np.allclose(x[i], B[1, :3, :3] @ arm.vertices[i] + B[1, :3, 3], atol=1e-12)
+
+
+def test_rest_pose_gives_the_rest_mesh(arm, plain, character):
+    x = plain.deform(scenes.arm_pose(0.0))
+    assert np.abs(x - arm.vertices).max() <= EXACT_TOL * _size(arm)
+    character.reset()
+    for _ in range(3):
+        x = character.frame(scenes.arm_pose(0.0))
+    assert np.abs(x - arm.vertices).max() <= EXACT_TOL * _size(arm)
+
+
+def test_rigid_motion_of_the_whole_rig_moves_the_mesh_rigidly(arm, plain):
+    T = scenes.rotation_about((0.3, 1.0, -0.2), 0.8, (0.1, 0.0, 0.2))
+    T[:3, 3] += [0.4, -0.3, 1.2]
+    x = plain.deform(T @ scenes.arm_pose(0.0))
+    expected = arm.vertices @ T[:3, :3].T + T[:3, 3]
+    assert np.abs(x - expected).max() <= EXACT_TOL * _size(arm)
+
+
+def test_tracking_kernel_matches_numpy_reference(arm, plain):
+    plain.deform(scenes.arm_pose(100.0))
+    x_kernel, state_kernel = plain.deform(scenes.arm_pose(100.0)).copy(), plain.state.copy()
+    s = plain.settings
+    x_ref, state_ref, active_ref, _ = track_reference(
+        plain.dqs_positions, plain._rot, plain.rest, plain.iso, plain.rings, plain.skin.evaluate, s, plain.mesh_size)
+    assert np.array_equal(active_ref, plain.active)
+    assert np.array_equal(state_ref, state_kernel)
+    assert np.abs(x_ref - x_kernel).max() < KERNEL_TOL
+
+
+@pytest.mark.parametrize("angle", [90.0, 110.0])
+def test_elbow_contact_removes_skin_intersections(arm, plain, angle, record_property):
+    """DQS pushes the forearm's skin into the upper arm's; Implicit Skinning stops it on the contact surface."""
+    A, B = _elbow_sets(arm)
+    x = plain.deform(scenes.arm_pose(angle)).copy()
+    dqs = plain.dqs_positions.copy()
+    ours = sum(h.sum() for h in deep_crossings(x, arm.faces, A, B, CROSSING_DEPTH))
+    theirs = sum(h.sum() for h in deep_crossings(dqs, arm.faces, A, B, CROSSING_DEPTH))
+    record_property(f"crossing_triangles_dqs_{angle:.0f}", int(theirs))
+    record_property(f"crossing_triangles_is_{angle:.0f}", int(ours))
+    assert theirs >= 20
+    assert ours <= 0.35 * theirs
+    assert np.sum(plain.state == STATE_CONTACT) > 10  # vertices stopped on the contact surface
+
+
+def test_elbow_at_130_degrees_has_fewer_intersections_than_dqs(arm, plain, record_property):
+    """At 130 degrees DQS sinks the forearm 3 cm deep into the upper arm; most of it is resolved, not all (the
+    crease's end, where the two skins part, keeps small folds: see the README's known limits)."""
+    A, B = _elbow_sets(arm)
+    x = plain.deform(scenes.arm_pose(130.0)).copy()
+    ours = sum(h.sum() for h in deep_crossings(x, arm.faces, A, B, CROSSING_DEPTH))
+    theirs = sum(h.sum() for h in deep_crossings(plain.dqs_positions, arm.faces, A, B, CROSSING_DEPTH))
+    record_property("crossing_triangles_dqs_130", int(theirs))
+    record_property("crossing_triangles_is_130", int(ours))
+    assert ours < 0.8 * theirs
+
+
+def test_vertices_reach_their_iso_values_and_triangles_stay_good(arm, plain, record_property):
+    ma_rest = min_angles(arm.vertices, arm.faces)
+    for angle in (45.0, 90.0):
+        x = plain.deform(scenes.arm_pose(angle))
+        assert np.all(np.isfinite(x))
+        F, G = plain.skin.evaluate(x)
+        dv = np.abs(F - plain.iso)
+        on = (dv < ISO_VALUE_TOL) | (dv / np.linalg.norm(G, axis=1) < ISO_DISTANCE_TOL)
+        free = plain.state != STATE_CONTACT
+        record_property(f"on_iso_fraction_{angle:.0f}", float(on[free].mean()))
+        assert on[free].mean() >= 0.99
+        ma = min_angles(x, arm.faces)
+        assert np.percentile(ma, 5) > 0.8 * np.percentile(ma_rest, 5)
+        assert np.median(ma) > 0.9 * np.median(ma_rest)
+
+
+def test_volume_near_the_elbow_beats_linear_blend(arm, plain, record_property):
+    """Enclosed volume (winding number, overlaps counted once) within 10 cm of the elbow at 90 degrees."""
+    lo, hi = scenes.ARM_HEADS[1] - 0.1, scenes.ARM_HEADS[1] + 0.1
+    rest = enclosed_volume(arm.vertices, arm.faces, lo, hi, 0.005)
+    B = scenes.arm_pose(90.0)
+    x = plain.deform(B).copy()
+    lbs = skinning.lbs_reference(arm.vertices, plain.influences, B)
+    change = {name: enclosed_volume(pos, arm.faces, lo, hi, 0.005) / rest - 1.0
+              for name, pos in (("is", x), ("dqs", plain.dqs_positions), ("lbs", lbs))}
+    for name, value in change.items():
+        record_property(f"elbow_volume_change_{name}", value)
+    assert abs(change["is"]) < abs(change["lbs"])
+
+
+def test_activating_the_biceps_moves_the_skin_over_it_outwards(character):
+    """Same pose (elbow at 60 degrees, settled), biceps activation 1 vs 0: the skin over the biceps moves out,
+    the hand does not move."""
+    arm = character.rig
+    out = {}
+    for a in (0.0, 1.0):
+        character.reset()
+        for _ in range(40):
+            x = character.frame(scenes.arm_pose(60.0), activation=[a, 0.0, 0.0, 0.0], stiffness=[0.7] * 4)
+        out[a] = x.copy()
+    d = out[1.0] - out[0.0]
+    B = scenes.arm_pose(60.0)
+    up = B[0, :3, :3] @ np.array([0.0, 0.0, 1.0])
+    over = (arm.vertices[:, 2] > 0.035) & (arm.vertices[:, 0] > 0.1) & (arm.vertices[:, 0] < 0.22)
+    hand = arm.vertices[:, 0] > 0.6
+    assert (d[over] @ up).max() > 0.002
+    assert np.abs(d[hand]).max() < 1e-9
+
+
+def test_history_independent_by_default_temporal_mode_reuses_the_last_frame(arm, plain):
+    fresh = plain.deform(scenes.arm_pose(80.0)).copy()
+    plain.deform(scenes.arm_pose(70.0))
+    again = plain.deform(scenes.arm_pose(80.0)).copy()
+    assert np.array_equal(fresh, again)
+    temporal = ImplicitSkinDeformer(plain.skin, arm.vertices, arm.faces, arm.weights,
+                                    dataclasses.replace(plain.settings, temporal=True))
+    temporal.deform(scenes.arm_pose(70.0), frame=1)
+    x = temporal.deform(scenes.arm_pose(80.0), frame=2).copy()
+    assert not np.array_equal(x, fresh)  # started from frame 1's result, not from DQS
+    F, G = plain.skin.evaluate(x)
+    assert np.median(np.abs(F - plain.iso)) < ISO_VALUE_TOL
+    y = temporal.deform(scenes.arm_pose(80.0), frame=7).copy()  # not consecutive: from DQS again
+    assert np.array_equal(y, fresh)
+
+
+def test_arm_scenes_run_without_nan(character):
+    character.reset()
+    for f in range(0, 48, 4):
+        B, a = scenes.biceps_curl(f)
+        assert np.all(np.isfinite(character.frame(B, activation=a, dt=4 / 24)))
+    character.reset()
+    for f in range(0, 36, 3):
+        assert np.all(np.isfinite(character.frame(scenes.arm_shake(f), stiffness=[0.1] * 4, dt=3 / 24)))
+    assert set(character.timings) == {"pbd", "pose", "field", "tracking", "total"}
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda B: B * np.array([1.0, 1.0, 1.0, 1.0])[:, None] @ np.diag([1.1, 1, 1, 1]), "scales or shears"),
+    (lambda B: np.where(np.arange(3)[:, None, None] == 1, np.nan, B), "NaN"),
+    (lambda B: B[:2], "expected transforms for 3 bones"),
+])
+def test_bad_poses_give_plain_errors(plain, bad, message):
+    with pytest.raises(ValueError, match=message):
+        plain.deform(bad(scenes.arm_pose(30.0)))
+
+
+def test_settings_are_checked():
+    with pytest.raises(ValueError, match="iterations"):
+        TrackingSettings(iterations=-1).validated()
+    with pytest.raises(ValueError, match="contact angle"):
+        TrackingSettings(contact_angle=0.0).validated()
