@@ -17,17 +17,20 @@ def _submodules():
 
 
 def register():
-    from .blender import engine
+    from .blender import display, engine, properties
     engine.setup(__package__)
+    properties.register()  # Object.implicit_muscles, Object.implicit_skin (DESIGN.md §4)
     for module in _submodules():
         module.register()
-    # Properties attached to bpy.types (e.g. Object.implicit_muscles, see DESIGN.md §4) go here, after the
-    # classes they point to are registered, and are deleted first in unregister().
+    display.register()
     engine.report_problems()
 
 
 def unregister():
-    from .blender import engine
+    from .blender import display, engine, properties, runtime
     engine.cancel_report()
+    display.unregister()
     for module in reversed(_submodules()):
         module.unregister()
+    properties.unregister()
+    runtime.clear()

@@ -1,7 +1,7 @@
 """Panels (see README.md). Each module ends with a ``classes`` tuple and its own register/unregister."""
-from . import status
+from . import muscles, status
 
-_modules = (status,)
+_modules = (muscles, status)
 
 
 def register():

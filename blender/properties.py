@@ -1,0 +1,146 @@
+"""Property groups: muscles on the armature object, skin settings on the mesh object (DESIGN.md §4).
+
+Muscles live on the armature *object* (``arm.implicit_muscles.muscles``), so their keyframes share the rig's
+action with the pose keys. Origin and insertion are points in their bone's rest frame (``bone.matrix_local``
+coordinates, metres), so they follow the bones and survive bone edits that keep the bone's frame. Activation,
+stiffness, width scale and both eccentricities are animatable; everything else is set up once.
+Skin settings live on the mesh object (``body.implicit_skin``). Both are library-overridable.
+
+The ranges match the core's validation (``core/validation.py``): exponents 1..9, eccentricity 0..0.99.
+"""
+
+import bpy
+from bpy.props import (BoolProperty, CollectionProperty, FloatProperty, FloatVectorProperty, IntProperty,
+                       PointerProperty, StringProperty)
+from bpy.types import PropertyGroup
+
+OVERRIDE = {'LIBRARY_OVERRIDABLE'}
+ANIMATED = dict(options={'ANIMATABLE'}, override=OVERRIDE)
+STATIC = dict(options=set(), override=OVERRIDE)
+
+
+def _shape(name, default, description):
+    return IntProperty(name=name, default=default, min=1, max=9, **STATIC, description=description)
+
+
+class ImplicitMuscle(PropertyGroup):
+    """One muscle: where it is attached, its shape, its dynamics and its collisions."""
+
+    origin_bone: StringProperty(name="Origin Bone", **STATIC,
+                                description="Bone the muscle starts from; the origin follows it")
+    origin_point: FloatVectorProperty(name="Origin", subtype='TRANSLATION', unit='LENGTH', size=3, **STATIC,
+                                      description="Origin in the origin bone's rest frame (head at 0, bone along Y)")
+    insertion_bone: StringProperty(name="Insertion Bone", **STATIC,
+                                   description="Bone the muscle pulls on; the insertion follows it")
+    insertion_point: FloatVectorProperty(name="Insertion", subtype='TRANSLATION', unit='LENGTH', size=3,
+                                         **STATIC,
+                                         description="Insertion in the insertion bone's rest frame")
+    skin_bone: StringProperty(name="Skin Bone", **STATIC,
+                              description="The bone whose part of the skin shows this muscle (usually the origin "
+                                          "bone, where the belly lies)")
+    twist: FloatProperty(name="Twist", subtype='ANGLE', default=0.0, min=-3.14159265, max=3.14159265,
+                         **STATIC, description="Turns the flat side of the cross-section around the axis")
+    width: FloatProperty(name="Width", subtype='DISTANCE', unit='LENGTH', default=0.03, min=0.001, soft_max=0.2,
+                         **STATIC, description="Thickness at rest; the volume it gives stays constant")
+
+    alpha_rest: _shape("Rest Alpha", 3, "Rest profile: larger values move the belly away from the origin")
+    beta_rest: _shape("Rest Beta", 3, "Rest profile: larger values move the belly towards the origin")
+    alpha_active: _shape("Active Alpha", 4, "Profile when fully active")
+    beta_active: _shape("Active Beta", 7, "Profile when fully active")
+    eccentricity_rest: FloatProperty(name="Rest Flatness", default=0.0, min=0.0, max=0.99, **ANIMATED,
+                                     description="Cross-section flatness at rest: 0 round, 0.99 very flat")
+    eccentricity_active: FloatProperty(name="Active Flatness", default=0.0, min=0.0, max=0.99, **ANIMATED,
+                                       description="Cross-section flatness when fully active")
+
+    activation: FloatProperty(name="Activation", default=0.0, min=0.0, max=1.0, **ANIMATED,
+                              description="How hard the muscle works: 0 relaxed, 1 fully contracted shape "
+                                          "(same volume). Keyframe it with the pose")
+    stiffness: FloatProperty(name="Stiffness", default=0.5, min=0.0, max=1.0, **ANIMATED,
+                             description="0.1 loose and jiggly, 0.6-0.9 tense")
+    width_scale: FloatProperty(name="Width Scale", default=1.0, min=0.1, max=3.0, **ANIMATED,
+                               description="Exaggerates or thins the muscle (1: true volume)")
+    particles: IntProperty(name="Particles", default=30, min=3, max=60, **STATIC,
+                           description="Simulation points along the axis: more follow bones more closely, cost more")
+
+    collide_bones: BoolProperty(name="Bones", default=True, **STATIC,
+                                description="Slide around the bones instead of going through them")
+    collide_muscles: BoolProperty(name="Muscles", default=True, **STATIC,
+                                  description="Push against the other muscles of the same collision group")
+    collision_group: IntProperty(name="Group", default=0, min=0, max=64, **STATIC,
+                                 description="Muscles with the same group push against each other")
+    keep_inside: BoolProperty(name="Stay Under Skin", default=True, **STATIC,
+                              description="Keep the muscle inside the skin when joints bend")
+
+    fibres: IntProperty(name="Fibres", default=1, min=1, max=16, **STATIC,
+                        description="Fan-shaped muscles (pectoral, deltoid) are made of several fibres")
+    origin_spread: FloatProperty(name="Origin Spread", subtype='DISTANCE', unit='LENGTH', default=0.0, min=0.0,
+                                 soft_max=0.3, **STATIC,
+                                 description="How far apart the fibres start, across the muscle")
+    insertion_spread: FloatProperty(name="Insertion Spread", subtype='DISTANCE', unit='LENGTH', default=0.0,
+                                    min=0.0, soft_max=0.3, **STATIC,
+                                    description="How far apart the fibres end, across the muscle")
+
+
+class ImplicitMuscleRig(PropertyGroup):
+    """The muscles of one armature object, and the simulation settings they share."""
+
+    muscles: CollectionProperty(type=ImplicitMuscle, override={'LIBRARY_OVERRIDABLE', 'USE_INSERTION'})
+    active_index: IntProperty(name="Active Muscle", default=0, min=0, override=OVERRIDE)
+    show_muscles: BoolProperty(name="Show Muscles", default=True,
+                               description="Draw the muscles' shapes in the viewport")
+    substeps: IntProperty(name="Substeps", default=10, min=1, max=100, **STATIC,
+                          description="Simulation steps per frame")
+    start_frame: IntProperty(name="Start Frame", default=1, **STATIC,
+                             description="Frame where the muscle simulation starts from rest")
+
+    @property
+    def active_muscle(self):
+        """The muscle selected in the list, or None."""
+        if 0 <= self.active_index < len(self.muscles):
+            return self.muscles[self.active_index]
+        return None
+
+
+class ImplicitSkinSettings(PropertyGroup):
+    """Implicit Skinning of one mesh."""
+
+    enabled: BoolProperty(name="Implicit Skinning", default=False, **STATIC,
+                          description="Deform this mesh with Implicit Skinning and its armature's muscles "
+                                      "instead of the plain Armature modifier")
+    armature: PointerProperty(name="Armature", type=bpy.types.Object, **STATIC,
+                              poll=lambda self, obj: obj.type == 'ARMATURE',
+                              description="The armature whose bones and muscles drive this mesh")
+    samples_per_part: IntProperty(name="Samples", default=80, min=16, max=400, **STATIC,
+                                  description="Points per bone used to fit its part of the skin")
+    grid_resolution: IntProperty(name="Detail", default=48, min=16, max=128, **STATIC,
+                                 description="Field grid resolution (cells along a part's longest side)")
+    iterations: IntProperty(name="Iterations", default=8, min=1, max=40, **STATIC,
+                            description="Tracking steps per frame")
+    contact_angle: FloatProperty(name="Contact Angle", subtype='ANGLE', default=0.959931, min=0.17, max=2.6,
+                                 **STATIC,
+                                 description="A vertex stops at a contact when the skin's direction turns this "
+                                             "much")
+    temporal: BoolProperty(name="Use Previous Frame", default=False, **STATIC,
+                           description="Start each frame from the last one when playing forward (faster, but "
+                                       "the shape then depends on how playback got there)")
+    bound: BoolProperty(name="Bound", default=False, **STATIC,
+                        description="The skin has been bound to its armature in the rest pose")
+    bind_signature: StringProperty(name="Bind Signature", default="", **STATIC,
+                                   description="Vertex count and rest-pose checksum at bind time")
+
+
+classes = (ImplicitMuscle, ImplicitMuscleRig, ImplicitSkinSettings)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    bpy.types.Object.implicit_muscles = PointerProperty(type=ImplicitMuscleRig, override=OVERRIDE)
+    bpy.types.Object.implicit_skin = PointerProperty(type=ImplicitSkinSettings, override=OVERRIDE)
+
+
+def unregister():
+    del bpy.types.Object.implicit_skin
+    del bpy.types.Object.implicit_muscles
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

@@ -1,0 +1,106 @@
+"""Read a rigged mesh and its armature's muscles into the headless core's arrays (armature space, metres).
+
+``read_rig`` gives a ``core.scenes.Rig`` (rest vertices, triangles, weights per bone, bone heads/tails/parents);
+``read_muscles`` gives ``core.muscle.FusiformMuscle`` objects at rest with their origin, insertion and skin bone
+indices (a muscle with several fibres becomes that many muscles, spread across). Problems raise ``ValueError``
+with a sentence that names the object and the fix; nothing in the scene is changed.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from mathutils import Matrix, Vector
+
+from ..core.scenes import Rig
+from . import rig as rig_utils
+
+
+def armature_modifier(mesh_obj):
+    """The mesh's first Armature modifier with an armature, or None."""
+    for mod in mesh_obj.modifiers:
+        if mod.type == 'ARMATURE' and mod.object is not None:
+            return mod
+    return None
+
+
+def read_rig(mesh_obj, armature) -> Rig:
+    """The mesh at rest in the armature's space, with one weight column per bone (bone order of the armature)."""
+    mesh = mesh_obj.data
+    V = len(mesh.vertices)
+    if V < 4:
+        raise ValueError(f"{mesh_obj.name} has {V} vertices; Implicit Skinning needs a real mesh.")
+    co = np.empty(V * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", co)
+    to_arm = np.array(armature.matrix_world.inverted() @ mesh_obj.matrix_world)
+    verts = co.reshape(V, 3).astype(np.float64) @ to_arm[:3, :3].T + to_arm[:3, 3]
+    mesh.calc_loop_triangles()
+    T = len(mesh.loop_triangles)
+    if T == 0:
+        raise ValueError(f"{mesh_obj.name} has no faces; Implicit Skinning needs a surface.")
+    tri = np.empty(T * 3, dtype=np.int32)
+    mesh.loop_triangles.foreach_get("vertices", tri)
+    bones = armature.data.bones
+    names = [b.name for b in bones]
+    index = {n: i for i, n in enumerate(names)}
+    group_to_bone = {g.index: index[g.name] for g in mesh_obj.vertex_groups if g.name in index}
+    if not group_to_bone:
+        raise ValueError(f"{mesh_obj.name} has no vertex group named after a bone of {armature.name}: weight it "
+                         f"to the armature first (Parent with Automatic Weights).")
+    weights = np.zeros((V, len(names)))
+    for v in mesh.vertices:
+        for g in v.groups:
+            b = group_to_bone.get(g.group)
+            if b is not None:
+                weights[v.index, b] += g.weight
+    heads = np.array([b.head_local[:] for b in bones], dtype=np.float64)
+    tails = np.array([b.tail_local[:] for b in bones], dtype=np.float64)
+    parents = np.array([index[b.parent.name] if b.parent else -1 for b in bones], dtype=np.int64)
+    return Rig(verts, tri.reshape(T, 3).astype(np.int64), weights, heads, tails, parents, tuple(names))
+
+
+def _normal(frame: Matrix, axis: Vector, twist: float) -> Vector:
+    """Cross-section direction: the bone frame's X made orthogonal to the muscle axis, turned by ``twist``."""
+    x = frame.to_3x3() @ Vector((1.0, 0.0, 0.0))
+    a = axis.normalized()
+    n = x - a * x.dot(a)
+    if n.length < 1e-6:
+        n = (frame.to_3x3() @ Vector((0.0, 0.0, 1.0)))
+        n -= a * n.dot(a)
+    n.normalize()
+    return (Matrix.Rotation(twist, 3, a) @ n).normalized()
+
+
+def read_muscles(armature, names: tuple):
+    """``(muscles, origin_bones, insertion_bones, skin_bones, source)``: core muscles at rest and their bone
+    indices; ``source[k]`` is the index of the Blender muscle fibre ``k`` comes from."""
+    from ..core.muscle import FusiformMuscle, MuscleShape
+
+    index = {n: i for i, n in enumerate(names)}
+    out, o_b, i_b, s_b, source = [], [], [], [], []
+    for k, m in enumerate(armature.implicit_muscles.muscles):
+        problem = rig_utils.muscle_problem(armature, m)
+        if problem:
+            raise ValueError(problem)
+        o, i = rig_utils.muscle_endpoints(armature, m, posed=False)
+        axis = i - o
+        frame = armature.data.bones[m.origin_bone].matrix_local
+        n = _normal(frame, axis, m.twist)
+        across = axis.normalized().cross(n).normalized()
+        fibres = max(1, m.fibres)
+        shape = MuscleShape(m.alpha_rest, m.beta_rest, m.alpha_active, m.beta_active, m.eccentricity_rest,
+                            m.eccentricity_active)
+        for f in range(fibres):
+            t = (f / (fibres - 1) - 0.5) if fibres > 1 else 0.0
+            of = o + across * (t * m.origin_spread)
+            inf = i + across * (t * m.insertion_spread)
+            width = m.width / math.sqrt(fibres)
+            name = m.name if fibres == 1 else f"{m.name}.{f + 1}"
+            out.append(FusiformMuscle(of[:], inf[:], width=width, shape=shape, particles=m.particles,
+                                      origin_normal=n[:], insertion_normal=n[:], activation=m.activation,
+                                      width_scale=m.width_scale, name=name))
+            o_b.append(index[m.origin_bone])
+            i_b.append(index[m.insertion_bone])
+            s_b.append(index[m.skin_bone])
+            source.append(k)
+    return out, np.array(o_b), np.array(i_b), np.array(s_b), np.array(source)

@@ -1,0 +1,105 @@
+"""Reading rigs: bone names (mirroring), the skin meshes of an armature, muscle placement and checks.
+
+Positions: a muscle's origin and insertion are stored in their bone's rest frame (``bone.matrix_local``, armature
+space, metres); :func:`muscle_endpoints` turns them into armature-space points for the rest pose or the current
+pose (``pose_bone.matrix``).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from mathutils import Matrix, Vector
+
+_SIDES = [(r"\.L$", ".R"), (r"\.R$", ".L"), (r"\.l$", ".r"), (r"\.r$", ".l"), (r"_L$", "_R"), (r"_R$", "_L"),
+          (r"_l$", "_r"), (r"_r$", "_l"), (r"Left", "Right"), (r"Right", "Left"), (r"left", "right"),
+          (r"right", "left"), (r"^L_", "R_"), (r"^R_", "L_")]
+
+
+def mirror_name(name: str) -> str | None:
+    """The other side's bone name (``.L``/``.R``, ``_l``/``_r``, ``Left``/``Right``...), or None."""
+    for pattern, repl in _SIDES:
+        if re.search(pattern, name):
+            return re.sub(pattern, repl, name, count=1)
+    return None
+
+
+def skin_meshes(armature) -> list:
+    """Mesh objects deformed by ``armature`` (an Armature modifier pointing at it)."""
+    import bpy
+    out = []
+    for obj in bpy.data.objects:
+        if obj.type == 'MESH' and any(m.type == 'ARMATURE' and m.object == armature for m in obj.modifiers):
+            out.append(obj)
+    return out
+
+
+def limb_radius(armature, bone_name: str) -> float:
+    """A bone's limb radius [m]: median distance from the bone segment to the skin vertices it weights most,
+    or 15 % of the bone's length if no skin mesh is found."""
+    bone = armature.data.bones[bone_name]
+    head = np.array(bone.head_local)
+    tail = np.array(bone.tail_local)
+    for mesh in skin_meshes(armature):
+        group = mesh.vertex_groups.get(bone_name)
+        if group is None:
+            continue
+        to_arm = np.array(armature.matrix_world.inverted() @ mesh.matrix_world)
+        pts = []
+        gi = group.index
+        for v in mesh.data.vertices:
+            best = max(v.groups, key=lambda g: g.weight, default=None)
+            if best is not None and best.group == gi:
+                pts.append(v.co[:])
+        if len(pts) >= 4:
+            p = np.array(pts) @ to_arm[:3, :3].T + to_arm[:3, 3]
+            e = tail - head
+            t = np.clip((p - head) @ e / max(e @ e, 1e-12), 0.0, 1.0)
+            return float(np.median(np.linalg.norm(p - (head + t[:, None] * e), axis=1)))
+    return 0.15 * float(np.linalg.norm(tail - head))
+
+
+def default_points(armature, origin_bone: str, insertion_bone: str):
+    """Origin and insertion in their bones' rest frames, and a width [m], for a new muscle: the origin a quarter
+    down its bone, the insertion 15 % into its bone (the far end of the origin bone if both are the same), both
+    half a limb radius out along the bones' local Z (the skin side), width a third of the limb radius."""
+    bones = armature.data.bones
+    ob, ib = bones[origin_bone], bones[insertion_bone]
+    radius = limb_radius(armature, origin_bone)
+    side = Vector((0.0, 0.0, 0.5 * radius))  # local Z of the bone frame
+    origin = Vector((0.0, 0.25 * ob.length, 0.0)) + side
+    if origin_bone == insertion_bone:
+        insertion = Vector((0.0, 0.9 * ib.length, 0.0)) + side
+    else:
+        insertion = Vector((0.0, 0.15 * ib.length, 0.0)) + side
+    return origin, insertion, max(radius / 3.0, 0.002)
+
+
+def bone_frame(armature, bone_name: str, posed: bool) -> Matrix:
+    """The bone's frame in armature space: rest (``matrix_local``) or posed (``pose_bone.matrix``)."""
+    if posed:
+        return armature.pose.bones[bone_name].matrix
+    return armature.data.bones[bone_name].matrix_local
+
+
+def muscle_endpoints(armature, muscle, posed: bool = True):
+    """Origin and insertion of ``muscle`` in armature space (``Vector``s), at rest or in the current pose."""
+    o = bone_frame(armature, muscle.origin_bone, posed) @ Vector(muscle.origin_point)
+    i = bone_frame(armature, muscle.insertion_bone, posed) @ Vector(muscle.insertion_point)
+    return o, i
+
+
+def muscle_problem(armature, muscle) -> str:
+    """A plain sentence saying what is wrong with a muscle's set-up, or ``""``."""
+    bones = armature.data.bones
+    for label, name in (("origin", muscle.origin_bone), ("insertion", muscle.insertion_bone),
+                        ("skin", muscle.skin_bone)):
+        if not name:
+            return f"{muscle.name}: no {label} bone is set."
+        if name not in bones:
+            return (f"{muscle.name}: its {label} bone '{name}' is not in {armature.name} (renamed or deleted?); "
+                    f"pick a bone in the muscle's panel.")
+    o, i = muscle_endpoints(armature, muscle, posed=False)
+    if (o - i).length < 1e-4:
+        return f"{muscle.name}: origin and insertion are at the same place; move one of them."
+    return ""

@@ -1,0 +1,421 @@
+"""Muscle authoring operators: add (with a mirrored copy), remove, move in the list, duplicate, mirror, select the
+muscle's bones, apply and save shape presets. All work on the active armature object, are undoable and report
+problems in plain words instead of raising.
+"""
+from __future__ import annotations
+
+import os
+
+import bpy
+from bl_operators.presets import AddPresetBase
+from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
+from bpy.types import Menu, Operator
+from mathutils import Vector
+
+from ..blender import animation, display, rig
+
+PRESET_SUBDIR = os.path.join("implicit_muscles", "muscle")
+SHIPPED_PRESETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "presets")
+SHAPE_FIELDS = ("alpha_rest", "beta_rest", "alpha_active", "beta_active", "eccentricity_rest",
+                "eccentricity_active", "width", "stiffness", "fibres", "origin_spread", "insertion_spread")
+"""What a muscle preset sets (its shape and feel, never its bones or position)."""
+
+
+def _armature(context):
+    obj = context.object
+    return obj if obj is not None and obj.type == 'ARMATURE' else None
+
+
+def preset_paths() -> list:
+    """Folders holding muscle presets: the ones shipped with the extension, then the user's."""
+    paths = [os.path.join(SHIPPED_PRESETS, PRESET_SUBDIR)]
+    for p in bpy.utils.preset_paths(PRESET_SUBDIR):
+        if os.path.normpath(p) not in map(os.path.normpath, paths):
+            paths.append(p)
+    return [p for p in paths if os.path.isdir(p)]
+
+
+def find_preset(name: str) -> str | None:
+    """The preset file called ``name`` (file name without ``.py``, case and spaces ignored), or None."""
+    key = name.lower().replace(" ", "_")
+    for folder in preset_paths():
+        for file in sorted(os.listdir(folder)):
+            if file.endswith(".py") and file[:-3].lower().replace(" ", "_") == key:
+                return os.path.join(folder, file)
+    return None
+
+
+def apply_preset_file(path: str, muscle) -> None:
+    """Run a preset file (Blender's preset format: it binds ``muscle`` to the active muscle, then sets
+    ``muscle.<field> = value`` lines) against ``muscle``, which must be the active one."""
+    with open(path, encoding="utf-8") as f:
+        code = f.read()
+    exec(compile(code, path, "exec"), {"bpy": bpy, "__file__": path})
+
+
+def _unique_name(collection, base):
+    names = {m.name for m in collection}
+    if base not in names:
+        return base
+    k = 1
+    while f"{base}.{k:03d}" in names:
+        k += 1
+    return f"{base}.{k:03d}"
+
+
+def _copy_muscle(src, dst):
+    for key in src.bl_rna.properties.keys():
+        if key in {"rna_type", "name"}:
+            continue
+        setattr(dst, key, getattr(src, key))
+
+
+def _mirror_point(armature, from_bone, to_bone, point):
+    """A bone-frame point of ``from_bone`` mirrored across the armature's X = 0 plane into ``to_bone``'s frame."""
+    bones = armature.data.bones
+    world = bones[from_bone].matrix_local @ Vector(point)
+    world.x = -world.x
+    return bones[to_bone].matrix_local.inverted() @ world
+
+
+def add_mirrored(armature, muscle):
+    """Add the other side's copy of ``muscle`` (bones mirrored by name, points across X = 0); returns it or a
+    sentence saying why not."""
+    names = {}
+    for key in ("origin_bone", "insertion_bone", "skin_bone"):
+        other = rig.mirror_name(getattr(muscle, key))
+        if other is None or other not in armature.data.bones:
+            return f"{muscle.name}: no mirrored bone for '{getattr(muscle, key)}' (names ending .L/.R, _l/_r or " \
+                   f"containing Left/Right are mirrored)."
+        names[key] = other
+    muscles = armature.implicit_muscles.muscles
+    new = muscles.add()
+    _copy_muscle(muscle, new)
+    new.name = _unique_name(muscles, rig.mirror_name(muscle.name) or f"{muscle.name}.mirror")
+    for key, other in names.items():
+        setattr(new, key, other)
+    new.origin_point = _mirror_point(armature, muscle.origin_bone, new.origin_bone, muscle.origin_point)
+    new.insertion_point = _mirror_point(armature, muscle.insertion_bone, new.insertion_bone, muscle.insertion_point)
+    new.twist = -muscle.twist
+    return new
+
+
+class IMPLICIT_MUSCLES_OT_add_muscle(Operator):
+    """Add a muscle between two bones (or the two selected pose bones: the active one gets the insertion)"""
+    bl_idname = "implicit_muscles.add_muscle"
+    bl_label = "Add Muscle"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    origin_bone: StringProperty(name="Origin Bone", description="Bone the muscle starts from (empty: selection)")
+    insertion_bone: StringProperty(name="Insertion Bone", description="Bone it pulls on (empty: active bone)")
+    skin_bone: StringProperty(name="Skin Bone", description="Bone whose skin shows it (empty: the origin bone)")
+    preset: StringProperty(name="Preset", description="Shape preset to apply, e.g. 'biceps'")
+    name: StringProperty(name="Name", description="Muscle name (empty: from the bones or the preset)")
+    mirror: BoolProperty(name="Mirror", default=False, description="Also add the other side's muscle")
+
+    @classmethod
+    def poll(cls, context):
+        if _armature(context) is None:
+            cls.poll_message_set("Select an armature")
+            return False
+        return True
+
+    def execute(self, context):
+        armature = _armature(context)
+        origin, insertion = self.origin_bone, self.insertion_bone
+        if not origin or not insertion:
+            selected = [pb.name for pb in (context.selected_pose_bones or []) if pb.id_data == armature]
+            active = context.active_pose_bone.name if context.active_pose_bone else None
+            if not selected:
+                self.report({'ERROR'}, "Give an origin and an insertion bone, or select one or two pose bones.")
+                return {'CANCELLED'}
+            insertion = insertion or (active if active in selected else selected[-1])
+            others = [n for n in selected if n != insertion]
+            origin = origin or (others[0] if others else insertion)
+        for label, bone in (("origin", origin), ("insertion", insertion), ("skin", self.skin_bone)):
+            if bone and bone not in armature.data.bones:
+                self.report({'ERROR'}, f"The {label} bone '{bone}' is not in {armature.name}.")
+                return {'CANCELLED'}
+        preset_path = None
+        if self.preset:
+            preset_path = find_preset(self.preset)
+            if preset_path is None:
+                self.report({'ERROR'}, f"No muscle preset called '{self.preset}'.")
+                return {'CANCELLED'}
+        muscles = armature.implicit_muscles.muscles
+        muscle = muscles.add()
+        base = self.name or (self.preset.replace(" ", "_") if self.preset else f"{origin}_muscle")
+        muscle.name = _unique_name(muscles, base)
+        muscle.origin_bone, muscle.insertion_bone = origin, insertion
+        muscle.skin_bone = self.skin_bone or origin
+        o, i, width = rig.default_points(armature, origin, insertion)
+        muscle.origin_point, muscle.insertion_point, muscle.width = o, i, width
+        armature.implicit_muscles.active_index = len(muscles) - 1  # presets set the active muscle
+        if preset_path:
+            apply_preset_file(preset_path, muscle)
+            muscle.width = width  # a preset's width is relative to nothing: keep the one fitted to this limb
+        problem = rig.muscle_problem(armature, muscle)
+        if problem:
+            muscles.remove(len(muscles) - 1)
+            armature.implicit_muscles.active_index = max(len(muscles) - 1, 0)
+            self.report({'ERROR'}, problem)
+            return {'CANCELLED'}
+        if self.mirror:
+            new = add_mirrored(armature, muscle)
+            if isinstance(new, str):
+                self.report({'WARNING'}, new)
+        armature.update_tag()
+        self.report({'INFO'}, f"Added {muscle.name}.")
+        return {'FINISHED'}
+
+
+class IMPLICIT_MUSCLES_OT_remove_muscle(Operator):
+    """Remove the active muscle and its keyframes"""
+    bl_idname = "implicit_muscles.remove_muscle"
+    bl_label = "Remove Muscle"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    index: IntProperty(name="Index", default=-1, description="Muscle to remove (-1: the active one)")
+
+    @classmethod
+    def poll(cls, context):
+        arm = _armature(context)
+        return arm is not None and len(arm.implicit_muscles.muscles) > 0
+
+    def execute(self, context):
+        armature = _armature(context)
+        props = armature.implicit_muscles
+        index = props.active_index if self.index < 0 else self.index
+        if not 0 <= index < len(props.muscles):
+            self.report({'ERROR'}, f"There is no muscle number {index}.")
+            return {'CANCELLED'}
+        name = props.muscles[index].name
+        mapping = {index: None}
+        mapping.update({k: k - 1 for k in range(index + 1, len(props.muscles))})
+        animation.remap_muscle_indices(armature, mapping)
+        props.muscles.remove(index)
+        props.active_index = min(index, max(len(props.muscles) - 1, 0))
+        armature.update_tag()
+        self.report({'INFO'}, f"Removed {name}.")
+        return {'FINISHED'}
+
+
+class IMPLICIT_MUSCLES_OT_move_muscle(Operator):
+    """Move the active muscle up or down in the list (its keyframes move with it)"""
+    bl_idname = "implicit_muscles.move_muscle"
+    bl_label = "Move Muscle"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    direction: EnumProperty(items=(('UP', "Up", ""), ('DOWN', "Down", "")), name="Direction")
+
+    @classmethod
+    def poll(cls, context):
+        arm = _armature(context)
+        return arm is not None and len(arm.implicit_muscles.muscles) > 1
+
+    def execute(self, context):
+        armature = _armature(context)
+        props = armature.implicit_muscles
+        a = props.active_index
+        b = a - 1 if self.direction == 'UP' else a + 1
+        if not 0 <= b < len(props.muscles):
+            return {'CANCELLED'}
+        animation.remap_muscle_indices(armature, {a: b, b: a})
+        props.muscles.move(a, b)
+        props.active_index = b
+        armature.update_tag()  # the evaluated copy must see the reordered list
+        return {'FINISHED'}
+
+
+class IMPLICIT_MUSCLES_OT_duplicate_muscle(Operator):
+    """Copy the active muscle (its settings, not its keyframes)"""
+    bl_idname = "implicit_muscles.duplicate_muscle"
+    bl_label = "Duplicate Muscle"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        arm = _armature(context)
+        return arm is not None and arm.implicit_muscles.active_muscle is not None
+
+    def execute(self, context):
+        armature = _armature(context)
+        props = armature.implicit_muscles
+        src = props.active_muscle
+        new = props.muscles.add()
+        _copy_muscle(src, new)
+        new.name = _unique_name(props.muscles, src.name)
+        props.active_index = len(props.muscles) - 1
+        armature.update_tag()
+        return {'FINISHED'}
+
+
+class IMPLICIT_MUSCLES_OT_mirror_muscle(Operator):
+    """Add the other side's copy of the active muscle (bones mirrored by name)"""
+    bl_idname = "implicit_muscles.mirror_muscle"
+    bl_label = "Mirror Muscle"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        arm = _armature(context)
+        return arm is not None and arm.implicit_muscles.active_muscle is not None
+
+    def execute(self, context):
+        armature = _armature(context)
+        new = add_mirrored(armature, armature.implicit_muscles.active_muscle)
+        if isinstance(new, str):
+            self.report({'ERROR'}, new)
+            return {'CANCELLED'}
+        armature.implicit_muscles.active_index = len(armature.implicit_muscles.muscles) - 1
+        self.report({'INFO'}, f"Added {new.name}.")
+        return {'FINISHED'}
+
+
+class IMPLICIT_MUSCLES_OT_select_bones(Operator):
+    """Select the active muscle's origin and insertion bones"""
+    bl_idname = "implicit_muscles.select_bones"
+    bl_label = "Select Bones"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        arm = _armature(context)
+        return arm is not None and arm.implicit_muscles.active_muscle is not None
+
+    def execute(self, context):
+        armature = _armature(context)
+        muscle = armature.implicit_muscles.active_muscle
+        bones = armature.data.bones
+        missing = [n for n in (muscle.origin_bone, muscle.insertion_bone) if n not in bones]
+        if missing:
+            self.report({'ERROR'}, f"{muscle.name}: bone '{missing[0]}' is not in {armature.name}.")
+            return {'CANCELLED'}
+        for bone in bones:
+            _set_selected(armature, bone, bone.name in (muscle.origin_bone, muscle.insertion_bone))
+        bones.active = bones[muscle.insertion_bone]
+        return {'FINISHED'}
+
+
+def _set_selected(armature, bone, value):
+    if "select" in bone.bl_rna.properties.keys():
+        bone.select = value
+    else:  # Blender 5.0 keeps the selection on the pose bone
+        armature.pose.bones[bone.name].select = value
+
+
+class IMPLICIT_MUSCLES_OT_apply_preset(Operator):
+    """Apply a shape preset to the active muscle"""
+    bl_idname = "implicit_muscles.apply_preset"
+    bl_label = "Apply Muscle Preset"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    filepath: StringProperty(subtype='FILE_PATH', options={'SKIP_SAVE'})
+    preset: StringProperty(name="Preset", description="Preset name, e.g. 'biceps' (instead of a file path)")
+
+    @classmethod
+    def poll(cls, context):
+        arm = _armature(context)
+        return arm is not None and arm.implicit_muscles.active_muscle is not None
+
+    def execute(self, context):
+        path = self.filepath or (find_preset(self.preset) if self.preset else None)
+        if not path or not os.path.isfile(path):
+            self.report({'ERROR'}, f"No muscle preset called '{self.preset or self.filepath}'.")
+            return {'CANCELLED'}
+        muscle = _armature(context).implicit_muscles.active_muscle
+        width = muscle.width
+        apply_preset_file(path, muscle)
+        muscle.width = width
+        return {'FINISHED'}
+
+
+class IMPLICIT_MUSCLES_MT_presets(Menu):
+    """Muscle shape presets: shipped ones, then yours"""
+    bl_label = "Muscle Presets"
+    bl_idname = "IMPLICIT_MUSCLES_MT_presets"
+    preset_subdir = PRESET_SUBDIR
+    preset_operator = "implicit_muscles.apply_preset"
+
+    def draw(self, context):
+        self.path_menu(preset_paths(), self.preset_operator, props_default={}, filter_ext=lambda ext: ext == ".py")
+
+
+class IMPLICIT_MUSCLES_OT_save_preset(AddPresetBase, Operator):
+    """Save the active muscle's shape as a preset (or remove a preset)"""
+    bl_idname = "implicit_muscles.save_preset"
+    bl_label = "Save Muscle Preset"
+    preset_menu = "IMPLICIT_MUSCLES_MT_presets"
+    preset_subdir = PRESET_SUBDIR
+    preset_defines = ["muscle = bpy.context.object.implicit_muscles.active_muscle"]
+    preset_values = [f"muscle.{field}" for field in SHAPE_FIELDS]
+
+
+class IMPLICIT_MUSCLES_OT_edit_handles(Operator):
+    """Add handles at the active muscle's origin and insertion: move them with the mouse, they follow their bones"""
+    bl_idname = "implicit_muscles.edit_handles"
+    bl_label = "Edit Handles"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        arm = _armature(context)
+        return arm is not None and arm.implicit_muscles.active_muscle is not None
+
+    def execute(self, context):
+        armature = _armature(context)
+        muscle = armature.implicit_muscles.active_muscle
+        problem = rig.muscle_problem(armature, muscle)
+        if problem:
+            self.report({'ERROR'}, problem)
+            return {'CANCELLED'}
+        display.remove_handles(armature)
+        display.add_handles(armature, muscle)
+        return {'FINISHED'}
+
+
+class IMPLICIT_MUSCLES_OT_clear_handles(Operator):
+    """Remove the muscle handles of the active armature (the muscles keep their points)"""
+    bl_idname = "implicit_muscles.clear_handles"
+    bl_label = "Clear Handles"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        return _armature(context) is not None
+
+    def execute(self, context):
+        display.sync_handles()
+        display.remove_handles(_armature(context))
+        return {'FINISHED'}
+
+
+classes = (
+    IMPLICIT_MUSCLES_OT_edit_handles,
+    IMPLICIT_MUSCLES_OT_clear_handles,
+    IMPLICIT_MUSCLES_OT_add_muscle,
+    IMPLICIT_MUSCLES_OT_remove_muscle,
+    IMPLICIT_MUSCLES_OT_move_muscle,
+    IMPLICIT_MUSCLES_OT_duplicate_muscle,
+    IMPLICIT_MUSCLES_OT_mirror_muscle,
+    IMPLICIT_MUSCLES_OT_select_bones,
+    IMPLICIT_MUSCLES_OT_apply_preset,
+    IMPLICIT_MUSCLES_MT_presets,
+    IMPLICIT_MUSCLES_OT_save_preset,
+)
+
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
+def register():
+    _register_classes()
+    add_path = getattr(bpy.utils, "register_preset_path", None)  # Blender 4.3+; the menu lists the path itself
+    if add_path is not None:
+        add_path(SHIPPED_PRESETS)
+
+
+def unregister():
+    remove_path = getattr(bpy.utils, "unregister_preset_path", None)
+    if remove_path is not None:
+        remove_path(SHIPPED_PRESETS)
+    _unregister_classes()

@@ -1,0 +1,81 @@
+"""Bind and unbind a mesh's Implicit Skinning (the per-frame evaluation that uses the bind is in ``blender/``).
+
+Bind reads the mesh at rest, its weights, the armature's bones and muscles (``blender/reader.py``) and builds the
+headless core's bind data (``core/character.py``: muscles settled at rest, skin fields, tracking data). The data is
+kept in memory for the session (``blender/runtime.py``); the .blend stores only the settings, and binding is
+deterministic, so a reopened file binds again to the same result. Unbind drops it: the Armature modifier's plain
+result is what shows again. Nothing in the mesh, its weights or the scene is written.
+"""
+from __future__ import annotations
+
+import bpy
+from bpy.types import Operator
+
+from ..blender import reader, runtime
+
+
+class IMPLICIT_MUSCLES_OT_bind_skin(Operator):
+    """Bind the active mesh to its armature and muscles in the rest pose"""
+    bl_idname = "implicit_muscles.bind_skin"
+    bl_label = "Bind Skin"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.object
+        if obj is None or obj.type != 'MESH':
+            cls.poll_message_set("Select the skin mesh")
+            return False
+        return True
+
+    def execute(self, context):
+        mesh_obj = context.object
+        mod = reader.armature_modifier(mesh_obj)
+        armature = mesh_obj.implicit_skin.armature or (mod.object if mod else None)
+        if armature is None:
+            self.report({'ERROR'}, f"{mesh_obj.name} has no Armature modifier: parent it to an armature first.")
+            return {'CANCELLED'}
+        wm = context.window_manager
+        wm.progress_begin(0, 3)
+        try:
+            wm.progress_update(1)
+            bound = runtime.bind(mesh_obj, armature)
+            wm.progress_update(3)
+        except ValueError as ex:
+            self.report({'ERROR'}, str(ex))
+            return {'CANCELLED'}
+        finally:
+            wm.progress_end()
+        skin = mesh_obj.implicit_skin
+        skin.armature = armature
+        skin.bound = True
+        skin.bind_signature = bound.signature
+        if context.scene is not None:
+            context.scene.render.use_lock_interface = True  # renders read evaluated data, never a half-written mesh
+        self.report({'INFO'}, f"Bound {mesh_obj.name}: {bound.character.skin.part_count} skin parts, "
+                              f"{len(bound.character.muscles)} muscle fibres.")
+        return {'FINISHED'}
+
+
+class IMPLICIT_MUSCLES_OT_unbind_skin(Operator):
+    """Forget the active mesh's bind: the plain Armature result shows again"""
+    bl_idname = "implicit_muscles.unbind_skin"
+    bl_label = "Unbind"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.object
+        return obj is not None and obj.type == 'MESH' and obj.implicit_skin.bound
+
+    def execute(self, context):
+        mesh_obj = context.object
+        runtime.unbind(mesh_obj)
+        mesh_obj.implicit_skin.bound = False
+        mesh_obj.implicit_skin.bind_signature = ""
+        return {'FINISHED'}
+
+
+classes = (IMPLICIT_MUSCLES_OT_bind_skin, IMPLICIT_MUSCLES_OT_unbind_skin)
+
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -1,0 +1,203 @@
+"""The muscle list and the active muscle's settings, in the 3D View's "Muscles" tab and in the armature's Object
+Data properties; the skin settings in the mesh's Object Data properties and the same tab."""
+from __future__ import annotations
+
+import bpy
+from bpy.types import Panel, UIList
+
+from ..blender import rig
+
+
+def _armature(context):
+    obj = context.object
+    if obj is None:
+        return None
+    if obj.type == 'ARMATURE':
+        return obj
+    if obj.type == 'MESH':
+        return obj.implicit_skin.armature
+    return None
+
+
+class IMPLICIT_MUSCLES_UL_muscles(UIList):
+    """Muscles of the armature"""
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
+        armature = data.id_data
+        problem = rig.muscle_problem(armature, item)
+        row = layout.row(align=True)
+        row.alert = bool(problem)
+        row.prop(item, "name", text="", emboss=False, icon='ERROR' if problem else 'FORCE_HARMONIC')
+        row.prop(item, "activation", text="", slider=True)
+
+
+def draw_muscles(layout, context, armature):
+    props = armature.implicit_muscles
+    layout.prop(props, "show_muscles")
+    row = layout.row()
+    row.template_list("IMPLICIT_MUSCLES_UL_muscles", "", props, "muscles", props, "active_index", rows=4)
+    col = row.column(align=True)
+    col.operator("implicit_muscles.add_muscle", icon='ADD', text="")
+    col.operator("implicit_muscles.remove_muscle", icon='REMOVE', text="")
+    col.separator()
+    col.operator("implicit_muscles.move_muscle", icon='TRIA_UP', text="").direction = 'UP'
+    col.operator("implicit_muscles.move_muscle", icon='TRIA_DOWN', text="").direction = 'DOWN'
+    col.separator()
+    col.operator("implicit_muscles.duplicate_muscle", icon='DUPLICATE', text="")
+    col.operator("implicit_muscles.mirror_muscle", icon='MOD_MIRROR', text="")
+    muscle = props.active_muscle
+    if muscle is None:
+        layout.label(text="Select two pose bones and press + to add a muscle", icon='INFO')
+        return
+    problem = rig.muscle_problem(armature, muscle)
+    if problem:
+        box = layout.box()
+        box.alert = True
+        box.label(text=problem, icon='ERROR')
+
+    box = layout.box()
+    box.label(text="Attachment", icon='BONE_DATA')
+    bones = armature.data
+    box.prop_search(muscle, "origin_bone", bones, "bones")
+    box.prop(muscle, "origin_point", text="")
+    box.prop_search(muscle, "insertion_bone", bones, "bones")
+    box.prop(muscle, "insertion_point", text="")
+    box.prop_search(muscle, "skin_bone", bones, "bones")
+    box.prop(muscle, "twist")
+    row = box.row(align=True)
+    row.operator("implicit_muscles.edit_handles", icon='EMPTY_ARROWS')
+    row.operator("implicit_muscles.clear_handles", icon='X', text="")
+    box.operator("implicit_muscles.select_bones", icon='RESTRICT_SELECT_OFF')
+
+    box = layout.box()
+    row = box.row(align=True)
+    row.label(text="Shape", icon='MOD_SMOOTH')
+    row.menu("IMPLICIT_MUSCLES_MT_presets", text="Presets")
+    row.operator("implicit_muscles.save_preset", text="", icon='ADD')
+    row.operator("implicit_muscles.save_preset", text="", icon='REMOVE').remove_active = True
+    box.prop(muscle, "width")
+    grid = box.grid_flow(columns=2, align=True)
+    grid.prop(muscle, "alpha_rest")
+    grid.prop(muscle, "beta_rest")
+    grid.prop(muscle, "alpha_active")
+    grid.prop(muscle, "beta_active")
+    grid.prop(muscle, "eccentricity_rest", slider=True)
+    grid.prop(muscle, "eccentricity_active", slider=True)
+
+    box = layout.box()
+    box.label(text="Animation", icon='ANIM')
+    box.prop(muscle, "activation", slider=True)
+    box.prop(muscle, "stiffness", slider=True)
+    box.prop(muscle, "width_scale")
+    box.prop(muscle, "particles")
+
+    box = layout.box()
+    box.label(text="Collisions", icon='MOD_PHYSICS')
+    row = box.row(align=True)
+    row.prop(muscle, "collide_bones", toggle=True)
+    row.prop(muscle, "collide_muscles", toggle=True)
+    row.prop(muscle, "keep_inside", toggle=True)
+    box.prop(muscle, "collision_group")
+
+    box = layout.box()
+    box.label(text="Fibres", icon='OUTLINER_DATA_CURVES')
+    box.prop(muscle, "fibres")
+    sub = box.column(align=True)
+    sub.enabled = muscle.fibres > 1
+    sub.prop(muscle, "origin_spread")
+    sub.prop(muscle, "insertion_spread")
+
+
+def draw_skin(layout, context, mesh_obj):
+    skin = mesh_obj.implicit_skin
+    layout.prop(skin, "enabled")
+    layout.prop(skin, "armature")
+    col = layout.column(align=True)
+    col.prop(skin, "samples_per_part")
+    col.prop(skin, "grid_resolution")
+    col = layout.column(align=True)
+    col.prop(skin, "iterations")
+    col.prop(skin, "contact_angle")
+    col.prop(skin, "temporal")
+    row = layout.row(align=True)
+    row.operator("implicit_muscles.bind_skin", icon='LINKED')
+    row.operator("implicit_muscles.unbind_skin", icon='UNLINKED')
+    if skin.bound:
+        layout.label(text="Bound", icon='CHECKMARK')
+
+
+class IMPLICIT_MUSCLES_PT_muscles_view3d(Panel):
+    """Muscles of the active armature (or of the active mesh's armature)"""
+    bl_idname = "IMPLICIT_MUSCLES_PT_muscles_view3d"
+    bl_label = "Muscles"
+    bl_space_type = 'VIEW_3D'
+    bl_region_type = 'UI'
+    bl_category = "Muscles"
+    bl_order = 0
+
+    @classmethod
+    def poll(cls, context):
+        return _armature(context) is not None
+
+    def draw(self, context):
+        draw_muscles(self.layout, context, _armature(context))
+
+
+class IMPLICIT_MUSCLES_PT_muscles_data(Panel):
+    """Muscles of this armature"""
+    bl_idname = "IMPLICIT_MUSCLES_PT_muscles_data"
+    bl_label = "Muscles"
+    bl_space_type = 'PROPERTIES'
+    bl_region_type = 'WINDOW'
+    bl_context = "data"
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and context.object.type == 'ARMATURE'
+
+    def draw(self, context):
+        draw_muscles(self.layout, context, context.object)
+
+
+class IMPLICIT_MUSCLES_PT_skin_view3d(Panel):
+    """Implicit Skinning of the active mesh"""
+    bl_idname = "IMPLICIT_MUSCLES_PT_skin_view3d"
+    bl_label = "Skin"
+    bl_space_type = 'VIEW_3D'
+    bl_region_type = 'UI'
+    bl_category = "Muscles"
+    bl_order = 1
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and context.object.type == 'MESH'
+
+    def draw(self, context):
+        draw_skin(self.layout, context, context.object)
+
+
+class IMPLICIT_MUSCLES_PT_skin_data(Panel):
+    """Implicit Skinning of this mesh"""
+    bl_idname = "IMPLICIT_MUSCLES_PT_skin_data"
+    bl_label = "Implicit Skinning"
+    bl_space_type = 'PROPERTIES'
+    bl_region_type = 'WINDOW'
+    bl_context = "data"
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and context.object.type == 'MESH'
+
+    def draw(self, context):
+        draw_skin(self.layout, context, context.object)
+
+
+classes = (
+    IMPLICIT_MUSCLES_UL_muscles,
+    IMPLICIT_MUSCLES_PT_muscles_view3d,
+    IMPLICIT_MUSCLES_PT_muscles_data,
+    IMPLICIT_MUSCLES_PT_skin_view3d,
+    IMPLICIT_MUSCLES_PT_skin_data,
+)
+
+register, unregister = bpy.utils.register_classes_factory(classes)

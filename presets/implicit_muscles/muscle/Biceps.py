@@ -1,0 +1,14 @@
+# Implicit Muscles shape preset: Biceps (paper: rest (3, 3), active (4, 7)).
+import bpy
+muscle = bpy.context.object.implicit_muscles.active_muscle
+
+muscle.alpha_rest = 3
+muscle.beta_rest = 3
+muscle.alpha_active = 4
+muscle.beta_active = 7
+muscle.eccentricity_rest = 0.0
+muscle.eccentricity_active = 0.3
+muscle.stiffness = 0.5
+muscle.fibres = 1
+muscle.origin_spread = 0.0
+muscle.insertion_spread = 0.0

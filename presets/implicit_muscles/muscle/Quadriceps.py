@@ -1,0 +1,14 @@
+# Implicit Muscles shape preset: Quadriceps (front of the thigh).
+import bpy
+muscle = bpy.context.object.implicit_muscles.active_muscle
+
+muscle.alpha_rest = 3
+muscle.beta_rest = 4
+muscle.alpha_active = 4
+muscle.beta_active = 6
+muscle.eccentricity_rest = 0.3
+muscle.eccentricity_active = 0.4
+muscle.stiffness = 0.6
+muscle.fibres = 1
+muscle.origin_spread = 0.0
+muscle.insertion_spread = 0.0

@@ -1,0 +1,236 @@
+"""Authoring muscles in Blender (issue 6): adding by script, by selection and mirrored; keyframes that follow their
+muscle through list moves; presets; save/reload; clean errors on bad input; bind and unbind."""
+import math
+import os
+
+import numpy as np
+import pytest
+
+import blender_session
+from blender_scenes import make_arm
+
+
+@pytest.fixture
+def bpy():
+    bpy = blender_session.ensure_repository()
+    blender_session.reset()
+    blender_session.enable()
+    yield bpy
+    blender_session.disable()
+
+
+def _ops(bpy):
+    return bpy.ops.implicit_muscles
+
+
+def _world(rig, bone, point):
+    from mathutils import Vector
+    return rig.data.bones[bone].matrix_local @ Vector(point)
+
+
+def test_add_muscle_by_script_has_sane_defaults(bpy):
+    rig, (mesh,) = make_arm(bpy)
+    assert _ops(bpy).add_muscle(origin_bone="shoulder", insertion_bone="elbow", preset="biceps") == {'FINISHED'}
+    m = rig.implicit_muscles.muscles[0]
+    assert (m.name, m.origin_bone, m.insertion_bone, m.skin_bone) == ("biceps", "shoulder", "elbow", "shoulder")
+    assert (m.alpha_rest, m.beta_rest, m.alpha_active, m.beta_active) == (3, 3, 4, 7)  # the paper's biceps
+    o, i = _world(rig, "shoulder", m.origin_point), _world(rig, "elbow", m.insertion_point)
+    assert 0.2 < (i - o).length < 0.35  # from the upper arm to just past the elbow
+    assert 0.005 < m.width < 0.03  # a third of the arm's radius
+    # on the skin side of the bone, inside the skin
+    radius = np.median(np.linalg.norm(np.array([v.co[:] for v in mesh.data.vertices])[:, 1:], axis=1))
+    assert 0.0 < math.hypot(o.y, o.z) < radius
+
+
+def test_add_muscle_from_selected_pose_bones(bpy):
+    rig, _ = make_arm(bpy)
+    bpy.ops.object.mode_set(mode='POSE')
+    for pb in rig.pose.bones:
+        owner = pb if "select" in pb.bl_rna.properties.keys() else pb.bone  # 5.0: pose bone; 4.2: bone
+        owner.select = pb.name in ("shoulder", "elbow")
+    rig.data.bones.active = rig.data.bones["elbow"]
+    assert _ops(bpy).add_muscle() == {'FINISHED'}
+    m = rig.implicit_muscles.muscles[0]
+    assert (m.origin_bone, m.insertion_bone) == ("shoulder", "elbow")
+
+
+def test_mirrored_muscle_lands_on_the_mirrored_bones(bpy):
+    rig, _ = make_arm(bpy, sides=(".L", ".R"))
+    assert _ops(bpy).add_muscle(origin_bone="shoulder.L", insertion_bone="elbow.L", mirror=True) == {'FINISHED'}
+    left, right = rig.implicit_muscles.muscles
+    assert (right.origin_bone, right.insertion_bone, right.skin_bone) == ("shoulder.R", "elbow.R", "shoulder.R")
+    for bone_l, bone_r, pl, pr in ((left.origin_bone, right.origin_bone, left.origin_point, right.origin_point),
+                                   (left.insertion_bone, right.insertion_bone, left.insertion_point,
+                                    right.insertion_point)):
+        a, b = _world(rig, bone_l, pl), _world(rig, bone_r, pr)
+        assert a.x == pytest.approx(-b.x, abs=1e-6) and a.y == pytest.approx(b.y, abs=1e-6)
+        assert a.z == pytest.approx(b.z, abs=1e-6)
+
+
+def _key_activation(bpy, rig, index, frames_values):
+    m = rig.implicit_muscles.muscles[index]
+    for frame, value in frames_values:
+        m.activation = value
+        assert rig.keyframe_insert(f'implicit_muscles.muscles[{index}].activation', frame=frame)
+
+
+def _evaluated_activation(bpy, rig, frame):
+    bpy.context.scene.frame_set(frame)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    ev = rig.evaluated_get(depsgraph)
+    return [m.activation for m in ev.implicit_muscles.muscles]
+
+
+def test_keys_interpolate_and_follow_their_muscle_when_moved(bpy):
+    rig, _ = make_arm(bpy)
+    for name in ("biceps", "triceps", "brachialis"):
+        _ops(bpy).add_muscle(origin_bone="shoulder", insertion_bone="elbow", name=name)
+    _key_activation(bpy, rig, 0, [(1, 0.0), (21, 1.0)])
+    _key_activation(bpy, rig, 2, [(1, 1.0), (21, 0.2)])
+    before = dict(zip([m.name for m in rig.implicit_muscles.muscles], _evaluated_activation(bpy, rig, 11)))
+    assert 0.3 < before["biceps"] < 0.7 and 0.4 < before["brachialis"] < 0.8
+    rig.implicit_muscles.active_index = 2
+    assert _ops(bpy).move_muscle(direction='UP') == {'FINISHED'}
+    assert [m.name for m in rig.implicit_muscles.muscles] == ["biceps", "brachialis", "triceps"]
+    after = dict(zip([m.name for m in rig.implicit_muscles.muscles], _evaluated_activation(bpy, rig, 11)))
+    assert after == pytest.approx(before)
+    rig.implicit_muscles.active_index = 0
+    assert _ops(bpy).remove_muscle() == {'FINISHED'}
+    left = dict(zip([m.name for m in rig.implicit_muscles.muscles], _evaluated_activation(bpy, rig, 11)))
+    assert left == pytest.approx({k: before[k] for k in ("brachialis", "triceps")})
+
+
+def test_shipped_presets_listed_applied_and_user_preset_round_trips(bpy):
+    ops = sys_module("operators.muscles")
+    files = [f for p in ops.preset_paths() for f in os.listdir(p) if f.endswith(".py")]
+    for name in ("Biceps", "Triceps", "Brachialis", "Brachioradialis", "Forearm_Flexors", "Forearm_Extensors",
+                 "Deltoid", "Pectoral", "Dorsal", "Abdominals", "Gluteus", "Quadriceps", "Hamstrings",
+                 "Gastrocnemius"):
+        assert f"{name}.py" in files
+    rig, _ = make_arm(bpy)
+    _ops(bpy).add_muscle(origin_bone="shoulder", insertion_bone="elbow", preset="Gastrocnemius")
+    m = rig.implicit_muscles.muscles[0]
+    assert (m.alpha_active, m.beta_active) == (4, 8)  # paper Fig. 11
+    m.alpha_rest, m.beta_rest, m.eccentricity_active = 2, 6, 0.42
+    assert _ops(bpy).save_preset(name="My Muscle") == {'FINISHED'}
+    _ops(bpy).add_muscle(origin_bone="shoulder", insertion_bone="elbow", preset="biceps")
+    assert _ops(bpy).apply_preset(preset="My Muscle") == {'FINISHED'}
+    m2 = rig.implicit_muscles.muscles[1]
+    assert (m2.alpha_rest, m2.beta_rest) == (2, 6) and m2.eccentricity_active == pytest.approx(0.42)
+
+
+def sys_module(name):
+    import sys
+    return sys.modules[f"{blender_session.ADDON}.{name}"]
+
+
+def test_save_and_reload_keeps_muscles_keys_and_settings(bpy, tmp_path):
+    rig, (mesh,) = make_arm(bpy)
+    _ops(bpy).add_muscle(origin_bone="shoulder", insertion_bone="elbow", preset="biceps")
+    _key_activation(bpy, rig, 0, [(1, 0.1), (11, 0.9)])
+    mesh.implicit_skin.grid_resolution = 40
+    saved = {k: getattr(rig.implicit_muscles.muscles[0], k) for k in ("alpha_rest", "beta_active", "width",
+                                                                      "stiffness")}
+    values = _evaluated_activation(bpy, rig, 6)
+    path = str(tmp_path / "arm.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    rig = bpy.data.objects["Rig"]
+    m = rig.implicit_muscles.muscles[0]
+    assert {k: getattr(m, k) for k in saved} == pytest.approx(saved)
+    assert bpy.data.objects["Arm"].implicit_skin.grid_resolution == 40
+    assert _evaluated_activation(bpy, rig, 6) == pytest.approx(values)
+
+
+def test_bad_input_gives_clear_reports_and_changes_nothing(bpy):
+    rig, _ = make_arm(bpy)
+    with pytest.raises(RuntimeError, match="not in Rig"):
+        _ops(bpy).add_muscle(origin_bone="nope", insertion_bone="elbow")
+    assert len(rig.implicit_muscles.muscles) == 0
+    other = bpy.data.objects.new("Other", bpy.data.armatures.new("Other"))
+    bpy.context.scene.collection.objects.link(other)
+    bpy.context.view_layer.objects.active = other
+    bpy.ops.object.mode_set(mode='EDIT')
+    b = other.data.edit_bones.new("other_bone")
+    b.head, b.tail = (0, 0, 0), (0, 0.2, 0)
+    bpy.ops.object.mode_set(mode='OBJECT')
+    bpy.context.view_layer.objects.active = rig
+    with pytest.raises(RuntimeError, match="'other_bone' is not in Rig"):  # a bone of another armature
+        _ops(bpy).add_muscle(origin_bone="other_bone", insertion_bone="elbow")
+    with pytest.raises(RuntimeError, match="No muscle preset"):
+        _ops(bpy).add_muscle(origin_bone="shoulder", insertion_bone="elbow", preset="unicorn")
+    assert len(rig.implicit_muscles.muscles) == 0
+    # a muscle whose bone was deleted (or renamed) is flagged, and binding explains it
+    _ops(bpy).add_muscle(origin_bone="shoulder", insertion_bone="elbow")
+    rig.data.bones["elbow"].name = "forearm"
+    rig_module = sys_module("blender.rig")
+    assert "'elbow' is not in Rig" in rig_module.muscle_problem(rig, rig.implicit_muscles.muscles[0])
+    mesh = bpy.data.objects["Arm"]
+    bpy.context.view_layer.objects.active = mesh
+    with pytest.raises(RuntimeError, match="'elbow' is not in Rig"):
+        _ops(bpy).bind_skin()
+    assert not mesh.implicit_skin.bound
+
+
+def test_armature_without_mesh_still_authors_and_bind_explains(bpy):
+    data = bpy.data.armatures.new("Lonely")
+    rig = bpy.data.objects.new("Lonely", data)
+    bpy.context.scene.collection.objects.link(rig)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode='EDIT')
+    a = data.edit_bones.new("a")
+    a.head, a.tail = (0, 0, 0), (0, 0.3, 0)
+    b = data.edit_bones.new("b")
+    b.head, b.tail, b.parent = (0, 0.3, 0), (0, 0.6, 0), a
+    bpy.ops.object.mode_set(mode='OBJECT')
+    assert _ops(bpy).add_muscle(origin_bone="a", insertion_bone="b") == {'FINISHED'}
+    mesh = bpy.data.objects.new("Loose", bpy.data.meshes.new("Loose"))
+    bpy.context.scene.collection.objects.link(mesh)
+    bpy.context.view_layer.objects.active = mesh
+    with pytest.raises(RuntimeError, match="no Armature modifier"):
+        _ops(bpy).bind_skin()
+
+
+def test_bind_and_unbind_leave_the_mesh_untouched(bpy):
+    rig, (mesh,) = make_arm(bpy)
+    _ops(bpy).add_muscle(origin_bone="shoulder", insertion_bone="elbow", preset="biceps")
+    rest = np.array([v.co[:] for v in mesh.data.vertices])
+    bpy.context.view_layer.objects.active = mesh
+    assert _ops(bpy).bind_skin() == {'FINISHED'}
+    assert mesh.implicit_skin.bound and mesh.implicit_skin.armature == rig
+    assert mesh.implicit_skin.bind_signature.startswith("2172:")
+    assert bpy.context.scene.render.use_lock_interface
+    runtime = sys_module("blender.runtime")
+    assert runtime.bound(mesh) is not None
+    assert _ops(bpy).unbind_skin() == {'FINISHED'}
+    assert not mesh.implicit_skin.bound and runtime.bound(mesh) is None
+    assert np.array_equal(rest, np.array([v.co[:] for v in mesh.data.vertices]))
+
+
+def test_viewport_display_mesh_follows_activation_and_handles_move_points(bpy):
+    from mathutils import Matrix, Vector
+    rig, _ = make_arm(bpy)
+    _ops(bpy).add_muscle(origin_bone="shoulder", insertion_bone="elbow", preset="biceps")
+    display = sys_module("blender.display")
+    obj = display.update_display(rig, force=True)
+    assert obj is not None and obj.name == "Rig.muscles" and obj.hide_render
+    rest = np.array([v.co[:] for v in obj.data.vertices])
+    assert len(rest) > 100 and len(obj.data.edges) > len(obj.data.polygons)  # surface and axis
+    m = rig.implicit_muscles.muscles[0]
+    m.activation = 1.0
+    display.update_display(rig)
+    active = np.array([v.co[:] for v in obj.data.vertices])
+    assert np.abs(active - rest).max() > 1e-3  # the belly moved
+    # handles: parented to the bones, moving one writes the point back in the bone's frame
+    assert _ops(bpy).edit_handles() == {'FINISHED'}
+    handles = [o for o in bpy.data.objects if o.get(display.HANDLE_KEY)]
+    assert sorted(h.parent_bone for h in handles) == ["elbow", "shoulder"]
+    origin = next(h for h in handles if h.parent_bone == "shoulder")
+    origin.matrix_world = Matrix.Translation(origin.matrix_world.translation + Vector((0.0, 0.01, 0.0)))
+    before = Vector(m.origin_point)
+    display.sync_handles()
+    assert (Vector(m.origin_point) - before).length == pytest.approx(0.01, abs=1e-6)
+    assert _ops(bpy).clear_handles() == {'FINISHED'}
+    assert not [o for o in bpy.data.objects if o.get(display.HANDLE_KEY)]
+    rig.implicit_muscles.show_muscles = False
+    assert display.update_display(rig) is None and "Rig.muscles" not in bpy.data.objects
