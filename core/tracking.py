@@ -186,11 +186,11 @@ def track_reference(x, rot, rest, iso, rings, evaluate, settings: TrackingSettin
         hn = np.linalg.norm(hm, axis=1)
         good = hn > 1e-8
         normal[ms[good]] = hm[good] / hn[good, None]
-        relax = active & (state != STATE_CONTACT) & (state != STATE_FLAT)
+        relax = active & (state != STATE_FLAT)
         new = _arap_ref(p, rot, rest, rings, anchor, normal)
         x = np.where(relax[:, None], new, p)
         moves = np.where(relax, np.linalg.norm(x - p, axis=1), 0.0)
-    relax = active & (state != STATE_CONTACT) & (state != STATE_FLAT)
+    relax = active & (state != STATE_FLAT)
     sweeps = 0
     for _ in range(s.final_sweeps):
         new = np.where(relax[:, None], _arap_ref(x, rot, rest, rings, anchor, normal), x)

@@ -234,3 +234,30 @@ def test_viewport_display_mesh_follows_activation_and_handles_move_points(bpy):
     assert not [o for o in bpy.data.objects if o.get(display.HANDLE_KEY)]
     rig.implicit_muscles.show_muscles = False
     assert display.update_display(rig) is None and "Rig.muscles" not in bpy.data.objects
+
+
+def test_add_muscle_on_a_real_character_has_sane_defaults(bpy):
+    """BCN_Epileptic (Debian's assimp-testmodels, fetched by the set-up): a biceps between its left upper arm and
+    forearm lands inside the arm, near the upper arm's bone, sized to the limb."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from characters import CHARACTER_PATH, FETCH_COMMAND
+    if not CHARACTER_PATH.is_file():
+        pytest.skip(f"{CHARACTER_PATH.name} is missing: the set-up step `{FETCH_COMMAND}` fetches it")
+    bpy.ops.import_scene.gltf(filepath=str(CHARACTER_PATH), bone_heuristic='TEMPERANCE')
+    rig = next(o for o in bpy.data.objects if o.type == 'ARMATURE')
+    bpy.context.view_layer.objects.active = rig
+    assert _ops(bpy).add_muscle(origin_bone="B_UpperArm_Left", insertion_bone="B_ForeArm_Left",
+                                preset="biceps") == {'FINISHED'}
+    m = rig.implicit_muscles.muscles[0]
+    bone = rig.data.bones["B_UpperArm_Left"]
+    o = _world(rig, "B_UpperArm_Left", m.origin_point)
+    i = _world(rig, "B_ForeArm_Left", m.insertion_point)
+    axis = bone.tail_local - bone.head_local
+    t = (o - bone.head_local).dot(axis) / axis.length_squared
+    assert 0.1 < t < 0.4  # a quarter down the upper arm
+    radius = sys_module("blender.rig").limb_radius(rig, "B_UpperArm_Left")
+    assert 0.02 < radius < 0.08  # an upper arm's radius, from the skin
+    assert (o - (bone.head_local + t * axis)).length < radius  # inside the arm
+    assert 0.1 < (i - o).length < 0.4 and radius / 4 < m.width < radius

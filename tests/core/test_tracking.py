@@ -119,14 +119,14 @@ def test_elbow_contact_removes_skin_intersections(arm, plain, angle, record_prop
 
 def test_elbow_at_130_degrees_has_fewer_intersections_than_dqs(arm, plain, record_property):
     """At 130 degrees DQS sinks the forearm 3 cm deep into the upper arm; most of it is resolved, not all (the
-    crease's end, where the two skins part, keeps small folds: see the README's known limits)."""
+    crease's end, where the two skins part, keeps small folds: see the README's known limits; measured 65 -> 22)."""
     A, B = _elbow_sets(arm)
     x = plain.deform(scenes.arm_pose(130.0)).copy()
     ours = sum(h.sum() for h in deep_crossings(x, arm.faces, A, B, CROSSING_DEPTH))
     theirs = sum(h.sum() for h in deep_crossings(plain.dqs_positions, arm.faces, A, B, CROSSING_DEPTH))
     record_property("crossing_triangles_dqs_130", int(theirs))
     record_property("crossing_triangles_is_130", int(ours))
-    assert ours < 0.8 * theirs
+    assert ours < 0.5 * theirs
 
 
 def test_vertices_reach_their_iso_values_and_triangles_stay_good(arm, plain, record_property):
