@@ -17,18 +17,20 @@ def _submodules():
 
 
 def register():
-    from .blender import display, engine, properties
+    from .blender import display, engine, evaluate, properties
     engine.setup(__package__)
     properties.register()  # Object.implicit_muscles, Object.implicit_skin (DESIGN.md §4)
     for module in _submodules():
         module.register()
     display.register()
+    evaluate.register()
     engine.report_problems()
 
 
 def unregister():
-    from .blender import display, engine, properties, runtime
+    from .blender import display, engine, evaluate, properties, runtime
     engine.cancel_report()
+    evaluate.unregister()
     display.unregister()
     for module in reversed(_submodules()):
         module.unregister()

@@ -101,10 +101,24 @@ class ImplicitMuscleRig(PropertyGroup):
         return None
 
 
+def _enabled_changed(self, context):
+    from . import evaluate
+    mesh_obj = self.id_data
+    if self.enabled and self.bound:
+        evaluate.install(mesh_obj)
+        if context.scene is not None:
+            try:
+                evaluate.evaluate_mesh(mesh_obj, context.scene, context.evaluated_depsgraph_get())
+            except ValueError:
+                pass
+    else:
+        evaluate.set_active(mesh_obj, False)
+
+
 class ImplicitSkinSettings(PropertyGroup):
     """Implicit Skinning of one mesh."""
 
-    enabled: BoolProperty(name="Implicit Skinning", default=False, **STATIC,
+    enabled: BoolProperty(name="Implicit Skinning", default=False, update=_enabled_changed, **STATIC,
                           description="Deform this mesh with Implicit Skinning and its armature's muscles "
                                       "instead of the plain Armature modifier")
     armature: PointerProperty(name="Armature", type=bpy.types.Object, **STATIC,

@@ -106,11 +106,11 @@ class MuscledCharacter:
         return PBDControl(endpoints=np.stack([o, i], axis=1), normals=np.stack([n0, n1], axis=1),
                           activation=activation, stiffness=stiffness, width_scale=width_scale, capsules=caps)
 
-    def frame(self, bone_transforms, activation=None, stiffness=None, width_scale=None, dt: float = 1.0 / 24.0,
-              out=None, frame=None) -> np.ndarray:
-        """Vertex positions ``(V, 3)`` [m] for this frame (module docstring); ``dt`` [s] since the last frame."""
+    def step_muscles(self, bone_transforms, activation=None, stiffness=None, width_scale=None,
+                     dt: float = 1.0 / 24.0) -> None:
+        """One frame of the muscles' PBD only (what :meth:`frame` does before the skin): for a host that
+        simulates the frames it does not show (a jump forward in the timeline)."""
         B = np.asarray(bone_transforms, dtype=np.float64)
-        t0 = time.perf_counter()
         control = self.muscle_controls(B, activation, stiffness, width_scale)
         if self.keep_inside is not None:
             self.hull.update(B)
@@ -118,6 +118,13 @@ class MuscledCharacter:
             control.skin_iso = self.keep_inside
         self.solver.step(self._state, self._next, control, dt)
         self._state, self._next = self._next, self._state
+
+    def frame(self, bone_transforms, activation=None, stiffness=None, width_scale=None, dt: float = 1.0 / 24.0,
+              out=None, frame=None) -> np.ndarray:
+        """Vertex positions ``(V, 3)`` [m] for this frame (module docstring); ``dt`` [s] since the last frame."""
+        B = np.asarray(bone_transforms, dtype=np.float64)
+        t0 = time.perf_counter()
+        self.step_muscles(B, activation, stiffness, width_scale, dt)
         t1 = time.perf_counter()
         x = self.deformer.deform(B, self.solver.batch, out=out, frame=frame)
         self.timings = {"pbd": t1 - t0, **self.deformer.timings}

@@ -3,15 +3,17 @@
 Bind reads the mesh at rest, its weights, the armature's bones and muscles (``blender/reader.py``) and builds the
 headless core's bind data (``core/character.py``: muscles settled at rest, skin fields, tracking data). The data is
 kept in memory for the session (``blender/runtime.py``); the .blend stores only the settings, and binding is
-deterministic, so a reopened file binds again to the same result. Unbind drops it: the Armature modifier's plain
-result is what shows again. Nothing in the mesh, its weights or the scene is written.
+deterministic, so a reopened file binds again to the same result. Bind also installs the evaluation
+(``blender/evaluate.py``: a Geometry Nodes modifier after the Armature modifier, which is switched off while the
+effect is on). Unbind drops the data and gives back the Armature modifier's plain result. The rest positions and
+the weights are never written.
 """
 from __future__ import annotations
 
 import bpy
 from bpy.types import Operator
 
-from ..blender import reader, runtime
+from ..blender import evaluate, reader, runtime
 
 
 class IMPLICIT_MUSCLES_OT_bind_skin(Operator):
@@ -49,7 +51,10 @@ class IMPLICIT_MUSCLES_OT_bind_skin(Operator):
         skin = mesh_obj.implicit_skin
         skin.armature = armature
         skin.bound = True
+        skin.enabled = True
         skin.bind_signature = bound.signature
+        evaluate.install(mesh_obj)
+        evaluate.evaluate_mesh(mesh_obj, context.scene, context.evaluated_depsgraph_get())
         if context.scene is not None:
             context.scene.render.use_lock_interface = True  # renders read evaluated data, never a half-written mesh
         self.report({'INFO'}, f"Bound {mesh_obj.name}: {bound.character.skin.part_count} skin parts, "
@@ -71,11 +76,27 @@ class IMPLICIT_MUSCLES_OT_unbind_skin(Operator):
     def execute(self, context):
         mesh_obj = context.object
         runtime.unbind(mesh_obj)
+        evaluate.uninstall(mesh_obj)
         mesh_obj.implicit_skin.bound = False
         mesh_obj.implicit_skin.bind_signature = ""
         return {'FINISHED'}
 
 
-classes = (IMPLICIT_MUSCLES_OT_bind_skin, IMPLICIT_MUSCLES_OT_unbind_skin)
+class IMPLICIT_MUSCLES_OT_reset_simulation(Operator):
+    """Forget the cached muscle simulation of every bound mesh (after editing muscles or their keys): frames are
+    simulated again from the start frame when shown"""
+    bl_idname = "implicit_muscles.reset_simulation"
+    bl_label = "Reset Simulation"
+    bl_options = {'REGISTER'}
+
+    def execute(self, context):
+        count = runtime.invalidate_all()
+        if context.scene is not None:
+            context.scene.frame_set(context.scene.frame_current)
+        self.report({'INFO'}, f"Reset the muscle simulation of {count} mesh(es).")
+        return {'FINISHED'}
+
+
+classes = (IMPLICIT_MUSCLES_OT_bind_skin, IMPLICIT_MUSCLES_OT_unbind_skin, IMPLICIT_MUSCLES_OT_reset_simulation)
 
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -124,6 +124,7 @@ def draw_skin(layout, context, mesh_obj):
     row.operator("implicit_muscles.unbind_skin", icon='UNLINKED')
     if skin.bound:
         layout.label(text="Bound", icon='CHECKMARK')
+        layout.operator("implicit_muscles.reset_simulation", icon='FILE_REFRESH')
 
 
 class IMPLICIT_MUSCLES_PT_muscles_view3d(Panel):

@@ -1,0 +1,204 @@
+"""Per-frame evaluation of bound skins inside Blender (paper §7.2, DESIGN.md §3).
+
+A persistent ``frame_change_post`` handler deforms every mesh whose Implicit Skinning is enabled and bound:
+
+1. it reads the *evaluated* armature (pose matrices with ``foreach_get``, the muscles' animated values), so
+   playback, scripts and animation renders see the same values;
+2. it steps the muscles' PBD from the cached state of the previous frame. The state is cached per frame from the
+   armature's simulation start frame: a frame reached again (scrubbing back, re-opening a file, a render after
+   playback) reuses its cached state, and a jump forward past the cache simulates the frames in between (it sets
+   each frame in turn to read its pose; the handler does not recurse), so a frame's shape does not depend on how
+   playback got there;
+3. it runs Implicit Skinning (``core/character.py``) and writes the positions into the float-vector point attribute
+   ``implicit_skin_position`` of the mesh; a generated Geometry Nodes modifier "Implicit Skinning" right after the
+   Armature modifier sets the positions from it (only where the attribute exists). The rest positions are never
+   written. While the effect is on, the Armature modifier is turned off in the viewport and render; turning the
+   effect off (``enabled = False``, or unbinding) turns it back on and hides the Geometry Nodes modifier, which
+   gives back the plain Armature result.
+
+If a frame fails (non-finite result, a bone renamed since bind), that mesh shows the DQS start or is left to the
+Armature modifier for that frame, with one warning printed, never a stream of tracebacks.
+"""
+from __future__ import annotations
+
+import sys
+
+import bpy
+import numpy as np
+from bpy.app.handlers import persistent
+
+from . import runtime
+
+ATTRIBUTE = "implicit_skin_position"
+MODIFIER = "Implicit Skinning"
+NODE_GROUP = "Implicit Skinning"
+
+_busy = False
+_warned: set = set()
+
+
+def node_group():
+    """The shared Geometry Nodes group: Set Position from the named attribute, where it exists."""
+    group = bpy.data.node_groups.get(NODE_GROUP)
+    if group is not None:
+        return group
+    group = bpy.data.node_groups.new(NODE_GROUP, 'GeometryNodeTree')
+    group.interface.new_socket(name="Geometry", in_out='INPUT', socket_type='NodeSocketGeometry')
+    group.interface.new_socket(name="Geometry", in_out='OUTPUT', socket_type='NodeSocketGeometry')
+    nodes, links = group.nodes, group.links
+    gin = nodes.new('NodeGroupInput')
+    gout = nodes.new('NodeGroupOutput')
+    attr = nodes.new('GeometryNodeInputNamedAttribute')
+    attr.data_type = 'FLOAT_VECTOR'
+    attr.inputs["Name"].default_value = ATTRIBUTE
+    setpos = nodes.new('GeometryNodeSetPosition')
+    links.new(gin.outputs[0], setpos.inputs["Geometry"])
+    links.new(attr.outputs["Attribute"], setpos.inputs["Position"])
+    links.new(attr.outputs["Exists"], setpos.inputs["Selection"])
+    links.new(setpos.outputs["Geometry"], gout.inputs[0])
+    return group
+
+
+def install(mesh_obj) -> None:
+    """Add (or find) the Geometry Nodes modifier after the Armature modifier and switch the effect on."""
+    mod = mesh_obj.modifiers.get(MODIFIER)
+    if mod is None:
+        mod = mesh_obj.modifiers.new(MODIFIER, 'NODES')
+        mod.node_group = node_group()
+        arm_index = next((k for k, m in enumerate(mesh_obj.modifiers) if m.type == 'ARMATURE'), None)
+        if arm_index is not None:
+            with bpy.context.temp_override(object=mesh_obj):
+                bpy.ops.object.modifier_move_to_index(modifier=mod.name, index=arm_index + 1)
+    set_active(mesh_obj, True)
+
+
+def set_active(mesh_obj, on: bool) -> None:
+    """Implicit Skinning's modifier on and the Armature modifier off, or the other way round."""
+    for m in mesh_obj.modifiers:
+        if m.type == 'ARMATURE':
+            m.show_viewport = m.show_render = not on
+        elif m.name == MODIFIER:
+            m.show_viewport = m.show_render = on
+
+
+def uninstall(mesh_obj) -> None:
+    """Give back the plain Armature result: hide our modifier, turn the Armature modifier back on."""
+    set_active(mesh_obj, False)
+
+
+def bone_transforms(armature_eval, rest_inverse) -> np.ndarray:
+    """``B_j = M_j M_ref_j^-1`` ``(B, 4, 4)`` from the evaluated pose (armature space)."""
+    bones = armature_eval.pose.bones
+    buf = np.empty(len(bones) * 16, dtype=np.float32)
+    bones.foreach_get("matrix", buf)
+    M = buf.reshape(-1, 4, 4).transpose(0, 2, 1).astype(np.float64)  # foreach_get gives column-major matrices
+    return M @ rest_inverse
+
+
+def muscle_values(armature_eval, source) -> tuple:
+    """Activation, stiffness, width scale ``(fibres,)`` of the evaluated muscles, per core fibre."""
+    muscles = armature_eval.implicit_muscles.muscles
+    n = len(muscles)
+    out = []
+    for name in ("activation", "stiffness", "width_scale"):
+        buf = np.empty(n, dtype=np.float32)
+        muscles.foreach_get(name, buf)
+        out.append(buf.astype(np.float64)[source])
+    return tuple(out)
+
+
+def evaluate_mesh(mesh_obj, scene, depsgraph) -> bool:
+    """Deform one bound mesh for the scene's current frame (module docstring); returns True if written."""
+    bound = runtime.bound(mesh_obj)
+    skin = mesh_obj.implicit_skin
+    if bound is None or not skin.enabled:
+        return False
+    armature = skin.armature
+    frame = scene.frame_current
+    start = armature.implicit_muscles.start_frame
+    ch = bound.character
+    if frame <= start:
+        ch.reset()
+    elif bound.state_for(frame - 1) is not None:
+        ch.restore(bound.state_for(frame - 1))
+    else:
+        _simulate_to(bound, scene, armature, frame, start)
+    arm_eval = armature.evaluated_get(depsgraph)
+    B = bone_transforms(arm_eval, bound.rest_inverse)
+    act, stiff, scale = muscle_values(arm_eval, bound.source)
+    positions = ch.frame(B, activation=act, stiffness=stiff, width_scale=scale, dt=1.0 / _fps(scene), frame=frame)
+    bound.store(frame, ch.state())
+    _write(mesh_obj, positions, bound)
+    return True
+
+
+def _fps(scene) -> float:
+    return scene.render.fps / scene.render.fps_base
+
+
+def _simulate_to(bound, scene, armature, frame, start):
+    """Simulate the muscles from the last cached frame before ``frame`` (or from rest at the start frame) through
+    ``frame - 1``, reading each frame's pose; the scene is set back to ``frame`` afterwards."""
+    global _busy
+    ch = bound.character
+    first = bound.last_cached_before(frame)
+    if first is None or first < start:
+        ch.reset()
+        first = start - 1
+    else:
+        ch.restore(bound.state_for(first))
+    _busy = True
+    try:
+        for f in range(first + 1, frame):
+            scene.frame_set(f)
+            arm_eval = armature.evaluated_get(bpy.context.evaluated_depsgraph_get())
+            B = bone_transforms(arm_eval, bound.rest_inverse)
+            act, stiff, scale = muscle_values(arm_eval, bound.source)
+            ch.step_muscles(B, act, stiff, scale, 1.0 / _fps(scene))
+            bound.store(f, ch.state())
+        scene.frame_set(frame)
+    finally:
+        _busy = False
+
+
+def _write(mesh_obj, positions, bound):
+    mesh = mesh_obj.data
+    attr = mesh.attributes.get(ATTRIBUTE)
+    if attr is None or attr.data_type != 'FLOAT_VECTOR' or attr.domain != 'POINT':
+        if attr is not None:
+            mesh.attributes.remove(attr)
+        attr = mesh.attributes.new(ATTRIBUTE, 'FLOAT_VECTOR', 'POINT')
+    local = positions @ bound.to_mesh[:3, :3].T + bound.to_mesh[:3, 3]
+    attr.data.foreach_set("vector", np.ascontiguousarray(local, dtype=np.float32).ravel())
+    mesh.update()
+
+
+@persistent
+def on_frame_change(scene, depsgraph=None):
+    if _busy:
+        return
+    if depsgraph is None:
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+    for obj in scene.objects:
+        if obj.type != 'MESH' or not obj.implicit_skin.enabled:
+            continue
+        try:
+            if runtime.bound(obj) is None and obj.implicit_skin.bound:
+                runtime.rebind(obj)  # a reopened file: bind is deterministic, the settings are in the file
+            evaluate_mesh(obj, scene, depsgraph)
+        except (ValueError, RuntimeError) as ex:
+            key = (obj.name_full, str(ex))
+            if key not in _warned:
+                _warned.add(key)
+                print(f"Implicit Muscles: {obj.name} shows its plain Armature result this frame: {ex}",
+                      file=sys.stderr)
+
+
+def register():
+    bpy.app.handlers.frame_change_post.append(on_frame_change)
+
+
+def unregister():
+    while on_frame_change in bpy.app.handlers.frame_change_post:
+        bpy.app.handlers.frame_change_post.remove(on_frame_change)
+    _warned.clear()
