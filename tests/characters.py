@@ -3,7 +3,7 @@
 The character file comes from ``tools/fetch_character.py`` (part of the set-up): ``BCN_Epileptic.X`` from
 Debian's ``assimp-testmodels``, converted to ``.cache/character/bcn_epileptic.glb``. ``load_character`` imports
 a file into a fresh, empty Blender scene and returns its skinned mesh and skeleton in ARMATURE space at REST
-pose, in metres (glTF's unit; the scene's unit scale is 1 after the factory reset):
+pose, in metres (glTF's unit; the empty scene's unit scale is 1):
 
     sys.path.insert(0, "tests")                     # tests/ is not a package
     from characters import CHARACTER_PATH, load_character
@@ -120,7 +120,9 @@ def load_character(path) -> Character:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such character file; `{FETCH_COMMAND}` makes {CHARACTER_PATH.name}.")
-    bpy.ops.wm.read_factory_settings(use_empty=True)
+    # an empty scene; not read_factory_settings: with Blender 4.2's bpy module, loading factory settings after an
+    # add-on that registers properties was enabled and disabled in the same process crashes the process at exit
+    bpy.ops.wm.read_homefile(use_empty=True)
     _import(path)
     scale = bpy.context.scene.unit_settings.scale_length
     if scale != 1.0:
