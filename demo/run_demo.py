@@ -10,6 +10,8 @@ Writes into ``out/demo/`` (or ``DIR``), overwriting earlier runs:
 * ``muscle_shapes.png``      a grid of rest shapes (alpha, beta, eccentricity), e.g. fusiform, fan-like, flat
 * ``muscle_bent.png``        the biceps on a 60 degree arc at activation 0 and 1, and its axis particles
 * ``phi_family.png``         ``Phi_a(s)`` for a in 0..1 (paper Fig. 6) and ``phi(alpha, beta; s)`` for a few pairs
+* ``arm_elbow.png``          the paper's arm bent 110 degrees: dual quaternions | Implicit Skinning | with muscles
+                             (``demo/arm_demo.py``)
 * ``timings.json``           render times, measured mesh volumes against ``pi w^2 l`` (paper eq. 3), file list
 
 ``--quick`` renders tiny, noisy images in a few seconds (for tests). The muscles come from the headless core
@@ -383,8 +385,11 @@ def main(argv=None) -> int:
         print(f"rendering {figure.file_name} ...", flush=True)
         figures.append(render_figure(studio, out_dir, figure, quality, font_path))
     plot = plot_profiles(out_dir, quality)
+    import arm_demo
+    print("rendering arm_elbow.png ...", flush=True)
+    arm = arm_demo.render_arms(studio, out_dir, quality, font_path)
 
-    files = [fig["file"] for fig in figures] + [plot["file"], out_dir / "timings.json"]
+    files = [fig["file"] for fig in figures] + [arm["file"], plot["file"], out_dir / "timings.json"]
     report = {
         "blender": __import__("bpy").app.version_string,
         "quick": args.quick,
@@ -392,6 +397,7 @@ def main(argv=None) -> int:
         "kernel_warm_up": {"compiled": warm["compiled"], "seconds": warm["seconds"]},
         "images": [{**fig, "file": _shown(fig["file"])} for fig in figures],
         "plot": {**plot, "file": _shown(plot["file"])},
+        "arm": {**arm, "file": _shown(arm["file"])},
         "total_seconds": time.perf_counter() - t_start,
         "files": [_shown(f) for f in files],
     }
