@@ -16,8 +16,9 @@ A persistent ``frame_change_post`` handler deforms every mesh whose Implicit Ski
    effect off (``enabled = False``, or unbinding) turns it back on and hides the Geometry Nodes modifier, which
    gives back the plain Armature result.
 
-If a frame fails (non-finite result, a bone renamed since bind), that mesh shows the DQS start or is left to the
-Armature modifier for that frame, with one warning printed, never a stream of tracebacks.
+If a frame fails (a scaled or NaN pose, a non-finite result, a bone renamed since bind), that mesh shows the plain
+Armature result for that frame, with one warning printed per problem, never a stream of tracebacks; the next frame
+that evaluates switches Implicit Skinning back on.
 """
 from __future__ import annotations
 
@@ -129,6 +130,9 @@ def evaluate_mesh(mesh_obj, scene, depsgraph) -> bool:
     positions = ch.frame(B, activation=act, stiffness=stiff, width_scale=scale, dt=1.0 / _fps(scene), frame=frame)
     bound.store(frame, ch.state())
     _write(mesh_obj, positions, bound)
+    mod = mesh_obj.modifiers.get(MODIFIER)
+    if mod is not None and not mod.show_viewport:
+        set_active(mesh_obj, True)  # back from a frame that fell back to the Armature result
     return True
 
 
@@ -187,6 +191,7 @@ def on_frame_change(scene, depsgraph=None):
                 runtime.rebind(obj)  # a reopened file: bind is deterministic, the settings are in the file
             evaluate_mesh(obj, scene, depsgraph)
         except (ValueError, RuntimeError) as ex:
+            set_active(obj, False)  # this frame shows the plain Armature result
             key = (obj.name_full, str(ex))
             if key not in _warned:
                 _warned.add(key)

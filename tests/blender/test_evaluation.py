@@ -100,3 +100,27 @@ def test_frame_30_is_the_same_however_it_is_reached(bpy, tmp_path):
     scene.frame_set(30)  # the file binds again on first use, then simulates 1..29
     reopened = _evaluated(bpy, bpy.data.objects["Arm"])
     assert np.abs(reopened - played).max() < SAME_TOL
+
+
+def test_a_failing_frame_falls_back_to_the_armature_result(bpy, capfd):
+    """A scaled pose bone (Implicit Skinning needs rigid bones) makes the frame fall back to the plain Armature
+    result, with one warning; the next good frame is Implicit Skinning again."""
+    rig, mesh = _animated_arm(bpy)
+    _bind(bpy, mesh)
+    scene = bpy.context.scene
+    for f in range(1, 21):
+        scene.frame_set(f)
+    good = _evaluated(bpy, mesh)
+    rig.pose.bones["elbow"].scale = (1.0, 0.6, 1.0)
+    scene.frame_set(21)
+    fallback = _evaluated(bpy, mesh)
+    mesh.implicit_skin.enabled = False
+    plain = _evaluated(bpy, mesh)
+    mesh.implicit_skin.enabled = True
+    scene.frame_set(22)
+    scene.frame_set(21)
+    assert np.abs(fallback - plain).max() < 1e-6
+    assert capfd.readouterr().err.count("shows its plain Armature result") == 1
+    rig.pose.bones["elbow"].scale = (1.0, 1.0, 1.0)
+    scene.frame_set(20)
+    assert np.abs(_evaluated(bpy, mesh) - good).max() < SAME_TOL
