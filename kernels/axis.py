@@ -291,14 +291,33 @@ def axis_update(axis_start, points, end_normals, width_scale, volume, out_points
             out_scalar[m, SCALAR_LENGTH] = length
 
 
-@njit(parallel=True, **_JIT)
-def axis_lengths(axis_start, points, out_length):
-    """Arc length of every axis (``out_length (M,)`` [m]): the volume law's ``l`` at the start of a frame."""
-    for m in prange(axis_start.shape[0] - 1):
-        total = 0.0
-        for k in range(axis_start[m], axis_start[m + 1] - 1):
-            dx = points[k + 1, 0] - points[k, 0]
-            dy = points[k + 1, 1] - points[k, 1]
-            dz = points[k + 1, 2] - points[k, 2]
-            total += math.sqrt(dx * dx + dy * dy + dz * dz)
-        out_length[m] = total
+@njit(inline="always", **_JIT)
+def arc_length(P, a, b):
+    """Length [m] of the polyline ``P[a:b]`` (an axis: the volume law's ``l``)."""
+    total = 0.0
+    for k in range(a, b - 1):
+        dx = P[k + 1, 0] - P[k, 0]
+        dy = P[k + 1, 1] - P[k, 1]
+        dz = P[k + 1, 2] - P[k, 2]
+        total += math.sqrt(dx * dx + dy * dy + dz * dz)
+    return total
+
+
+@njit(inline="always", **_JIT)
+def chord_distance(px, py, pz, P, a, b):
+    """Distance [m] from ``p`` to the segment ``[P_a, P_b]`` (an axis's chord: with the axis's largest deviation
+    from it, a cheap lower bound of the distance to the axis)."""
+    ex = P[b, 0] - P[a, 0]
+    ey = P[b, 1] - P[a, 1]
+    ez = P[b, 2] - P[a, 2]
+    dx = px - P[a, 0]
+    dy = py - P[a, 1]
+    dz = pz - P[a, 2]
+    e2 = ex * ex + ey * ey + ez * ez
+    t = 0.0
+    if e2 > 0.0:
+        t = min(max((dx * ex + dy * ey + dz * ez) / e2, 0.0), 1.0)
+    dx -= t * ex
+    dy -= t * ey
+    dz -= t * ez
+    return math.sqrt(dx * dx + dy * dy + dz * dz)

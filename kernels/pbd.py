@@ -63,7 +63,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .axis import STATUS_OK, STATUS_ZERO_LENGTH, _one_axis
+from .axis import STATUS_OK, STATUS_ZERO_LENGTH, _one_axis, arc_length, chord_distance
 from .fusiform import (SCALAR_C0, SCALAR_C1, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_WIDTH, _box_distance2, _field_one,
                        _monomial)
 from .grid import sample_trilinear
@@ -102,25 +102,6 @@ def _push(x, x_prev, k, cx, gx, gy, gz, share, friction):
     x[k, 0] -= friction * (dx - dn * nx)
     x[k, 1] -= friction * (dy - dn * ny)
     x[k, 2] -= friction * (dz - dn * nz)
-
-
-@njit(inline="always", **_JIT)
-def _chord_distance(px, py, pz, P, a, b):
-    """Distance from p to the segment [P_a, P_b]."""
-    ex = P[b, 0] - P[a, 0]
-    ey = P[b, 1] - P[a, 1]
-    ez = P[b, 2] - P[a, 2]
-    dx = px - P[a, 0]
-    dy = py - P[a, 1]
-    dz = pz - P[a, 2]
-    e2 = ex * ex + ey * ey + ez * ez
-    t = 0.0
-    if e2 > 0.0:
-        t = min(max((dx * ex + dy * ey + dz * ez) / e2, 0.0), 1.0)
-    dx -= t * ex
-    dy -= t * ey
-    dz -= t * ez
-    return math.sqrt(dx * dx + dy * dy + dz * dz)
 
 
 @njit(**_JIT)
@@ -319,7 +300,7 @@ def _collide(m, x, x_prev, inv_mass, particle_s, friction, f1, muscle_group, gro
                 if _box_distance2(x[k, 0], x[k, 1], x[k, 2], bounds[o]) > cut * cut:
                     continue
                 # lower bound: distance to the chord of o's axis minus the axis's largest distance from it
-                if _chord_distance(x[k, 0], x[k, 1], x[k, 2], snap_points, axis_start[o],
+                if chord_distance(x[k, 0], x[k, 1], x[k, 2], snap_points, axis_start[o],
                                    axis_start[o + 1] - 1) - chord_dev[o] > cut:
                     continue
                 f, gx, gy, gz = _field_one(x[k, 0], x[k, 1], x[k, 2], o, axis_start, snap_points, cum, tang,
@@ -433,14 +414,11 @@ def pbd_substeps(k0, k1, n_sub, dt, dt_ref, xpbd, iterations, reference_iteratio
                                        bounds, defined)
                     dev = 0.0
                     for kk in range(a + 1, b - 1):
-                        dev = max(dev, _chord_distance(snap_points[kk, 0], snap_points[kk, 1], snap_points[kk, 2],
+                        dev = max(dev, chord_distance(snap_points[kk, 0], snap_points[kk, 1], snap_points[kk, 2],
                                                        snap_points, a, b - 1))
                     chord_dev[m] = dev
                 else:
-                    ln = 0.0
-                    for kk in range(a, b - 1):
-                        ln += math.sqrt((x[kk + 1, 0] - x[kk, 0]) ** 2 + (x[kk + 1, 1] - x[kk, 1]) ** 2
-                                        + (x[kk + 1, 2] - x[kk, 2]) ** 2)
+                    ln = arc_length(x, a, b)
                     st = STATUS_OK if ln > MIN_DISTANCE else STATUS_ZERO_LENGTH
                 length[m] = ln
                 status[m] = st

@@ -12,6 +12,8 @@ import math
 
 from numba import njit, prange
 
+from .axis import arc_length
+
 from .fusiform import (SCALAR_C0, SCALAR_C1, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_U, SCALAR_V,
                        SCALAR_WIDTH, _monomial)
 
@@ -95,13 +97,7 @@ def frame_scalars(axis_start, points, min_length, exponents, activation, eccentr
     """:func:`profile_scalars` at the start of a PBD frame, with each axis's arc length ``l`` taken from
     ``points (P, 3)`` [m] (CSR ``axis_start (M+1,)``) in the same pass: ``out_length[m] = max(l, min_length)``."""
     for m in prange(exponents.shape[0]):
-        total = 0.0
-        for k in range(axis_start[m], axis_start[m + 1] - 1):
-            dx = points[k + 1, 0] - points[k, 0]
-            dy = points[k + 1, 1] - points[k, 1]
-            dz = points[k + 1, 2] - points[k, 2]
-            total += math.sqrt(dx * dx + dy * dy + dz * dz)
-        length = max(total, min_length)
+        length = max(arc_length(points, axis_start[m], axis_start[m + 1]), min_length)
         out_length[m] = length
         _profile_one(m, exponents, activation, eccentricity, volume, width_scale, length, normaliser, k_table,
                      samples, newton, out_scalar)

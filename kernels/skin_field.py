@@ -32,6 +32,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .axis import chord_distance
 from .blend import contact, controller, max_union, table_union
 from .fusiform import SCALAR_REACH, SCALAR_SUPPORT, _box_distance2, _compact, _field_one
 from .part_grid import sample_part_world
@@ -66,20 +67,7 @@ def _part_value(p, qx, qy, qz, grid_values, grid_offset, grid_dims, grid_origin,
         if _box_distance2(qx, qy, qz, muscle_bounds[m]) > cut * cut:
             continue
         # lower bound of the distance to the axis: distance to its chord minus the axis's largest deviation
-        a = axis_start[m]
-        b = axis_start[m + 1] - 1
-        ex = axis_points[b, 0] - axis_points[a, 0]
-        ey = axis_points[b, 1] - axis_points[a, 1]
-        ez = axis_points[b, 2] - axis_points[a, 2]
-        dx = qx - axis_points[a, 0]
-        dy = qy - axis_points[a, 1]
-        dz = qz - axis_points[a, 2]
-        t = min(max((dx * ex + dy * ey + dz * ez) / max(ex * ex + ey * ey + ez * ez, 1e-30), 0.0), 1.0)
-        dx -= t * ex
-        dy -= t * ey
-        dz -= t * ez
-        lower = math.sqrt(dx * dx + dy * dy + dz * dz) - chord_dev[m]
-        if lower > cut:
+        if chord_distance(qx, qy, qz, axis_points, axis_start[m], axis_start[m + 1] - 1) - chord_dev[m] > cut:
             continue
         f, gx, gy, gz = _field_one(qx, qy, qz, m, axis_start, axis_points, axis_cumulative, axis_tangent,
                                    axis_normal, seg_tangent, seg_length, seg_angle, muscle_scalar, muscle_exponent,

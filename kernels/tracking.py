@@ -192,6 +192,19 @@ def _arap(i, src, dst, rot, rest, ring_start, ring_neighbour, ring_weight, ancho
 
 
 @njit(parallel=True, **_JIT)
+def _relax(src, dst, active, state, rot, rest, ring_start, ring_neighbour, ring_weight, anchor, normal, moves):
+    """One ARAP Jacobi sweep of every active vertex that is not flat, ``src`` -> ``dst``; the others are copied.
+    ``moves (V,)``: each vertex's squared move [m^2]."""
+    for i in prange(src.shape[0]):
+        if active[i] and state[i] != STATE_FLAT:
+            moves[i] = _arap(i, src, dst, rot, rest, ring_start, ring_neighbour, ring_weight, anchor, normal)
+        else:
+            moves[i] = 0.0
+            for c in range(3):
+                dst[i, c] = src[i, c]
+
+
+@njit(parallel=True, **_JIT)
 def track(x, rot, rest, iso, ring_start, ring_neighbour, ring_weight, field, lambdas, eps, cos_stop, contact_band,
           bisect_steps, trust, dilation, quiet, final_sweeps, final_tol, p, anchor, normal, g_prev, state, active):
     """One frame of tracking (module docstring). Returns the number of final ARAP sweeps run."""
@@ -241,23 +254,11 @@ def track(x, rot, rest, iso, ring_start, ring_neighbour, ring_weight, field, lam
                     continue
                 _project(i, x, iso, lambdas[n], eps, cos_stop, contact_band, bisect_steps, trust, n == 0, p, anchor,
                          normal, g_prev, state, val, grad, nodes, field)
-        for i in prange(V):
-            if active[i] and state[i] != STATE_FLAT:
-                moves[i] = _arap(i, p, x, rot, rest, ring_start, ring_neighbour, ring_weight, anchor, normal)
-            else:
-                moves[i] = 0.0
-                for c in range(3):
-                    x[i, c] = p[i, c]
+        _relax(p, x, active, state, rot, rest, ring_start, ring_neighbour, ring_weight, anchor, normal, moves)
     sweeps = 0
     for sweep in range(final_sweeps):
         src, dst = (x, p) if sweep % 2 == 0 else (p, x)
-        for i in prange(V):
-            if active[i] and state[i] != STATE_FLAT:
-                moves[i] = _arap(i, src, dst, rot, rest, ring_start, ring_neighbour, ring_weight, anchor, normal)
-            else:
-                moves[i] = 0.0
-                for c in range(3):
-                    dst[i, c] = src[i, c]
+        _relax(src, dst, active, state, rot, rest, ring_start, ring_neighbour, ring_weight, anchor, normal, moves)
         sweeps += 1
         if math.sqrt(moves.max()) < final_tol:
             break

@@ -26,6 +26,11 @@ def _armature(context):
     return obj if obj is not None and obj.type == 'ARMATURE' else None
 
 
+def _has_active_muscle(context) -> bool:
+    arm = _armature(context)
+    return arm is not None and arm.implicit_muscles.active_muscle is not None
+
+
 def preset_paths() -> list:
     """Folders holding muscle presets: the ones shipped with the extension, then the user's."""
     paths = [os.path.join(SHIPPED_PRESETS, PRESET_SUBDIR)]
@@ -45,9 +50,9 @@ def find_preset(name: str) -> str | None:
     return None
 
 
-def apply_preset_file(path: str, muscle) -> None:
+def apply_preset_file(path: str) -> None:
     """Run a preset file (Blender's preset format: it binds ``muscle`` to the active muscle, then sets
-    ``muscle.<field> = value`` lines) against ``muscle``, which must be the active one."""
+    ``muscle.<field> = value`` lines) on the active muscle."""
     with open(path, encoding="utf-8") as f:
         code = f.read()
     exec(compile(code, path, "exec"), {"bpy": bpy, "__file__": path})
@@ -152,7 +157,7 @@ class IMPLICIT_MUSCLES_OT_add_muscle(Operator):
         muscle.origin_point, muscle.insertion_point, muscle.width = o, i, width
         armature.implicit_muscles.active_index = len(muscles) - 1  # presets set the active muscle
         if preset_path:
-            apply_preset_file(preset_path, muscle)
+            apply_preset_file(preset_path)
             muscle.width = width  # a preset's width is relative to nothing: keep the one fitted to this limb
         problem = rig.muscle_problem(armature, muscle)
         if problem:
@@ -235,8 +240,7 @@ class IMPLICIT_MUSCLES_OT_duplicate_muscle(Operator):
 
     @classmethod
     def poll(cls, context):
-        arm = _armature(context)
-        return arm is not None and arm.implicit_muscles.active_muscle is not None
+        return _has_active_muscle(context)
 
     def execute(self, context):
         armature = _armature(context)
@@ -258,8 +262,7 @@ class IMPLICIT_MUSCLES_OT_mirror_muscle(Operator):
 
     @classmethod
     def poll(cls, context):
-        arm = _armature(context)
-        return arm is not None and arm.implicit_muscles.active_muscle is not None
+        return _has_active_muscle(context)
 
     def execute(self, context):
         armature = _armature(context)
@@ -280,8 +283,7 @@ class IMPLICIT_MUSCLES_OT_select_bones(Operator):
 
     @classmethod
     def poll(cls, context):
-        arm = _armature(context)
-        return arm is not None and arm.implicit_muscles.active_muscle is not None
+        return _has_active_muscle(context)
 
     def execute(self, context):
         armature = _armature(context)
@@ -315,8 +317,7 @@ class IMPLICIT_MUSCLES_OT_apply_preset(Operator):
 
     @classmethod
     def poll(cls, context):
-        arm = _armature(context)
-        return arm is not None and arm.implicit_muscles.active_muscle is not None
+        return _has_active_muscle(context)
 
     def execute(self, context):
         path = self.filepath or (find_preset(self.preset) if self.preset else None)
@@ -325,7 +326,7 @@ class IMPLICIT_MUSCLES_OT_apply_preset(Operator):
             return {'CANCELLED'}
         muscle = _armature(context).implicit_muscles.active_muscle
         width = muscle.width
-        apply_preset_file(path, muscle)
+        apply_preset_file(path)
         muscle.width = width
         return {'FINISHED'}
 
@@ -359,8 +360,7 @@ class IMPLICIT_MUSCLES_OT_edit_handles(Operator):
 
     @classmethod
     def poll(cls, context):
-        arm = _armature(context)
-        return arm is not None and arm.implicit_muscles.active_muscle is not None
+        return _has_active_muscle(context)
 
     def execute(self, context):
         armature = _armature(context)

@@ -10,15 +10,6 @@ import blender_session
 from blender_scenes import make_arm
 
 
-@pytest.fixture
-def bpy():
-    bpy = blender_session.ensure_repository()
-    blender_session.reset()
-    blender_session.enable()
-    yield bpy
-    blender_session.disable()
-
-
 def _ops(bpy):
     return bpy.ops.implicit_muscles
 

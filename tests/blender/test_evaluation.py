@@ -4,23 +4,12 @@ how playback got there (playing, jumping, going back, saving and reopening)."""
 import math
 
 import numpy as np
-import pytest
 
-import blender_session
 from blender_scenes import make_arm
 
 SAME_TOL = 1e-6
 """Same frame reached differently: largest vertex difference [m] (1e-6 of the arm's size is 7e-7 m; positions go
 through float32 attributes, so compare at 1e-6)."""
-
-
-@pytest.fixture
-def bpy():
-    bpy = blender_session.ensure_repository()
-    blender_session.reset()
-    blender_session.enable()
-    yield bpy
-    blender_session.disable()
 
 
 def _animated_arm(bpy):

@@ -1,4 +1,4 @@
-"""Mesh measurements for the skinning tests: self-intersections between two sets of triangles, minimum angles."""
+"""Mesh measurements for the skinning tests: skins crossing each other, minimum angles, enclosed volume."""
 import numpy as np
 
 
@@ -20,28 +20,6 @@ def _segment_hits(p0, p1, tri):
     return ok & (u > eps) & (v > eps) & (u + v < 1 - eps) & (t > eps) & (t < 1 - eps)
 
 
-def intersecting_triangles(vertices, faces, set_a, set_b, chunk=200):
-    """Number of triangles of ``set_a`` and of ``set_b`` (face index arrays) that cross a triangle of the other set
-    (an edge of one passing through the other); pairs sharing a vertex are ignored. Returns ``(hit_a, hit_b)``
-    boolean arrays over ``set_a`` and ``set_b``."""
-    v = np.asarray(vertices, dtype=np.float64)
-    fa, fb = faces[set_a], faces[set_b]
-    hit_a = np.zeros(len(fa), dtype=bool)
-    hit_b = np.zeros(len(fb), dtype=bool)
-    for first, second, hit_first, hit_second in ((fa, fb, hit_a, hit_b), (fb, fa, hit_b, hit_a)):
-        tri = v[second]
-        for start in range(0, len(first), chunk):
-            block = first[start:start + chunk]
-            for e in range(3):
-                i0, i1 = block[:, e], block[:, (e + 1) % 3]
-                hits = _segment_hits(v[i0], v[i1], tri)
-                shared = ((second[None, :, :] == i0[:, None, None]) | (second[None, :, :] == i1[:, None, None])).any(2)
-                hits &= ~shared
-                hit_first[start + np.flatnonzero(hits.any(axis=1))] = True
-                hit_second[np.flatnonzero(hits.any(axis=0))] = True
-    return hit_a, hit_b
-
-
 def min_angles(vertices, faces) -> np.ndarray:
     """Smallest interior angle of each triangle [deg]."""
     v = np.asarray(vertices, dtype=np.float64)[faces]
@@ -55,8 +33,9 @@ def min_angles(vertices, faces) -> np.ndarray:
 
 
 def deep_crossings(vertices, faces, set_a, set_b, depth):
-    """Like :func:`intersecting_triangles`, but an edge counts only if it passes through the other triangle with
-    both its ends at least ``depth`` [m] from that triangle's plane: skins pressed together on a contact surface
+    """Triangles of ``set_a`` and of ``set_b`` (face index arrays) that cross a triangle of the other set: an edge of
+    one passes through the other (pairs sharing a vertex ignored), with both its ends at least ``depth`` [m] from
+    that triangle's plane: skins pressed together on a contact surface
     touch (their triangles may graze each other within a fraction of a millimetre), skins passing through each
     other do not. Returns ``(hit_a, hit_b)``."""
     v = np.asarray(vertices, dtype=np.float64)
