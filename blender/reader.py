@@ -71,13 +71,38 @@ def _normal(frame: Matrix, axis: Vector, twist: float) -> Vector:
     return (Matrix.Rotation(twist, 3, a) @ n).normalized()
 
 
-def read_muscles(armature, names: tuple):
+ANIMATED = ("activation", "width_scale", "eccentricity_rest", "eccentricity_active")
+"""Animatable muscle values the bind takes (stiffness is read per frame only)."""
+
+
+def values_at(armature, frame) -> list:
+    """Each muscle's animatable values at ``frame`` (``[{name: value}]``), from its F-curves where it has keys:
+    the bind takes them at the simulation start frame, so it does not depend on the frame it happens on. Drivers
+    are not evaluated (their current value is taken)."""
+    from . import animation
+    curves = {fc.data_path: fc for fc in animation.fcurves(armature) if not fc.data_path.startswith("[")}
+    out = []
+    for k, m in enumerate(armature.implicit_muscles.muscles):
+        values = {}
+        for name in ANIMATED:
+            fc = curves.get(f"implicit_muscles.muscles[{k}].{name}")
+            prop = m.bl_rna.properties[name]
+            value = fc.evaluate(frame) if fc is not None and not fc.mute else getattr(m, name)
+            values[name] = min(max(value, prop.hard_min), prop.hard_max)
+        out.append(values)
+    return out
+
+
+def read_muscles(armature, names: tuple, frame=None):
     """``(muscles, origin_bones, insertion_bones, skin_bones, source)``: core muscles at rest and their bone
-    indices; ``source[k]`` is the index of the Blender muscle fibre ``k`` comes from."""
+    indices; ``source[k]`` is the index of the Blender muscle fibre ``k`` comes from. Animated values are taken at
+    ``frame`` (default: the armature's simulation start frame, ``values_at``)."""
     from ..core.muscle import FusiformMuscle, MuscleShape
 
     index = {n: i for i, n in enumerate(names)}
     out, o_b, i_b, s_b, source = [], [], [], [], []
+    start = armature.implicit_muscles.start_frame if frame is None else frame
+    animated = values_at(armature, start)
     for k, m in enumerate(armature.implicit_muscles.muscles):
         problem = rig_utils.muscle_problem(armature, m)
         if problem:
@@ -88,8 +113,9 @@ def read_muscles(armature, names: tuple):
         n = _normal(frame, axis, m.twist)
         across = axis.normalized().cross(n).normalized()
         fibres = max(1, m.fibres)
-        shape = MuscleShape(m.alpha_rest, m.beta_rest, m.alpha_active, m.beta_active, m.eccentricity_rest,
-                            m.eccentricity_active)
+        a = animated[k]
+        shape = MuscleShape(m.alpha_rest, m.beta_rest, m.alpha_active, m.beta_active, a["eccentricity_rest"],
+                            a["eccentricity_active"])
         for f in range(fibres):
             t = (f / (fibres - 1) - 0.5) if fibres > 1 else 0.0
             of = o + across * (t * m.origin_spread)
@@ -97,10 +123,25 @@ def read_muscles(armature, names: tuple):
             width = m.width / math.sqrt(fibres)
             name = m.name if fibres == 1 else f"{m.name}.{f + 1}"
             out.append(FusiformMuscle(of[:], inf[:], width=width, shape=shape, particles=m.particles,
-                                      origin_normal=n[:], insertion_normal=n[:], activation=m.activation,
-                                      width_scale=m.width_scale, name=name))
+                                      origin_normal=n[:], insertion_normal=n[:], activation=a["activation"],
+                                      width_scale=a["width_scale"], name=name))
             o_b.append(index[m.origin_bone])
             i_b.append(index[m.insertion_bone])
             s_b.append(index[m.skin_bone])
             source.append(k)
     return out, np.array(o_b), np.array(i_b), np.array(s_b), np.array(source)
+
+
+def muscles_on_skin(rig, skin_bones) -> np.ndarray:
+    """``(M,)`` bool: muscles whose skin bone, or a bone above it, owns vertices of this mesh (highest weight, as
+    the core partitions the skin). An armature that deforms several meshes (two arms, a body and its clothes) has
+    muscles on the other meshes' bones too; a mesh binds with its own."""
+    w = rig.weights
+    owns = np.zeros(w.shape[1], dtype=bool)
+    owns[np.argmax(w[w.max(axis=1) > 0], axis=1)] = True
+    keep = np.zeros(len(skin_bones), dtype=bool)
+    for k, j in enumerate(skin_bones):
+        while j >= 0 and not owns[j]:
+            j = rig.parents[j]
+        keep[k] = j >= 0
+    return keep

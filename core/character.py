@@ -43,7 +43,7 @@ class MuscledCharacter:
 
     def __init__(self, rig, muscles, origin_bones, insertion_bones, skin_bones, pbd: PBDSettings | None = None,
                  skin: SkinSettings | None = None, tracking: TrackingSettings | None = None,
-                 muscle_collisions: bool = True, keep_inside: float | None = KEEP_INSIDE_ISO):
+                 muscle_collisions: bool = True, keep_inside: float | None = KEEP_INSIDE_ISO, rest_hint=None):
         self.rig = rig
         self.muscles = list(muscles)
         B = len(rig.heads)
@@ -58,7 +58,11 @@ class MuscledCharacter:
         self.model = build_pbd_model(self.muscles, pbd, capsules=self.capsules_rest, capsule_radius=radius,
                                      collision_groups=groups)
         self.solver = PBDSolver(self.model)
-        self._rest = rest_state(self.model)
+        if rest_hint is None:  # settle from scratch, then once more from there, as a later bind from the hint does
+            cold = rest_state(self.model)
+            rest_hint = (cold.x.copy(), self.model.particle_s.copy())
+        self._rest_hint = rest_hint
+        self._rest = rest_state(self.model, start=rest_hint)
         self._state = self._rest.copy()
         self._next = self._rest.copy()
         ends = self._rest.endpoints
@@ -83,6 +87,12 @@ class MuscledCharacter:
         if np.any(arr < 0) or np.any(arr >= count):
             raise ValueError(f"a muscle's {what} bone index is out of range (the rig has {count} bones).")
         return arr
+
+    def rest_hint(self) -> tuple:
+        """``(x (P, 3), particle_s (P,))`` where the rest settle started: pass it back as ``rest_hint`` to bind the
+        same character again in a fraction of the time (``core.pbd.rest_state``) and bit for bit the same (the
+        tracking's stop rules are not continuous, so nanometres at rest can become millimetres many frames on)."""
+        return self._rest_hint[0].copy(), self._rest_hint[1].copy()
 
     def state(self) -> PBDState:
         """A copy of the muscles' simulation state (positions, velocities, last inputs)."""

@@ -324,7 +324,7 @@ REST_PARAMETER_TOL = 1e-6
 
 
 def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: int = 4000,
-               tolerance: float = 1e-11) -> PBDState:
+               tolerance: float = 1e-11, start=None) -> PBDState:
     """The equilibrium of the axes under their own tension with the rig at rest: the simulation's start state.
 
     Belly constraints (rest length 2 %) pull against the tendons, so the evenly spaced axis is not at equilibrium:
@@ -334,10 +334,20 @@ def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: i
     The model's particle parameters ``particle_s`` are updated to the settled positions, so the particle radii
     ``D_i = w Phi(s_i)`` are taken where the particles really are; that changes the radii the contacts use, so
     settling and updating repeat until the parameters stop changing. ``tolerance`` [m]: largest move in a frame.
+
+    ``start``: optional ``(x (P, 3) [m], particle_s (P,))`` of an earlier settle of the same model (a host keeps
+    them with its file): settling starts there and ends after a frame or two instead of thousands (the full body
+    takes ~2000 frames cold). The same end test applies, so a wrong or outdated start only costs time.
     """
     solver = PBDSolver(model)
     control = PBDControl(stiffness=stiffness)
     state = initial_state(model)
+    if start is not None:
+        x0, s0 = (np.asarray(a, dtype=np.float64) for a in start)
+        if x0.shape == state.x.shape and s0.shape == model.particle_s.shape and np.isfinite(x0).all() \
+                and np.isfinite(s0).all():
+            state.x[:] = x0
+            model.particle_s[:] = s0
     nxt = state.copy()
     for _ in range(REST_ROUNDS):
         for _ in range(max_frames):

@@ -190,7 +190,8 @@ def sample_parts(vertices, faces, labels, heads, tails, parents, samples_per_par
                              f"least 4 (give the bone more vertices, or no weight at all).")
         area = float(areas[good].sum())
         radius = POISSON_RADIUS_FACTOR * np.sqrt(max(area, 1e-12) / samples_per_part)
-        pick = good[poisson_indices(v[good], radius, seed + j)]
+        pick = good[poisson_indices(v[good], radius, seed)]  # not seed + j: a part must not depend on its bone's
+        # place in the list (mirrored limbs, a bone added elsewhere)
         pts = [v[pick]]
         nrm = [normals[pick]]
         axis = tails[j] - heads[j]

@@ -392,3 +392,40 @@ def test_capsule_radius_estimate():
     ang = np.linspace(0, 2 * np.pi, 50)
     skin = np.stack([0.04 * np.cos(ang), 0.04 * np.sin(ang), np.linspace(0, 0.3, 50)], 1)
     assert capsule_radius_from_skin((0, 0, 0), (0, 0, 0.3), skin) == pytest.approx(0.01)
+
+
+WARM_REST_TOL = 1e-8
+"""Settled rest from a stored earlier settle vs from scratch: largest particle difference [m]. Settling stops when
+no particle moves 1e-11 m in a frame, which leaves the two ends a few nanometres apart (2.8e-9 m measured); the
+hosts compare frames at 1e-6 m."""
+
+
+def test_rest_state_from_a_stored_settle_is_the_same_and_quick():
+    """A host that keeps the settled rest with its file binds again from it (``rest_state(start=...)``): the same
+    rest to 1e-8 m in a few frames instead of a hundred; a start of the wrong size is ignored."""
+    model, _ = _capsule_scene(muscle_collisions=True)
+    cold = rest_state(model)
+    hint = (cold.x.copy(), model.particle_s.copy())
+    frames = []
+    original_step = PBDSolver.step
+
+    def counting(self, *args):
+        frames.append(1)
+        return original_step(self, *args)
+
+    PBDSolver.step = counting
+    try:
+        fresh, _ = _capsule_scene(muscle_collisions=True)
+        warm = rest_state(fresh, start=hint)
+        warm_frames = len(frames)
+        frames.clear()
+        other, _ = _capsule_scene(muscle_collisions=True)
+        ignored = rest_state(other, start=(hint[0][:-1], hint[1][:-1]))
+        cold_frames = len(frames)
+    finally:
+        PBDSolver.step = original_step
+    print(f"rest settle: {cold_frames} frames from scratch, {warm_frames} from the stored settle")
+    assert np.abs(warm.x - cold.x).max() < WARM_REST_TOL
+    np.testing.assert_allclose(fresh.particle_s, model.particle_s, atol=1e-8)
+    assert warm_frames <= 10 < 50 < cold_frames
+    assert np.abs(ignored.x - cold.x).max() < WARM_REST_TOL
