@@ -19,10 +19,19 @@ A persistent ``frame_change_post`` handler deforms every mesh whose Implicit Ski
 If a frame fails (a scaled or NaN pose, a non-finite result, a bone renamed since bind), that mesh shows the plain
 Armature result for that frame, with one warning printed per problem, never a stream of tracebacks; the next frame
 that evaluates switches Implicit Skinning back on.
+
+A baked mesh (``blender/bake.py``) plays its Mesh Cache modifier instead and is skipped here.
+
+Edits between frame changes (``on_depsgraph_update``): posing the armature re-evaluates the current frame for
+display (its muscle state is not cached, so the cache keeps describing the animation) and forgets the cached states
+from the current frame on; editing keyframes of the armature's action forgets them from the first frame whose
+curves changed (the key before the earliest edited key). Each frame's times (reading the pose, the core's stages,
+writing the result) are kept in ``Bound.timings`` for the panel.
 """
 from __future__ import annotations
 
 import sys
+import time
 
 import bpy
 import numpy as np
@@ -32,8 +41,11 @@ from . import runtime
 
 ATTRIBUTE = "implicit_skin_position"
 MODIFIER = "Implicit Skinning"
+CACHE_MODIFIER = "Implicit Skinning Cache"
+"""The Mesh Cache modifier that plays a bake (``blender/bake.py``)."""
 NODE_GROUP = "Implicit Skinning"
 
+_IDENTITY = np.eye(4)
 _busy = False
 _warned: set = set()
 
@@ -74,12 +86,20 @@ def install(mesh_obj) -> None:
 
 
 def set_active(mesh_obj, on: bool) -> None:
-    """Implicit Skinning's modifier on and the Armature modifier off, or the other way round."""
+    """Implicit Skinning on (the live modifier, or the Mesh Cache of a bake) and the Armature modifier off, or only
+    the Armature modifier on."""
+    baked = on and mesh_obj.implicit_skin.baked and mesh_obj.modifiers.get(CACHE_MODIFIER) is not None
     for m in mesh_obj.modifiers:
         if m.type == 'ARMATURE':
-            m.show_viewport = m.show_render = not on
+            show = not on
         elif m.name == MODIFIER:
-            m.show_viewport = m.show_render = on
+            show = on and not baked
+        elif m.name == CACHE_MODIFIER:
+            show = baked
+        else:
+            continue
+        if m.show_viewport != show or m.show_render != show:
+            m.show_viewport = m.show_render = show
 
 
 def uninstall(mesh_obj) -> None:
@@ -108,31 +128,47 @@ def muscle_values(armature_eval, source) -> tuple:
     return tuple(out)
 
 
-def evaluate_mesh(mesh_obj, scene, depsgraph) -> bool:
-    """Deform one bound mesh for the scene's current frame (module docstring); returns True if written."""
+def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
+    """Deform one bound mesh for the scene's current frame (module docstring); returns True if written.
+
+    ``preview``: an edit between frame changes (posing): step from the cached previous frame if there is one,
+    show the result, cache nothing and forget the cached states from this frame on.
+    """
     bound = runtime.bound(mesh_obj)
     skin = mesh_obj.implicit_skin
-    if bound is None or not skin.enabled:
+    if bound is None or not skin.enabled or skin.baked:
         return False
     armature = skin.armature
     frame = scene.frame_current
     start = armature.implicit_muscles.start_frame
     ch = bound.character
+    t0 = time.perf_counter()
+    bound.check_topology(mesh_obj)
     if frame <= start:
         ch.reset()
     elif bound.state_for(frame - 1) is not None:
         ch.restore(bound.state_for(frame - 1))
-    else:
+    elif not preview:
         _simulate_to(bound, scene, armature, frame, start)
+    t1 = time.perf_counter()
     arm_eval = armature.evaluated_get(depsgraph)
     B = bone_transforms(arm_eval, bound.rest_inverse)
     act, stiff, scale = muscle_values(arm_eval, bound.source)
+    t2 = time.perf_counter()
     positions = ch.frame(B, activation=act, stiffness=stiff, width_scale=scale, dt=1.0 / _fps(scene), frame=frame)
-    bound.store(frame, ch.state())
+    t3 = time.perf_counter()
+    if preview:
+        bound.invalidate(frame)
+    else:
+        bound.store(frame, ch.state())
     _write(mesh_obj, positions, bound)
+    bound.last_frame, bound.last_error = frame, ""
     mod = mesh_obj.modifiers.get(MODIFIER)
     if mod is not None and not mod.show_viewport:
         set_active(mesh_obj, True)  # back from a frame that fell back to the Armature result
+    t4 = time.perf_counter()
+    bound.timings = {"frame": frame, "simulate gap": t1 - t0, "read": t2 - t1, **ch.timings, "write": t4 - t3,
+                     "total": t4 - t0}
     return True
 
 
@@ -172,9 +208,37 @@ def _write(mesh_obj, positions, bound):
         if attr is not None:
             mesh.attributes.remove(attr)
         attr = mesh.attributes.new(ATTRIBUTE, 'FLOAT_VECTOR', 'POINT')
-    local = positions @ bound.to_mesh[:3, :3].T + bound.to_mesh[:3, 3]
-    attr.data.foreach_set("vector", np.ascontiguousarray(local, dtype=np.float32).ravel())
+    if np.array_equal(bound.to_mesh, _IDENTITY):  # mesh and armature share their world transform (usual rig)
+        np.copyto(bound.last_local, positions)
+    else:  # a float64 product then one cast (matmul into the float32 buffer takes numpy's slow mixed loop)
+        local = positions @ bound.to_mesh[:3, :3].T
+        local += bound.to_mesh[:3, 3]
+        np.copyto(bound.last_local, local)
+    attr.data.foreach_set("vector", bound.last_local.ravel())
     mesh.update()
+
+
+def _evaluate_safely(obj, scene, depsgraph, preview=False) -> None:
+    """Evaluate one mesh; a failing frame shows the plain Armature result with one warning per problem."""
+    try:
+        if runtime.bound(obj) is None and obj.implicit_skin.bound:
+            runtime.rebind(obj)  # a reopened file: bind is deterministic, the settings are in the file
+        evaluate_mesh(obj, scene, depsgraph, preview=preview)
+    except (ValueError, RuntimeError) as ex:
+        set_active(obj, False)  # this frame shows the plain Armature result
+        bound = runtime.bound(obj)
+        if bound is not None:
+            bound.last_error = str(ex)
+        key = (obj.name_full, str(ex))
+        if key not in _warned:
+            _warned.add(key)
+            print(f"Implicit Muscles: {obj.name} shows its plain Armature result this frame: {ex}",
+                  file=sys.stderr)
+
+
+def _live_meshes(scene):
+    return [obj for obj in scene.objects
+            if obj.type == 'MESH' and obj.implicit_skin.enabled and not obj.implicit_skin.baked]
 
 
 @persistent
@@ -183,27 +247,57 @@ def on_frame_change(scene, depsgraph=None):
         return
     if depsgraph is None:
         depsgraph = bpy.context.evaluated_depsgraph_get()
-    for obj in scene.objects:
-        if obj.type != 'MESH' or not obj.implicit_skin.enabled:
+    for obj in _live_meshes(scene):
+        _evaluate_safely(obj, scene, depsgraph)
+
+
+@persistent
+def on_depsgraph_update(scene, depsgraph):
+    """Edits between frame changes: a posed armature re-evaluates its meshes for display; edited keys forget the
+    cached muscle states from the first changed frame on (module docstring)."""
+    if _busy:
+        return
+    posed, actions = set(), set()
+    for update in depsgraph.updates:
+        id_ = update.id.original if update.id is not None else None
+        if isinstance(id_, bpy.types.Object) and id_.type == 'ARMATURE':
+            posed.add(id_.name_full)
+        elif isinstance(id_, bpy.types.Action):
+            actions.add(id_.name_full)
+    if not posed and not actions:
+        return
+    for obj in _live_meshes(scene):
+        bound = runtime.bound(obj)
+        armature = obj.implicit_skin.armature
+        if bound is None or armature is None:
             continue
-        try:
-            if runtime.bound(obj) is None and obj.implicit_skin.bound:
-                runtime.rebind(obj)  # a reopened file: bind is deterministic, the settings are in the file
-            evaluate_mesh(obj, scene, depsgraph)
-        except (ValueError, RuntimeError) as ex:
-            set_active(obj, False)  # this frame shows the plain Armature result
-            key = (obj.name_full, str(ex))
-            if key not in _warned:
-                _warned.add(key)
-                print(f"Implicit Muscles: {obj.name} shows its plain Armature result this frame: {ex}",
-                      file=sys.stderr)
+        action = armature.animation_data.action if armature.animation_data else None
+        if action is not None and action.name_full in actions:
+            changed = bound.keys_changed_from(armature)
+            if changed is not None:
+                bound.invalidate(changed)
+        if armature.name_full in posed or (action is not None and action.name_full in actions):
+            _evaluate_safely(obj, scene, depsgraph, preview=True)
+
+
+@persistent
+def on_load_pre(*_):
+    """Another file is being opened: its meshes bind again on first use (binds are keyed by object name)."""
+    runtime.clear()
+    _warned.clear()
+
+
+_HANDLERS = (("frame_change_post", on_frame_change), ("depsgraph_update_post", on_depsgraph_update),
+             ("load_pre", on_load_pre))
 
 
 def register():
-    bpy.app.handlers.frame_change_post.append(on_frame_change)
+    for name, fn in _HANDLERS:
+        getattr(bpy.app.handlers, name).append(fn)
 
 
 def unregister():
-    while on_frame_change in bpy.app.handlers.frame_change_post:
-        bpy.app.handlers.frame_change_post.remove(on_frame_change)
+    for handlers, fn in ((getattr(bpy.app.handlers, name), fn) for name, fn in _HANDLERS):
+        while fn in handlers:
+            handlers.remove(fn)
     _warned.clear()

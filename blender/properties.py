@@ -141,6 +141,12 @@ class ImplicitSkinSettings(PropertyGroup):
                         description="The skin has been bound to its armature in the rest pose")
     bind_signature: StringProperty(name="Bind Signature", default="", **STATIC,
                                    description="Vertex count and rest-pose checksum at bind time")
+    baked: BoolProperty(name="Baked", default=False, **STATIC,
+                        description="The mesh plays its bake (a Mesh Cache modifier) instead of the live evaluation")
+    bake_file: StringProperty(name="Bake File", default="", **STATIC,
+                              description="The point cache (.pc2) of the bake, relative to the .blend file")
+    bake_start: IntProperty(name="Bake Start", default=1, **STATIC, description="First baked frame")
+    bake_end: IntProperty(name="Bake End", default=1, **STATIC, description="Last baked frame")
 
 
 classes = (ImplicitMuscle, ImplicitMuscleRig, ImplicitSkinSettings)

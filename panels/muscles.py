@@ -5,7 +5,7 @@ from __future__ import annotations
 import bpy
 from bpy.types import Panel, UIList
 
-from ..blender import rig
+from ..blender import rig, runtime
 
 
 def _armature(context):
@@ -122,9 +122,55 @@ def draw_skin(layout, context, mesh_obj):
     row = layout.row(align=True)
     row.operator("implicit_muscles.bind_skin", icon='LINKED')
     row.operator("implicit_muscles.unbind_skin", icon='UNLINKED')
-    if skin.bound:
+    if not skin.bound:
+        return
+    bound = runtime.bound(mesh_obj)
+    stale = runtime.stale_reason(mesh_obj)
+    if stale:
+        col = layout.column(align=True)
+        col.alert = True
+        _wrapped(col, stale, 'ERROR')
+        col.operator("implicit_muscles.bind_skin", text="Bind Again", icon='FILE_REFRESH')
+    elif bound is not None and bound.last_error:
+        col = layout.column(align=True)
+        col.alert = True
+        _wrapped(col, f"Plain Armature result shown: {bound.last_error}", 'ERROR')
+    else:
         layout.label(text="Bound", icon='CHECKMARK')
-        layout.operator("implicit_muscles.reset_simulation", icon='FILE_REFRESH')
+    layout.operator("implicit_muscles.reset_simulation", icon='FILE_REFRESH')
+    if bound is not None and bound.timings:
+        draw_timings(layout.box(), bound.timings)
+    box = layout.box()
+    box.label(text="Bake", icon='FILE_CACHE')
+    if skin.baked:
+        box.label(text=f"Playing {skin.bake_file} ({skin.bake_start}-{skin.bake_end})")
+        box.operator("implicit_muscles.clear_bake", icon='X')
+    row = box.row(align=True)
+    row.operator("implicit_muscles.bake", icon='RENDER_ANIMATION')
+    row.operator("implicit_muscles.bake_merge", icon='AUTOMERGE_ON')
+
+
+TIMED_STAGES = ("read", "pbd", "pose", "field", "tracking", "write")
+"""The stages of a frame shown in the panel, in the order they run (``blender/evaluate.py``)."""
+
+
+def draw_timings(layout, timings):
+    """Last frame's time and its stages [ms]."""
+    layout.label(text=f"Frame {timings['frame']}: {1000 * timings['total']:.1f} ms", icon='TIME')
+    grid = layout.grid_flow(columns=2, align=True)
+    for stage in TIMED_STAGES:
+        if stage in timings:
+            grid.label(text=stage.capitalize())
+            grid.label(text=f"{1000 * timings[stage]:.2f} ms")
+    if timings.get("simulate gap", 0.0) > 0.001:
+        grid.label(text="Gap simulated")
+        grid.label(text=f"{1000 * timings['simulate gap']:.0f} ms")
+
+
+def _wrapped(layout, text, icon, width=40):
+    import textwrap
+    for i, line in enumerate(textwrap.wrap(text, width)):
+        layout.label(text=line, icon=icon if i == 0 else 'BLANK1')
 
 
 class IMPLICIT_MUSCLES_PT_muscles_view3d(Panel):

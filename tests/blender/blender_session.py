@@ -88,11 +88,19 @@ class RecordingLayout:
     row = column
     box = column
 
+    def grid_flow(self, **_):
+        return RecordingLayout(self.log, self.alert)
+
     def label(self, *, text="", icon='NONE'):
         self.log.append(("label", text, icon, self.alert))
 
+    def prop(self, data, name, **_):
+        self.log.append(("prop", name, 'NONE', self.alert))
+
     def operator(self, idname, *, text="", icon='NONE', **_):
         self.log.append(("operator", idname, icon, self.alert))
+        import types
+        return types.SimpleNamespace()
 
 
 def draw_panel(panel_class):
