@@ -17,19 +17,21 @@ def _submodules():
 
 
 def register():
-    from .blender import display, engine, evaluate, properties
+    from .blender import cli, display, engine, evaluate, properties
     engine.setup(__package__)
     properties.register()  # Object.implicit_muscles, Object.implicit_skin (DESIGN.md §4)
     for module in _submodules():
         module.register()
     display.register()
     evaluate.register()
+    cli.register()  # blender --command implicit_muscles_bake (farms)
     engine.report_problems()
 
 
 def unregister():
-    from .blender import display, engine, evaluate, properties, runtime
+    from .blender import cli, display, engine, evaluate, properties, runtime
     engine.cancel_report()
+    cli.unregister()
     evaluate.unregister()
     display.unregister()
     for module in reversed(_submodules()):

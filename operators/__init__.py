@@ -1,7 +1,7 @@
 """Operators (see README.md). Each module ends with a ``classes`` tuple and its own register/unregister."""
-from . import engine, muscles, skin
+from . import bake, engine, muscles, skin
 
-_modules = (engine, muscles, skin)
+_modules = (engine, muscles, skin, bake)
 
 
 def register():
