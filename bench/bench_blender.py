@@ -1,0 +1,495 @@
+"""End-to-end per-frame time inside Blender (the ``bpy`` module, Blender 5.0): ``scene.frame_set`` with the
+add-on's frame handler evaluating the bound skin, next to the same ``frame_set`` with only the Armature modifier,
+in the same process; the handler's overhead over the core's own time; the first frame after opening a file.
+
+Issue targets: reading the pose and writing the result cost under 10 % of the frame, under 2 ms for the full body;
+the first frame after opening a file (compiled kernels cached) under 3 s.
+
+Scenes, built in Blender from ``core/scenes.py`` by ``demo/blender_rig.py`` (armature, weighted skin mesh with an
+Armature modifier, muscle items):
+
+* **arm**: ``arm_rig()`` (2172 vertices, 3 bones) and the four ``arm_muscles()``, added with the public operator
+  ``implicit_muscles.add_muscle`` (origin and insertion bones, skin bone, preset) and then set to the core muscles'
+  end points, rest widths, shape exponents, eccentricities, particles and cross-section direction (``twist``).
+  Animation: the elbow keyed 0 -> 110 -> 20 degrees at frames 1, 30, 60 with the biceps' activation 0 -> 1 -> 0 and
+  the brachialis' 0 -> 0.8 -> 0 (``tests/blender/test_evaluation.py``'s arm, with the core's muscles).
+* **full body**: ``body_rig()`` (19,498 vertices, 14 bones) and the 50 ``body_muscles()`` as muscle items (origin,
+  insertion and skin bone = the muscle's bone). Animation: ``bench_deform``'s run-like swing, the thighs and upper
+  arms keyed on every frame (``+-0.6 sin(2 pi 1.5 t)`` rad about X), shins and forearms held bent 0.8 rad.
+
+What differs from the headless scenes: the Blender muscle items carry what the add-on reads (``blender/reader.py``):
+the stiffness stays the item's default or the preset's (0.5, the core's default too); collision groups are the
+skin bones in both (the reader ignores ``collision_group``); the cross-section direction is the reader's default
+turned by ``twist`` onto the core muscle's origin normal (for the body muscles, whose core normal is automatic, this
+is the core's automatic choice); the skin settings are the mesh's defaults (``implicit_skin``), which are the
+core's defaults. Poses come from keyframes (bone-local quaternions), so they are the headless poses up to float32.
+
+Measured per frame, sequential playback (the previous frame's PBD state cached), in rounds that alternate
+(a) ``implicit_skin.enabled = False`` (the Armature modifier alone; the handlers run and skip the mesh) and
+(b) enabled, on the same frames:
+
+* ``frame_set``: ``scene.frame_set(f)`` (the depsgraph evaluation of the frame and the frame_change_post handlers);
+* ``fetch``: then ``obj.evaluated_get(depsgraph).data.vertices.foreach_get('co')`` (identical in both cases; in
+  (b) this is where Blender evaluates the mesh again after the handler wrote the attribute);
+* ``frame`` = ``frame_set`` + ``fetch``: what one played frame costs end to end;
+* ``handlers``: the add-on's own frame_change_post / depsgraph_update_post handlers (wrapped with a timer);
+* ``core``: ``bound.character.timings['total']`` (PBD, pose, field, tracking: ``core/character.py``);
+* ``pose read``: ``evaluate.bone_transforms`` + ``evaluate.muscle_values``; ``write``: ``evaluate._write``
+  (wrapped with a timer in this process; ``blender/evaluate.py`` is not modified);
+* overhead = handlers - core (pose read, write, and the rest of the handler: state restore and store, checks);
+* Blender in ``frame_set`` = ``frame_set`` - handlers (the depsgraph evaluation of the frame).
+
+A sanity check goes into the JSON: on the last frame the fetched mesh equals the positions the handler wrote and
+differs from the Armature modifier's result.
+
+First frame after opening a file: the bound scenes are saved at the start frame; a fresh process (same
+environment, same Blender user folder, so the same numba cache folder and kernel source paths) enables the add-on,
+opens the file and times the first ``frame_set`` + fetch, which binds again (``runtime.rebind``, timed on its own)
+and evaluates; then the next frame. Medians of three such processes per scene; one more runs first to warm the
+cache and is not reported. "Bind in the session" is the Bind Skin operator in the measuring process, for comparison.
+
+Blender runs in child processes of this one (``python bench/bench_blender.py --child ...``): ``bpy`` must be
+imported with ``BLENDER_USER_RESOURCES`` already set, and the other benchmarks of a run have imported the package
+under another name. The Blender user folder is fixed per checkout (system temp folder), so its numba cache survives
+between runs: the first run ever compiles the kernels (minutes); later runs load them. When ``wheels/`` holds the
+bundled wheels (``make wheels``), Blender installs them into that user folder and the add-on runs on them, as in a
+user's install; otherwise on the environment's numba.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import REPO, table  # noqa: E402
+
+REPO_MODULE = "im_bench"
+"""Module name of the benchmark's extension repository: the add-on is ``bl_ext.im_bench.implicit_muscles``."""
+ADDON = f"bl_ext.{REPO_MODULE}.implicit_muscles"
+
+ARM_FRAMES = range(2, 49)
+"""Timed frames of the arm (frame 1, the simulation start, is set untimed before each pass)."""
+BODY_FRAMES = range(2, 18)
+"""Timed frames of the full body."""
+ROUNDS = 3
+"""Alternating (Armature only, Implicit Skinning) passes per scene."""
+ARM_KEYS = ((1, 0.0, 0.0), (30, 110.0, 1.0), (60, 20.0, 0.0))
+"""Arm animation: (frame, elbow flexion [deg], biceps activation); the brachialis follows at 0.8x."""
+BODY_KEY_FRAMES = 24
+"""The body's swing is keyed on frames 1..24 (one and a half strides at 24 fps)."""
+
+TARGET_SHARE = 0.10
+"""Pose read + write under this share of the frame (both scenes)."""
+TARGET_BODY_MS = 2.0
+"""Pose read + write of the full body under this [ms]."""
+TARGET_FIRST_S = 3.0
+"""First frame after opening a file [s]."""
+FIRST_FRAME_RUNS = 3
+"""Fresh processes timed per scene for the first frame after opening (after one that warms the cache)."""
+CHILD_TIMEOUT = 900
+
+
+# --- parent side -------------------------------------------------------------------------------------------------
+
+def _home() -> Path:
+    """The benchmark's fixed Blender folder for this checkout: ``config`` (BLENDER_USER_RESOURCES, holding the
+    add-on's numba cache) and ``source/implicit_muscles`` (a symlink to the repository: the extension repository)."""
+    digest = hashlib.sha1(str(REPO).encode()).hexdigest()[:12]
+    home = Path(tempfile.gettempdir()) / f"implicit_muscles-bench-blender-{digest}"
+    (home / "config").mkdir(parents=True, exist_ok=True)
+    (home / "source").mkdir(exist_ok=True)
+    link = home / "source" / "implicit_muscles"
+    if not (link.is_symlink() and link.resolve() == REPO):
+        staging = home / "source" / f".implicit_muscles.{os.getpid()}"
+        staging.symlink_to(REPO, target_is_directory=True)
+        os.replace(staging, link)
+    return home
+
+
+def _child(args: list, home: Path) -> dict:
+    env = dict(os.environ)
+    env["BLENDER_USER_RESOURCES"] = str(home / "config")
+    env.pop("NUMBA_CACHE_DIR", None)  # the add-on puts its cache in its user folder (blender/engine.py)
+    with tempfile.NamedTemporaryFile(suffix=".json", dir=home, delete=False) as f:
+        result = Path(f.name)
+    try:
+        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", *args, "--result",
+                               str(result)], env=env, capture_output=True, text=True,
+                              timeout=CHILD_TIMEOUT)
+        if proc.returncode != 0 or result.stat().st_size == 0:
+            raise RuntimeError(f"bench_blender child {args[0]} failed ({proc.returncode}):\n"
+                               f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+        return json.loads(result.read_text())
+    finally:
+        result.unlink(missing_ok=True)
+
+
+def _median_runs(runs: list) -> dict:
+    """Per key, the median over runs of a child's numbers; ``runs`` keeps every run."""
+    out = {k: statistics.median(r[k] for r in runs) for k, v in runs[0].items() if isinstance(v, (int, float))}
+    out["runs"] = runs
+    return out
+
+
+def _ms(x):
+    return f"{x:.2f}"
+
+
+def run() -> dict:
+    home = _home()
+    files = Path(tempfile.mkdtemp(prefix="files-", dir=home))
+    try:
+        t0 = time.perf_counter()
+        measured = _child(["measure", str(files)], home)
+        t1 = time.perf_counter()
+        _child(["first-frame", str(files / "arm.blend")], home)  # warms the cache; not reported
+        first = {name: _median_runs([_child(["first-frame", str(files / f"{name}.blend")], home)
+                                     for _ in range(FIRST_FRAME_RUNS)])
+                 for name in ("arm", "full body")}
+        t2 = time.perf_counter()
+    finally:
+        shutil.rmtree(files, ignore_errors=True)
+
+    rows, where, first_rows, meets = [], [], [], True
+    for name, m in measured["scenes"].items():
+        a, b = m["armature"], m["handler"]
+        pose_write = b["pose_read"] + b["write"]
+        share = pose_write / b["frame"]
+        ok = share < TARGET_SHARE and (name != "full body" or pose_write < TARGET_BODY_MS)
+        f = first[name]
+        ok_first = f["first_frame_s"] < TARGET_FIRST_S
+        meets = meets and ok and ok_first
+        rows.append([name, f"{m['vertices']} / {m['bones']} / {m['muscles']}", _ms(a["frame"]), _ms(b["frame"]),
+                     f"{b['frame'] / a['frame']:.0f}x", _ms(b["core"]), _ms(b["overhead"]),
+                     f"{100 * b['overhead'] / b['frame']:.1f} %", _ms(pose_write), f"{100 * share:.2f} %",
+                     "met" if ok else "NOT met"])
+        where.append([name, _ms(a["blender"]), _ms(b["blender"]), _ms(b["core"]), _ms(b["pose_read"]),
+                      _ms(b["write"]), _ms(b["glue"]), _ms(a["fetch"]), _ms(b["fetch"])])
+        first_rows.append([name, f"{f['enable_s']:.2f}", f"{f['open_s']:.2f}", f"{f['first_frame_s']:.2f}",
+                           f"{f['rebind_s']:.2f}", f"{f['first_evaluate_s']:.2f}", _ms(f["next_frame_ms"]),
+                           f"{m['bind_s']:.2f}", "met" if ok_first else "NOT met"])
+    frame_table = table(rows, [
+        "scene", "vertices / bones / muscles", "Armature only ms", "Implicit Skinning ms", "IS / Armature",
+        "core ms", "handler overhead ms (handlers - core)", "overhead / frame", "pose read + write ms",
+        "pose read + write / frame", f"target (< {TARGET_SHARE:.0%}; body < {TARGET_BODY_MS:.0f} ms)"])
+    where_table = table(where, [
+        "scene", "Blender in frame_set ms (Armature only)", "Blender in frame_set ms (IS)", "core ms",
+        "pose read ms", "write ms", "rest of the handler ms", "fetch ms (Armature only)", "fetch ms (IS)"])
+    first_table = table(first_rows, [
+        "scene", "import bpy + enable add-on s", "open file s", "first frame s", "of which rebind s",
+        "of which evaluate s", "next frame ms", "bind in the session s", f"target (< {TARGET_FIRST_S:.0f} s)"])
+    numba_from = ("the bundled wheel, installed by Blender into the user folder"
+                  if "extensions" in measured["numba_path"] else "the environment's")
+    note = (f"Medians over {ROUNDS} alternating passes of frames {ARM_FRAMES.start}-{ARM_FRAMES.stop - 1} (arm) and "
+            f"{BODY_FRAMES.start}-{BODY_FRAMES.stop - 1} (full body); a frame is frame_set + fetch of the evaluated "
+            f"mesh. Blender in frame_set = frame_set minus the add-on's handlers (the depsgraph evaluation). "
+            f"First frame: median of {FIRST_FRAME_RUNS} fresh processes. Blender {measured['blender']}, numba "
+            f"{measured['numba']} ({numba_from}), {measured['numba_threads']} threads. Measured in {t1 - t0:.0f} s, "
+            f"first frames in {t2 - t1:.0f} s.")
+    return {
+        "name": "blender",
+        "title": "End-to-end per frame in Blender: frame_set with the handler vs the Armature modifier alone",
+        "scenes": measured["scenes"],
+        "first_frame": first,
+        "medians": {name: {"armature_ms": m["armature"], "handler_ms": m["handler"]}
+                    for name, m in measured["scenes"].items()},
+        "ratios": {name: {"frame_is_over_armature": m["handler"]["frame"] / m["armature"]["frame"],
+                          "pose_read_write_share": (m["handler"]["pose_read"] + m["handler"]["write"])
+                          / m["handler"]["frame"],
+                          "overhead_share": m["handler"]["overhead"] / m["handler"]["frame"]}
+                   for name, m in measured["scenes"].items()},
+        "targets": {"pose_read_write_share": TARGET_SHARE, "body_pose_read_write_ms": TARGET_BODY_MS,
+                    "first_frame_s": TARGET_FIRST_S},
+        "meets_target": bool(meets),
+        "table": f"{frame_table}\n\nWhere the Implicit Skinning frame goes:\n\n{where_table}\n\n"
+                 f"First frame after opening the saved file (fresh process, kernels cached):\n\n{first_table}\n\n"
+                 f"{note}",
+    }
+
+
+# --- child side: Blender ---------------------------------------------------------------------------------------
+
+class _Timer:
+    """Accumulated wall time and call count per wrapped function, reset per frame."""
+
+    def __init__(self):
+        self.seconds = defaultdict(float)
+        self.calls = defaultdict(int)
+
+    def reset(self):
+        self.seconds.clear()
+        self.calls.clear()
+
+    def wrap(self, fn, key):
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[key] += time.perf_counter() - t0
+                self.calls[key] += 1
+        timed.__name__ = getattr(fn, "__name__", key)
+        timed.__wrapped__ = fn
+        return timed
+
+    def wrap_attribute(self, module, name, key=None):
+        setattr(module, name, self.wrap(getattr(module, name), key or name))
+
+    def wrap_handlers(self, bpy, prefix):
+        """Wrap the add-on's frame_change_post and depsgraph_update_post handlers (kept persistent)."""
+        for kind in ("frame_change_post", "depsgraph_update_post"):
+            handlers = getattr(bpy.app.handlers, kind)
+            for k, fn in enumerate(handlers):
+                if getattr(fn, "__module__", "").startswith(prefix) and not hasattr(fn, "__wrapped__"):
+                    handlers[k] = bpy.app.handlers.persistent(self.wrap(fn, f"handler:{kind}"))
+
+
+def _blender():
+    """``bpy`` with the add-on enabled from this source tree (a user extension repository ``im_bench``)."""
+    import bpy  # first: it puts Blender's script modules (addon_utils) on the path
+    import addon_utils
+
+    home = Path(os.environ["BLENDER_USER_RESOURCES"]).parent
+    repos = bpy.context.preferences.extensions.repos
+    if not any(r.module == REPO_MODULE for r in repos):
+        repos.new(name="Implicit Muscles bench", module=REPO_MODULE, custom_directory=str(home / "source"),
+                  source='USER')
+    errors = []
+    module = addon_utils.enable(ADDON, default_set=True, handle_error=errors.append)
+    if module is None or errors:
+        raise RuntimeError(f"Blender could not enable {ADDON}: {errors!r}")
+    return bpy
+
+
+def _addon(sub):
+    import importlib
+    return importlib.import_module(f"{ADDON}.{sub}")
+
+
+def _fetch(bpy, obj, buf):
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    obj.evaluated_get(depsgraph).data.vertices.foreach_get("co", buf)
+
+
+def _arm_scene(bpy, scenes, blender_rig):
+    rig = scenes.arm_rig()
+    armature, skin = blender_rig.build_rig(rig, "Rig", "Arm")
+    names = list(rig.names)
+    muscles, skin_bones = scenes.arm_muscles()
+    for muscle, sb in zip(muscles, skin_bones):
+        o, i = scenes.ARM_ATTACHMENTS[muscle.name]
+        result = bpy.ops.implicit_muscles.add_muscle(origin_bone=names[o], insertion_bone=names[i],
+                                                     skin_bone=names[sb], name=muscle.name,
+                                                     preset=muscle.name)  # the four are preset names
+        if result != {'FINISHED'}:
+            raise RuntimeError(f"add_muscle {muscle.name}: {result}")
+        item = armature.implicit_muscles.muscles[-1]
+        blender_rig.set_muscle(item, armature, muscle, names[o], names[i], names[sb])
+    items = armature.implicit_muscles.muscles
+    elbow = armature.pose.bones["elbow"]
+    elbow.rotation_mode = 'QUATERNION'
+    for frame, degrees, act in ARM_KEYS:
+        elbow.rotation_quaternion = blender_rig.bone_rotation(armature, "elbow", (0.0, -1.0, 0.0),
+                                                              math.radians(degrees))
+        elbow.keyframe_insert("rotation_quaternion", frame=frame)
+        for k, share in ((0, 1.0), (2, 0.8)):
+            items[k].activation = share * act
+            armature.keyframe_insert(f"implicit_muscles.muscles[{k}].activation", frame=frame)
+    return armature, skin, len(muscles)
+
+
+def _body_scene(bpy, scenes, blender_rig):
+    import numpy as np
+
+    rig = scenes.body_rig()
+    armature, skin = blender_rig.build_rig(rig, "Rig", "Body")
+    muscles, groups, owner = scenes.body_muscles()
+    blender_rig.add_muscles(armature, muscles, owner, owner, owner, groups)
+    names = list(rig.names)
+    swing = [n for n in names if n.startswith(("thigh", "upper_arm"))]
+    bent = [n for n in names if n.startswith(("shin", "forearm"))]
+    for n in swing + bent:
+        armature.pose.bones[n].rotation_mode = 'QUATERNION'
+    for n in bent:
+        pb = armature.pose.bones[n]
+        pb.rotation_quaternion = blender_rig.bone_rotation(armature, n, (1.0, 0.0, 0.0), 0.8)
+        pb.keyframe_insert("rotation_quaternion", frame=1)
+    for frame in range(1, BODY_KEY_FRAMES + 1):
+        t = (frame - 1) / 24.0
+        for n in swing:
+            sign = 1.0 if n.endswith(".L") else -1.0
+            pb = armature.pose.bones[n]
+            pb.rotation_quaternion = blender_rig.bone_rotation(armature, n, (1.0, 0.0, 0.0),
+                                                               sign * 0.6 * np.sin(2 * np.pi * 1.5 * t))
+            pb.keyframe_insert("rotation_quaternion", frame=frame)
+    return armature, skin, len(muscles)
+
+
+def _pass(bpy, scene, skin, frames, timer, bound, buf, rows, last):
+    scene.frame_set(frames[0] - 1)  # the simulation start (or the frame before): untimed
+    for f in frames:
+        timer.reset()
+        t0 = time.perf_counter()
+        scene.frame_set(f)
+        t1 = time.perf_counter()
+        handlers_frame_set = sum(v for k, v in timer.seconds.items() if k.startswith("handler:"))
+        _fetch(bpy, skin, buf)
+        t2 = time.perf_counter()
+        s = timer.seconds
+        row = {"frame_set": t1 - t0, "fetch": t2 - t1, "frame": t2 - t0,
+               "handlers": sum(v for k, v in s.items() if k.startswith("handler:")),
+               "handlers_frame_set": handlers_frame_set,
+               "evaluate": s["evaluate_mesh"], "evaluate_calls": timer.calls["evaluate_mesh"],
+               "pose_read": s["bone_transforms"] + s["muscle_values"], "write": s["_write"]}
+        row["blender"] = row["frame_set"] - handlers_frame_set
+        if bound is not None:
+            row["core"] = bound.character.timings.get("total", 0.0)
+            row["overhead"] = row["handlers"] - row["core"]
+            row["glue"] = row["overhead"] - row["pose_read"] - row["write"]
+        rows.append(row)
+    last[:] = buf
+
+
+def _median(rows):
+    keys = rows[0].keys()
+    out = {k: statistics.median(r[k] for r in rows) for k in keys}
+    return {k: (v if k.endswith("_calls") else 1e3 * v) for k, v in out.items()}
+
+
+def _measure_scene(bpy, name, build, frames, timer, files):
+    import numpy as np
+
+    runtime = _addon("blender.runtime")
+    scenes = _addon("core.scenes")
+    sys.path.insert(0, str(REPO / "demo"))
+    import blender_rig
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    runtime.clear()
+    scene = bpy.context.scene
+    scene.render.fps, scene.render.fps_base = 24, 1.0
+    t0 = time.perf_counter()
+    armature, skin, muscle_count = build(bpy, scenes, blender_rig)
+    build_s = time.perf_counter() - t0
+    scene.frame_start, scene.frame_end = 1, frames[-1] + 1
+    V = len(skin.data.vertices)
+    buf = np.empty(3 * V, dtype=np.float32)
+    plain, ours = np.empty_like(buf), np.empty_like(buf)
+    _pass(bpy, scene, skin, frames[:3], timer, None, buf, [], plain)  # warm-up, Armature only
+    scene.frame_set(1)
+    bpy.context.view_layer.objects.active = skin
+    t0 = time.perf_counter()
+    result = bpy.ops.implicit_muscles.bind_skin()
+    bind_s = time.perf_counter() - t0
+    if result != {'FINISHED'}:
+        raise RuntimeError(f"bind_skin on {skin.name}: {result}")
+    bound = runtime.bound(skin)
+    _pass(bpy, scene, skin, frames[:3], timer, bound, buf, [], ours)  # warm-up (kernels already compiled by bind)
+    arm_rows, is_rows = [], []
+    for _ in range(ROUNDS):
+        skin.implicit_skin.enabled = False
+        _pass(bpy, scene, skin, frames, timer, None, buf, arm_rows, plain)
+        skin.implicit_skin.enabled = True
+        _pass(bpy, scene, skin, frames, timer, bound, buf, is_rows, ours)
+    last_local = getattr(bound, "last_local", None)  # the working tree's Bound keeps the last written positions
+    written = None if last_local is None else np.array(last_local, dtype=np.float32).ravel()
+    scene.frame_set(1)
+    bpy.ops.wm.save_as_mainfile(filepath=str(Path(files) / f"{name}.blend"), copy=True)
+    return {
+        "vertices": V, "muscles": muscle_count, "bones": len(armature.data.bones), "build_s": build_s,
+        "bind_s": bind_s, "frames": [frames[0], frames[-1]], "rounds": ROUNDS,
+        "armature": _median(arm_rows), "handler": _median(is_rows),
+        # sanity: the fetched mesh is Implicit Skinning's result, not the Armature modifier's
+        "last_frame_is_vs_armature_max_mm": float(1e3 * np.abs(ours - plain).max()),
+        "last_frame_fetched_vs_written_max_mm": (float(1e3 * np.abs(ours - written).max())
+                                                 if written is not None and written.size == ours.size else None),
+    }
+
+
+def _child_measure(files) -> dict:
+    bpy = _blender()
+    import numba
+
+    evaluate = _addon("blender.evaluate")
+    timer = _Timer()
+    for fn in ("bone_transforms", "muscle_values", "_write", "evaluate_mesh"):
+        timer.wrap_attribute(evaluate, fn)
+    timer.wrap_handlers(bpy, ADDON)
+    scenes = {"arm": _measure_scene(bpy, "arm", _arm_scene, ARM_FRAMES, timer, files),
+              "full body": _measure_scene(bpy, "full body", _body_scene, BODY_FRAMES, timer, files)}
+    engine = _addon("blender.engine").status
+    return {"scenes": scenes, "blender": bpy.app.version_string, "numba_threads": numba.get_num_threads(),
+            "numba": engine.numba_version, "numba_path": engine.numba_path, "numba_cache": engine.cache_dir}
+
+
+def _child_first_frame(path) -> dict:
+    import numpy as np
+
+    t0 = time.perf_counter()
+    bpy = _blender()
+    enable_s = time.perf_counter() - t0
+    runtime = _addon("blender.runtime")
+    evaluate = _addon("blender.evaluate")
+    timer = _Timer()
+    timer.wrap_attribute(runtime, "rebind")
+    timer.wrap_attribute(evaluate, "evaluate_mesh")
+    t0 = time.perf_counter()
+    bpy.ops.wm.open_mainfile(filepath=path)
+    open_s = time.perf_counter() - t0
+    rebind_during_open = timer.seconds["rebind"]
+    scene = bpy.context.scene
+    skin = next(o for o in scene.objects if o.type == 'MESH' and o.implicit_skin.bound)
+    buf = np.empty(3 * len(skin.data.vertices), dtype=np.float32)
+    timer.reset()
+    t0 = time.perf_counter()
+    scene.frame_set(scene.frame_current)
+    _fetch(bpy, skin, buf)
+    first_s = time.perf_counter() - t0
+    rebind_s, evaluate_s = timer.seconds["rebind"], timer.seconds["evaluate_mesh"]
+    if runtime.bound(skin) is None:
+        raise RuntimeError(f"{skin.name} was not bound again by the first frame")
+    t0 = time.perf_counter()
+    scene.frame_set(scene.frame_current + 1)
+    _fetch(bpy, skin, buf)
+    next_ms = 1e3 * (time.perf_counter() - t0)
+    return {"enable_s": enable_s, "open_s": open_s, "rebind_during_open_s": rebind_during_open,
+            "first_frame_s": first_s, "rebind_s": rebind_s, "first_evaluate_s": evaluate_s,
+            "next_frame_ms": next_ms, "vertices": len(skin.data.vertices)}
+
+
+def _child_main(argv) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--child", nargs=2, required=True, metavar=("MODE", "PATH"))
+    parser.add_argument("--result", required=True)
+    args = parser.parse_args(argv)
+    mode, path = args.child
+    if mode == "measure":
+        out = _child_measure(path)
+    elif mode == "first-frame":
+        out = _child_first_frame(path)
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+    Path(args.result).write_text(json.dumps(out, indent=2))
+    sys.stdout.flush()
+    os._exit(0)  # skip Blender's exit handlers (and any save of user preferences)
+
+
+if __name__ == "__main__":
+    if "--child" in sys.argv:
+        raise SystemExit(_child_main(sys.argv[1:]))
+    from _common import write_json
+    res = run()
+    print(res["table"])
+    write_json(res["name"], res)
