@@ -117,15 +117,17 @@ def bone_transforms(armature_eval, rest_inverse) -> np.ndarray:
 
 
 def muscle_values(armature_eval, source) -> tuple:
-    """Activation, stiffness, width scale ``(fibres,)`` of the evaluated muscles, per core fibre."""
+    """Activation, stiffness, width scale and eccentricity ``(fibres,)`` of the evaluated muscles, per core fibre;
+    the eccentricity is the animated rest and active flatness mixed by the activation (paper §5.2)."""
     muscles = armature_eval.implicit_muscles.muscles
     n = len(muscles)
     out = []
-    for name in ("activation", "stiffness", "width_scale"):
+    for name in ("activation", "stiffness", "width_scale", "eccentricity_rest", "eccentricity_active"):
         buf = np.empty(n, dtype=np.float32)
         muscles.foreach_get(name, buf)
         out.append(buf.astype(np.float64)[source])
-    return tuple(out)
+    act, stiff, scale, e0, e1 = out
+    return act, stiff, scale, (1.0 - act) * e0 + act * e1
 
 
 def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
@@ -153,9 +155,10 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
     t1 = time.perf_counter()
     arm_eval = armature.evaluated_get(depsgraph)
     B = bone_transforms(arm_eval, bound.rest_inverse)
-    act, stiff, scale = muscle_values(arm_eval, bound.source)
+    act, stiff, scale, ecc = muscle_values(arm_eval, bound.source)
     t2 = time.perf_counter()
-    positions = ch.frame(B, activation=act, stiffness=stiff, width_scale=scale, dt=1.0 / _fps(scene), frame=frame)
+    positions = ch.frame(B, activation=act, stiffness=stiff, width_scale=scale, dt=1.0 / _fps(scene), frame=frame,
+                         eccentricity=ecc)
     t3 = time.perf_counter()
     if preview:
         bound.invalidate(frame)
@@ -193,8 +196,8 @@ def _simulate_to(bound, scene, armature, frame, start):
             scene.frame_set(f)
             arm_eval = armature.evaluated_get(bpy.context.evaluated_depsgraph_get())
             B = bone_transforms(arm_eval, bound.rest_inverse)
-            act, stiff, scale = muscle_values(arm_eval, bound.source)
-            ch.step_muscles(B, act, stiff, scale, 1.0 / _fps(scene))
+            act, stiff, scale, ecc = muscle_values(arm_eval, bound.source)
+            ch.step_muscles(B, act, stiff, scale, 1.0 / _fps(scene), eccentricity=ecc)
             bound.store(f, ch.state())
         scene.frame_set(frame)
     finally:

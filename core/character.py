@@ -77,6 +77,8 @@ class MuscledCharacter:
                                     settings=skin, bone_names=rig.names)
         self.deformer = ImplicitSkinDeformer(self.skin, rig.vertices, rig.faces, rig.weights, tracking,
                                              bone_names=rig.names)
+        self._ecc = np.array([[m.shape.eccentricity_rest, m.shape.eccentricity_active] for m in self.muscles])
+        self._activation_default = np.array([m.activation for m in self.muscles], dtype=np.float64)
         self.keep_inside = keep_inside
         self.hull = self.skin.without_muscles()
         self.timings: dict = {}
@@ -106,22 +108,28 @@ class MuscledCharacter:
         """Back to the settled rest state (the simulation start)."""
         self._state.assign(self._rest)
 
-    def muscle_controls(self, B, activation=None, stiffness=None, width_scale=None) -> PBDControl:
-        """This frame's PBD inputs: endpoints and normals moved by their bones, capsules by theirs."""
+    def muscle_controls(self, B, activation=None, stiffness=None, width_scale=None,
+                        eccentricity=None) -> PBDControl:
+        """This frame's PBD inputs: endpoints and normals moved by their bones, capsules by theirs; the
+        cross-sections' eccentricity ``e = (1-a) e0 + a e1`` (paper §5.2) from the activation unless given."""
+        if eccentricity is None:
+            a = self._activation_default if activation is None else np.asarray(activation, dtype=np.float64)
+            eccentricity = (1.0 - a) * self._ecc[:, 0] + a * self._ecc[:, 1]
         o = np.einsum("mij,mj->mi", B[self.origin_bones, :3, :], self.origin_rest)
         i = np.einsum("mij,mj->mi", B[self.insertion_bones, :3, :], self.insertion_rest)
         n0 = np.einsum("mij,mj->mi", B[self.origin_bones, :3, :3], self.normals_rest[:, 0])
         n1 = np.einsum("mij,mj->mi", B[self.insertion_bones, :3, :3], self.normals_rest[:, 1])
         caps = np.einsum("bij,bkj->bki", B[:, :3, :3], self.capsules_rest) + B[:, None, :3, 3]
         return PBDControl(endpoints=np.stack([o, i], axis=1), normals=np.stack([n0, n1], axis=1),
-                          activation=activation, stiffness=stiffness, width_scale=width_scale, capsules=caps)
+                          activation=activation, stiffness=stiffness, width_scale=width_scale, capsules=caps,
+                          eccentricity=eccentricity)
 
     def step_muscles(self, bone_transforms, activation=None, stiffness=None, width_scale=None,
-                     dt: float = 1.0 / 24.0) -> None:
+                     dt: float = 1.0 / 24.0, eccentricity=None) -> None:
         """One frame of the muscles' PBD only (what :meth:`frame` does before the skin): for a host that
         simulates the frames it does not show (a jump forward in the timeline)."""
         B = np.asarray(bone_transforms, dtype=np.float64)
-        control = self.muscle_controls(B, activation, stiffness, width_scale)
+        control = self.muscle_controls(B, activation, stiffness, width_scale, eccentricity)
         if self.keep_inside is not None:
             self.hull.update(B)
             control.skin_field = self.hull.evaluate
@@ -130,11 +138,11 @@ class MuscledCharacter:
         self._state, self._next = self._next, self._state
 
     def frame(self, bone_transforms, activation=None, stiffness=None, width_scale=None, dt: float = 1.0 / 24.0,
-              out=None, frame=None) -> np.ndarray:
+              out=None, frame=None, eccentricity=None) -> np.ndarray:
         """Vertex positions ``(V, 3)`` [m] for this frame (module docstring); ``dt`` [s] since the last frame."""
         B = np.asarray(bone_transforms, dtype=np.float64)
         t0 = time.perf_counter()
-        self.step_muscles(B, activation, stiffness, width_scale, dt)
+        self.step_muscles(B, activation, stiffness, width_scale, dt, eccentricity)
         t1 = time.perf_counter()
         x = self.deformer.deform(B, self.solver.batch, out=out, frame=frame)
         self.timings = {"pbd": t1 - t0, **self.deformer.timings}

@@ -6,6 +6,7 @@ import bpy
 from bpy.types import Panel, UIList
 
 from ..blender import rig, runtime
+from .status import wrapped
 
 
 def _armature(context):
@@ -129,12 +130,12 @@ def draw_skin(layout, context, mesh_obj):
     if stale:
         col = layout.column(align=True)
         col.alert = True
-        _wrapped(col, stale, 'ERROR')
+        wrapped(col, stale, 'ERROR')
         col.operator("implicit_muscles.bind_skin", text="Bind Again", icon='FILE_REFRESH')
     elif bound is not None and bound.last_error:
         col = layout.column(align=True)
         col.alert = True
-        _wrapped(col, f"Plain Armature result shown: {bound.last_error}", 'ERROR')
+        wrapped(col, f"Plain Armature result shown: {bound.last_error}", 'ERROR')
     else:
         layout.label(text="Bound", icon='CHECKMARK')
     layout.operator("implicit_muscles.reset_simulation", icon='FILE_REFRESH')
@@ -165,12 +166,6 @@ def draw_timings(layout, timings):
     if timings.get("simulate gap", 0.0) > 0.001:
         grid.label(text="Gap simulated")
         grid.label(text=f"{1000 * timings['simulate gap']:.0f} ms")
-
-
-def _wrapped(layout, text, icon, width=40):
-    import textwrap
-    for i, line in enumerate(textwrap.wrap(text, width)):
-        layout.label(text=line, icon=icon if i == 0 else 'BLANK1')
 
 
 class IMPLICIT_MUSCLES_PT_muscles_view3d(Panel):

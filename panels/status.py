@@ -10,7 +10,8 @@ LINE_WIDTH = 40
 """Characters per label line when wrapping long messages (labels do not wrap by themselves)."""
 
 
-def _wrapped(layout, text, icon):
+def wrapped(layout, text, icon):
+    """Labels for a long message, one per line of at most LINE_WIDTH characters, the icon on the first."""
     for i, line in enumerate(textwrap.wrap(text, LINE_WIDTH)):
         layout.label(text=line, icon=icon if i == 0 else 'BLANK1')
 
@@ -29,17 +30,17 @@ class IMPLICIT_MUSCLES_PT_status(Panel):
         if status.error:
             col = layout.column(align=True)
             col.alert = True
-            _wrapped(col, status.error, 'ERROR')
+            wrapped(col, status.error, 'ERROR')
             return
         layout.label(text=f"numba {status.numba_version}", icon='CHECKMARK')
         if status.warning:
             col = layout.column(align=True)
             col.alert = True
-            _wrapped(col, status.warning, 'ERROR')
+            wrapped(col, status.warning, 'ERROR')
         if status.kernels_message:
             col = layout.column(align=True)
             col.alert = not status.kernels_compiled
-            _wrapped(col, status.kernels_message, 'CHECKMARK' if status.kernels_compiled else 'ERROR')
+            wrapped(col, status.kernels_message, 'CHECKMARK' if status.kernels_compiled else 'ERROR')
         else:
             layout.label(text="Kernels not compiled yet", icon='INFO')
         layout.operator("implicit_muscles.compile_kernels", icon='FILE_REFRESH')

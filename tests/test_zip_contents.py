@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHIPPED_DIRS = ("core", "kernels", "operators", "panels", "blender", "presets")
+SHIPPED_DIRS = ("core", "kernels", "operators", "panels", "blender", "presets", "farm")
 """Source folders that ship inside the extension."""
 NOT_SHIPPED = ("tests/", "bench/", "demo/", "tools/", "out/", "dist/", "build/", ".venv/", ".ci/", ".git/", "Makefile")
 REQUIRED_DISTRIBUTIONS = ("numba", "llvmlite")

@@ -205,6 +205,35 @@ def test_arm_scenes_run_without_nan(character):
     assert set(character.timings) == {"pbd", "pose", "field", "tracking", "total"}
 
 
+def test_a_flat_active_biceps_changes_the_skin_where_a_round_one_does_not(character):
+    """Paper §5.2: the cross-section's eccentricity follows the activation, ``e = (1-a) e0 + a e1``, every frame
+    (a flattening biceps widens sideways and thins upwards under the same skin)."""
+    from implicit_muscles.core.character import MuscledCharacter
+    from implicit_muscles.core.muscle import MuscleShape
+
+    muscles, skin_bones = scenes.arm_muscles()
+    muscles[0].shape = MuscleShape(3, 3, 4, 7, 0.0, 0.8).validated()
+    origin = [scenes.ARM_ATTACHMENTS[m.name][0] for m in muscles]
+    insertion = [scenes.ARM_ATTACHMENTS[m.name][1] for m in muscles]
+    flat = MuscledCharacter(scenes.arm_rig(), muscles, origin, insertion, skin_bones)
+    B = scenes.arm_pose(60.0)
+    for a, e in ((0.0, 0.0), (0.5, 0.4), (1.0, 0.8)):
+        control = flat.muscle_controls(B, activation=[a, 0.0, 0.0, 0.0])
+        np.testing.assert_allclose(control.eccentricity, [e, 0.0, 0.0, 0.0], atol=1e-15)
+    np.testing.assert_allclose(flat.muscle_controls(B, activation=[1.0, 0, 0, 0], eccentricity=[0.3, 0, 0, 0])
+                               .eccentricity, [0.3, 0, 0, 0])
+    out = {}
+    for name, ch in (("round", character), ("flat", flat)):
+        ch.reset()
+        for _ in range(30):
+            x = ch.frame(B, activation=[1.0, 0.0, 0.0, 0.0], stiffness=[0.7] * 4)
+        out[name] = x.copy()
+    moved = np.linalg.norm(out["flat"] - out["round"], axis=1)
+    print(f"flat vs round active biceps: skin moves up to {1000 * moved.max():.2f} mm")
+    assert moved.max() > 5e-4
+    assert moved[character.rig.vertices[:, 0] > 0.6].max() < 1e-9  # the hand does not care
+
+
 def test_a_bind_from_the_stored_rest_hint_plays_bit_for_bit_the_same(character):
     """A host that binds again from ``rest_hint()`` (a reopened file, a farm process) gets the very same frames:
     the tracking's stop rules are not continuous, so even nanometres of difference at rest could grow."""
