@@ -20,7 +20,9 @@ If a frame fails (a scaled or NaN pose, a non-finite result, a bone renamed sinc
 Armature result for that frame, with one warning printed per problem, never a stream of tracebacks; the next frame
 that evaluates switches Implicit Skinning back on.
 
-A baked mesh (``blender/bake.py``) plays its Mesh Cache modifier instead and is skipped here.
+A baked mesh (``blender/bake.py``) plays its Mesh Cache modifier instead and is skipped here. A saved file stores
+its live meshes showing the plain Armature result (``on_save_pre``), so without the add-on it plays the Armature
+modifier, never a frozen frame; with the add-on, opening it switches them back on (``on_load_post``).
 
 Edits between frame changes (``on_depsgraph_update``): posing the armature re-evaluates the current frame for
 display (its muscle state is not cached, so the cache keeps describing the animation) and forgets the cached states
@@ -290,8 +292,40 @@ def on_load_pre(*_):
     _warned.clear()
 
 
+@persistent
+def on_load_post(*_):
+    """A file saved with live Implicit Skinning is stored showing the plain Armature modifier (``on_save_pre``):
+    switch its live meshes back on and evaluate the current frame (this binds them)."""
+    scene = bpy.context.scene
+    if scene is None:
+        return
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    for obj in _live_meshes(scene):
+        if obj.implicit_skin.bound:
+            _evaluate_safely(obj, scene, depsgraph)
+
+
+@persistent
+def on_save_pre(*_):
+    """Store live meshes showing the plain Armature result: opened without this add-on (disabled, or on a machine
+    without it) a file then plays its Armature modifier instead of a frozen copy of the last evaluated frame. The
+    settings stay in the file for when the add-on is back. Baked meshes keep their Mesh Cache, which plays anywhere."""
+    for scene in bpy.data.scenes:
+        for obj in _live_meshes(scene):
+            set_active(obj, False)
+
+
+@persistent
+def on_save_post(*_):
+    for scene in bpy.data.scenes:
+        for obj in _live_meshes(scene):
+            if obj.implicit_skin.bound:
+                set_active(obj, True)
+
+
 _HANDLERS = (("frame_change_post", on_frame_change), ("depsgraph_update_post", on_depsgraph_update),
-             ("load_pre", on_load_pre))
+             ("load_pre", on_load_pre), ("load_post", on_load_post), ("save_pre", on_save_pre),
+             ("save_post", on_save_post))
 
 
 def register():

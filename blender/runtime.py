@@ -1,4 +1,5 @@
-"""Bind data of the session, per mesh object (not stored in the .blend: bind is deterministic and is redone).
+"""Bind data of the session, per mesh object. Not stored in the .blend (bind is deterministic and is redone when a
+file is reopened), except the muscles' settled rest (``REST_PROPERTY``), which makes that rebind fast.
 
 ``bind(mesh_obj, armature)`` builds a ``core.character.MuscledCharacter`` from the scene (``blender/reader.py``)
 with the mesh's settings; ``bound(mesh_obj)`` returns it or None; ``unbind`` forgets it. The signature records
@@ -85,8 +86,9 @@ def key_snapshot(armature) -> dict:
     by frame, and the interpolation (other modes than constant, linear and Bezier count as one)."""
     from . import animation
     out = {}
+    drivers = {d.as_pointer() for d in armature.animation_data.drivers} if armature.animation_data else set()
     for fc in animation.fcurves(armature):
-        if fc in list(armature.animation_data.drivers):
+        if fc.as_pointer() in drivers:
             continue
         points = fc.keyframe_points
         cols = []

@@ -113,3 +113,36 @@ def test_a_failing_frame_falls_back_to_the_armature_result(bpy, capfd):
     rig.pose.bones["elbow"].scale = (1.0, 1.0, 1.0)
     scene.frame_set(20)
     assert np.abs(_evaluated(bpy, mesh) - good).max() < SAME_TOL
+
+
+def test_a_file_opened_without_the_add_on_plays_the_armature_modifier(bpy, tmp_path):
+    """Saved while live, opened with the extension disabled: the plain Armature result (not a frozen frame), no
+    error, the settings kept; enabled again, the same file plays Implicit Skinning as before saving."""
+    import blender_session
+
+    rig, mesh = _animated_arm(bpy)
+    scene = bpy.context.scene
+    scene.frame_set(30)
+    plain = _evaluated(bpy, mesh)
+    scene.frame_set(1)
+    _bind(bpy, mesh)
+    for f in range(1, 31):
+        scene.frame_set(f)
+    ours = _evaluated(bpy, mesh)
+    path = str(tmp_path / "arm.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    assert np.abs(_evaluated(bpy, mesh) - ours).max() < SAME_TOL  # still live in this session after saving
+    blender_session.disable()
+    try:
+        bpy.ops.wm.open_mainfile(filepath=path)
+        mesh = bpy.data.objects["Arm"]
+        assert bpy.context.scene.frame_current == 30
+        assert np.abs(_evaluated(bpy, mesh) - plain).max() < 1e-6
+        path = str(tmp_path / "saved_without.blend")
+        bpy.ops.wm.save_as_mainfile(filepath=path)
+    finally:
+        blender_session.enable()
+    bpy.ops.wm.open_mainfile(filepath=path)  # the settings came through a save without the add-on
+    mesh = bpy.data.objects["Arm"]
+    assert mesh.implicit_skin.bound and mesh.implicit_skin.enabled
+    assert np.abs(_evaluated(bpy, mesh) - ours).max() < SAME_TOL
