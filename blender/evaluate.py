@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import sys
 import time
+import traceback
 
 import bpy
 import numpy as np
@@ -143,6 +144,9 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
     if bound is None or not skin.enabled or skin.baked:
         return False
     armature = skin.armature
+    if armature is None or armature.type != 'ARMATURE':
+        raise ValueError(f"{mesh_obj.name}'s armature is gone (deleted or unlinked): pick one in its Implicit "
+                         f"Skinning panel and bind again, or turn Implicit Skinning off.")
     frame = scene.frame_current
     start = armature.implicit_muscles.start_frame
     ch = bound.character
@@ -229,7 +233,7 @@ def _evaluate_safely(obj, scene, depsgraph, preview=False) -> None:
         if runtime.bound(obj) is None and obj.implicit_skin.bound:
             runtime.rebind(obj)  # a reopened file: bind is deterministic, the settings are in the file
         evaluate_mesh(obj, scene, depsgraph, preview=preview)
-    except (ValueError, RuntimeError) as ex:
+    except Exception as ex:  # noqa: BLE001 - a frame handler must never raise: one warning, then the fallback
         set_active(obj, False)  # this frame shows the plain Armature result
         bound = runtime.bound(obj)
         if bound is not None:
@@ -239,6 +243,8 @@ def _evaluate_safely(obj, scene, depsgraph, preview=False) -> None:
             _warned.add(key)
             print(f"Implicit Muscles: {obj.name} shows its plain Armature result this frame: {ex}",
                   file=sys.stderr)
+            if not isinstance(ex, (ValueError, RuntimeError)):  # a bug of ours: keep its traceback, once
+                traceback.print_exc()
 
 
 def _live_meshes(scene):

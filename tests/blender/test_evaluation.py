@@ -146,3 +146,19 @@ def test_a_file_opened_without_the_add_on_plays_the_armature_modifier(bpy, tmp_p
     mesh = bpy.data.objects["Arm"]
     assert mesh.implicit_skin.bound and mesh.implicit_skin.enabled
     assert np.abs(_evaluated(bpy, mesh) - ours).max() < SAME_TOL
+
+
+def test_deleting_the_armature_while_bound_gives_one_warning_and_the_plain_result(bpy, capfd):
+    rig, mesh = _animated_arm(bpy)
+    _bind(bpy, mesh)
+    scene = bpy.context.scene
+    for f in range(1, 6):
+        scene.frame_set(f)
+    rest = np.array([v.co[:] for v in mesh.data.vertices])
+    bpy.data.objects.remove(rig)
+    for f in range(6, 12):
+        scene.frame_set(f)
+    err = capfd.readouterr().err
+    assert err.count("armature is gone") == 1 and "Traceback" not in err
+    assert np.abs(_evaluated(bpy, mesh) - rest).max() < 1e-6  # an Armature modifier without armature: the rest
+    assert mesh.modifiers["Armature"].show_viewport and not mesh.modifiers["Implicit Skinning"].show_viewport
