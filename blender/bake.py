@@ -122,7 +122,7 @@ PART = re.compile(r"^(?P<stem>.+)\.(?P<first>\d{6})-(?P<last>\d{6})\.pc2$")
 
 def merge(scene, frame_start: int, frame_end: int, meshes=None, keep_parts: bool = False) -> dict:
     """Join each mesh's part files that lie within ``frame_start..frame_end`` into its bake and set the Mesh Cache
-    up (``core.pc2.merge`` checks that they cover the range without gaps); the parts are removed unless
+    up (``core.pc2.merge`` checks, before writing, that they cover exactly the range without gaps); the parts are removed unless
     ``keep_parts``. Returns ``{mesh name: file}``."""
     from ..core import pc2
 
@@ -139,12 +139,10 @@ def merge(scene, frame_start: int, frame_end: int, meshes=None, keep_parts: bool
         if not parts:
             raise ValueError(f"No bake parts of {obj.name} for frames {frame_start}-{frame_end} in "
                              f"//{CACHE_FOLDER}/.")
-        first = pc2.read_header(min(parts, key=lambda p: p.name))["start_frame"]
-        merged = pc2.merge(parts, _absolute(cache_file(obj)))
-        head = pc2.read_header(merged)
-        if first != frame_start or first + head["samples"] - 1 != frame_end:
-            raise ValueError(f"The parts of {obj.name} cover frames {first:g}-{first + head['samples'] - 1:g}, "
-                             f"not {frame_start}-{frame_end}: bake the missing frames first.")
+        try:
+            pc2.merge(parts, _absolute(cache_file(obj)), frame_start, frame_end)
+        except ValueError as ex:
+            raise ValueError(f"{obj.name}: {ex}") from None
         if not keep_parts:
             for p in parts:
                 p.unlink()

@@ -94,11 +94,11 @@ def read(path) -> tuple:
     return head["start_frame"], data.reshape(head["samples"], head["points"], 3)
 
 
-def merge(parts, path) -> Path:
+def merge(parts, path, first=None, last=None) -> Path:
     """Join part files (any order) covering consecutive frame ranges into one file at ``path``.
 
-    The parts must have the same point count and together cover one range without gaps or overlaps; otherwise
-    ``ValueError`` names the problem and nothing is written.
+    The parts must have the same point count and together cover one range without gaps or overlaps, and exactly
+    frames ``first..last`` when these are given; otherwise ``ValueError`` names the problem and nothing is written.
     """
     heads = sorted(((read_header(p), Path(p)) for p in parts), key=lambda hp: hp[0]["start_frame"])
     if not heads:
@@ -114,8 +114,12 @@ def merge(parts, path) -> Path:
             raise ValueError(f"{p.name} starts at frame {head['start_frame']:g} and {what} (expected frame "
                              f"{expected:g}).")
         expected = head["start_frame"] + head["samples"]
-    total = int(expected - heads[0][0]["start_frame"])
-    out = PC2Writer(path, points, int(heads[0][0]["start_frame"]), total)
+    start = heads[0][0]["start_frame"]
+    total = int(expected - start)
+    if (first is not None and start != first) or (last is not None and start + total - 1 != last):
+        raise ValueError(f"The parts cover frames {start:g}-{start + total - 1:g}, not {first}-{last}: bake the "
+                         f"missing frames first.")
+    out = PC2Writer(path, points, int(start), total)
     try:
         for _, p in heads:
             _, frames = read(p)

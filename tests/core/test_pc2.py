@@ -52,6 +52,11 @@ def test_gaps_overlaps_and_foreign_parts_are_refused(tmp_path):
         pc2.merge([a, overlap], tmp_path / "out.pc2")
     with pytest.raises(ValueError, match="different meshes"):
         pc2.merge([a, other], tmp_path / "out.pc2")
+    earlier = _write(tmp_path / "bake.pc2", 1, frames)
+    with pytest.raises(ValueError, match="cover frames 1-4, not 1-10: bake the missing frames first"):
+        pc2.merge([a], earlier, 1, 10)
+    assert pc2.read(earlier)[1].shape == (10, 5, 3)  # an earlier complete bake is not overwritten
+    earlier.unlink()
     with pytest.raises(ValueError, match="no bake parts"):
         pc2.merge([], tmp_path / "out.pc2")
     assert not (tmp_path / "out.pc2").exists()
