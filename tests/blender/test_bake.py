@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import blender_session
-from test_evaluation import SAME_TOL, _animated_arm, _bind, _evaluated
+from blender_scenes import animated_arm, bind, evaluated
+from test_evaluation import SAME_TOL
 
 FRAMES = (1, 12, 30, 40)
 """Frames compared between the live evaluation and the bake."""
@@ -24,9 +25,9 @@ def _module(name):
 
 
 def _saved_bound_arm(bpy, tmp_path):
-    rig, mesh = _animated_arm(bpy)
+    rig, mesh = animated_arm(bpy)
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "arm.blend"))
-    _bind(bpy, mesh)
+    bind(bpy, mesh)
     bpy.ops.wm.save_mainfile()
     return rig, mesh
 
@@ -35,7 +36,7 @@ def _live(bpy, mesh, frames=FRAMES):
     out = {}
     for f in frames:
         bpy.context.scene.frame_set(f)
-        out[f] = _evaluated(bpy, mesh)
+        out[f] = evaluated(bpy, mesh)
     return out
 
 
@@ -53,25 +54,25 @@ def test_bake_plays_the_live_result_and_clearing_gives_it_back(bpy, tmp_path):
     bound = _module("blender.runtime").bound(mesh)
     for f in reversed(FRAMES):  # backwards: a cache does not care
         bpy.context.scene.frame_set(f)
-        assert np.abs(_evaluated(bpy, mesh) - live[f]).max() < SAME_TOL, f
+        assert np.abs(evaluated(bpy, mesh) - live[f]).max() < SAME_TOL, f
     assert bound.last_frame == 40  # the bake ended on frame 40; playing the bake computed nothing
     bpy.ops.wm.save_mainfile()
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "arm.blend"))
     mesh = bpy.data.objects["Arm"]
     bpy.context.scene.frame_set(30)
-    assert np.abs(_evaluated(bpy, mesh) - live[30]).max() < SAME_TOL  # the reopened file plays the bake
+    assert np.abs(evaluated(bpy, mesh) - live[30]).max() < SAME_TOL  # the reopened file plays the bake
     bpy.context.view_layer.objects.active = mesh
     assert bpy.ops.implicit_muscles.clear_bake() == {'FINISHED'}
     assert "Implicit Skinning Cache" not in mesh.modifiers and not mesh.implicit_skin.baked
     assert (tmp_path / "implicit_muscles_cache" / "Arm.pc2").is_file()  # the file is kept
     bpy.context.scene.frame_set(12)
-    assert np.abs(_evaluated(bpy, mesh) - live[12]).max() < SAME_TOL
+    assert np.abs(evaluated(bpy, mesh) - live[12]).max() < SAME_TOL
     assert np.array_equal(rest, np.array([v.co[:] for v in mesh.data.vertices]))
 
 
 def test_baking_an_unsaved_file_says_to_save_it(bpy):
-    rig, mesh = _animated_arm(bpy)
-    _bind(bpy, mesh)
+    rig, mesh = animated_arm(bpy)
+    bind(bpy, mesh)
     with pytest.raises(RuntimeError, match="Save the .blend file first"):
         bpy.ops.implicit_muscles.bake(frame_start=1, frame_end=5)
     assert "Implicit Skinning Cache" not in mesh.modifiers and not mesh.implicit_skin.baked
@@ -108,11 +109,11 @@ def test_two_part_bakes_in_separate_processes_equal_one_bake(bpy, tmp_path):
 def test_editing_a_key_forgets_the_cache_from_the_key_before_it(bpy):
     """Keys at 1, 30, 40 and 60 on the biceps' activation: changing the key at 40 changes the curve after 30 only,
     so frames up to 29 stay cached, later ones are simulated again and equal a simulation from scratch."""
-    rig, mesh = _animated_arm(bpy)
+    rig, mesh = animated_arm(bpy)
     muscle = rig.implicit_muscles.muscles[0]
     muscle.activation = 0.2
     rig.keyframe_insert("implicit_muscles.muscles[0].activation", frame=40)
-    _bind(bpy, mesh)
+    bind(bpy, mesh)
     scene = bpy.context.scene
     for f in range(1, 46):
         scene.frame_set(f)
@@ -120,27 +121,27 @@ def test_editing_a_key_forgets_the_cache_from_the_key_before_it(bpy):
     before = {f: bound.state_for(f) for f in (10, 29)}
     muscle.activation = 1.0  # at frame 45: the preview of the edit forgets frames from 45 on only
     rig.keyframe_insert("implicit_muscles.muscles[0].activation", frame=40)
-    _evaluated(bpy, mesh)  # the depsgraph update notices the edited action
+    evaluated(bpy, mesh)  # the depsgraph update notices the edited action
     assert sorted(bound.cache) == list(range(1, 30)), sorted(bound.cache)
     assert all(bound.state_for(f) is before[f] for f in before)
     for f in range(30, 36):
         scene.frame_set(f)
-    edited = _evaluated(bpy, mesh)
+    edited = evaluated(bpy, mesh)
     bpy.ops.implicit_muscles.reset_simulation()
     scene.frame_set(35)
-    assert np.abs(_evaluated(bpy, mesh) - edited).max() < SAME_TOL
+    assert np.abs(evaluated(bpy, mesh) - edited).max() < SAME_TOL
 
 
 def test_posing_updates_the_skin_and_a_stale_bind_is_reported(bpy):
     """Posing between frame changes shows the new pose at once; changing a muscle's set-up after bind makes the
     panel say the bind is stale and offer to bind again; each frame's stage times are kept for the panel."""
-    rig, mesh = _animated_arm(bpy)
-    _bind(bpy, mesh)
+    rig, mesh = animated_arm(bpy)
+    bind(bpy, mesh)
     scene = bpy.context.scene
     scene.frame_set(10)
-    before = _evaluated(bpy, mesh)
+    before = evaluated(bpy, mesh)
     rig.pose.bones["elbow"].rotation_euler[0] += 0.4  # not keyed
-    posed = _evaluated(bpy, mesh)
+    posed = evaluated(bpy, mesh)
     assert np.abs(posed - before).max() > 0.01
     runtime = _module("blender.runtime")
     timings = runtime.bound(mesh).timings

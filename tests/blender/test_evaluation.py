@@ -1,85 +1,55 @@
 """Per-frame evaluation in Blender (issue 7, first part): the bound arm deforms on frame change, differs from the
 plain Armature result where it should, gives it back exactly when disabled, and a frame's shape does not depend on
 how playback got there (playing, jumping, going back, saving and reopening)."""
-import math
 
 import numpy as np
 
-from blender_scenes import make_arm
+from blender_scenes import animated_arm, bind, evaluated
+
 
 SAME_TOL = 1e-6
 """Same frame reached differently: largest vertex difference [m] (1e-6 of the arm's size is 7e-7 m; positions go
 through float32 attributes, so compare at 1e-6)."""
 
 
-def _animated_arm(bpy):
-    rig, (mesh,) = make_arm(bpy)
-    ops = bpy.ops.implicit_muscles
-    ops.add_muscle(origin_bone="shoulder", insertion_bone="elbow", preset="biceps")
-    ops.add_muscle(origin_bone="shoulder", insertion_bone="elbow", preset="triceps")
-    rig.implicit_muscles.muscles[1].origin_point.z *= -1.0  # triceps behind the bone
-    rig.implicit_muscles.muscles[1].insertion_point.z *= -1.0
-    elbow = rig.pose.bones["elbow"]
-    elbow.rotation_mode = 'XYZ'
-    for frame, angle, act in ((1, 0.0, 0.0), (30, 110.0, 1.0), (60, 20.0, 0.0)):
-        elbow.rotation_euler = (math.radians(angle), 0.0, 0.0)
-        elbow.keyframe_insert("rotation_euler", frame=frame)
-        rig.implicit_muscles.muscles[0].activation = act
-        rig.keyframe_insert('implicit_muscles.muscles[0].activation', frame=frame)
-    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 60
-    bpy.context.scene.frame_set(1)
-    return rig, mesh
-
-
-def _evaluated(bpy, mesh):
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    ev = mesh.evaluated_get(depsgraph)
-    return np.array([v.co[:] for v in ev.data.vertices])
-
-
-def _bind(bpy, mesh):
-    bpy.context.view_layer.objects.active = mesh
-    assert bpy.ops.implicit_muscles.bind_skin() == {'FINISHED'}
-
-
 def test_bound_playback_differs_from_armature_and_disabling_gives_it_back(bpy):
-    rig, mesh = _animated_arm(bpy)
+    rig, mesh = animated_arm(bpy)
     rest = np.array([v.co[:] for v in mesh.data.vertices])
     bpy.context.scene.frame_set(30)
-    plain = _evaluated(bpy, mesh)
+    plain = evaluated(bpy, mesh)
     bpy.context.scene.frame_set(1)
-    _bind(bpy, mesh)
+    bind(bpy, mesh)
     for f in range(1, 31):
         bpy.context.scene.frame_set(f)
-    ours = _evaluated(bpy, mesh)
+    ours = evaluated(bpy, mesh)
     moved = np.linalg.norm(ours - plain, axis=1)
     near_elbow = np.abs(rest[:, 0] - 0.4) < 0.06  # the rig is offset by 0.1 m in x
     assert moved[near_elbow].max() > 0.003
     assert moved[rest[:, 0] > 0.72].max() < 1e-4  # the hand is rigid either way
     mesh.implicit_skin.enabled = False
-    assert np.abs(_evaluated(bpy, mesh) - plain).max() < 1e-6
+    assert np.abs(evaluated(bpy, mesh) - plain).max() < 1e-6
     mesh.implicit_skin.enabled = True
     bpy.context.scene.frame_set(30)
-    assert np.abs(_evaluated(bpy, mesh) - ours).max() < SAME_TOL
+    assert np.abs(evaluated(bpy, mesh) - ours).max() < SAME_TOL
     assert np.array_equal(rest, np.array([v.co[:] for v in mesh.data.vertices]))
     assert bpy.ops.implicit_muscles.unbind_skin() == {'FINISHED'}
-    assert np.abs(_evaluated(bpy, mesh) - plain).max() < 1e-6
+    assert np.abs(evaluated(bpy, mesh) - plain).max() < 1e-6
 
 
 def test_frame_30_is_the_same_however_it_is_reached(bpy, tmp_path):
-    rig, mesh = _animated_arm(bpy)
-    _bind(bpy, mesh)
+    rig, mesh = animated_arm(bpy)
+    bind(bpy, mesh)
     scene = bpy.context.scene
     for f in range(1, 31):
         scene.frame_set(f)
-    played = _evaluated(bpy, mesh)
+    played = evaluated(bpy, mesh)
     bpy.ops.implicit_muscles.reset_simulation()
     scene.frame_set(1)
     scene.frame_set(30)  # jump: the frames between are simulated
-    jumped = _evaluated(bpy, mesh)
+    jumped = evaluated(bpy, mesh)
     scene.frame_set(60)
     scene.frame_set(30)  # back: from the cache
-    back = _evaluated(bpy, mesh)
+    back = evaluated(bpy, mesh)
     assert np.abs(jumped - played).max() < SAME_TOL
     assert np.abs(back - played).max() < SAME_TOL
     path = str(tmp_path / "arm.blend")
@@ -87,24 +57,24 @@ def test_frame_30_is_the_same_however_it_is_reached(bpy, tmp_path):
     bpy.ops.wm.open_mainfile(filepath=path)
     scene = bpy.context.scene
     scene.frame_set(30)  # the file binds again on first use, then simulates 1..29
-    reopened = _evaluated(bpy, bpy.data.objects["Arm"])
+    reopened = evaluated(bpy, bpy.data.objects["Arm"])
     assert np.abs(reopened - played).max() < SAME_TOL
 
 
 def test_a_failing_frame_falls_back_to_the_armature_result(bpy, capfd):
     """A scaled pose bone (Implicit Skinning needs rigid bones) makes the frame fall back to the plain Armature
     result, with one warning; the next good frame is Implicit Skinning again."""
-    rig, mesh = _animated_arm(bpy)
-    _bind(bpy, mesh)
+    rig, mesh = animated_arm(bpy)
+    bind(bpy, mesh)
     scene = bpy.context.scene
     for f in range(1, 21):
         scene.frame_set(f)
-    good = _evaluated(bpy, mesh)
+    good = evaluated(bpy, mesh)
     rig.pose.bones["elbow"].scale = (1.0, 0.6, 1.0)
     scene.frame_set(21)
-    fallback = _evaluated(bpy, mesh)
+    fallback = evaluated(bpy, mesh)
     mesh.implicit_skin.enabled = False
-    plain = _evaluated(bpy, mesh)
+    plain = evaluated(bpy, mesh)
     mesh.implicit_skin.enabled = True
     scene.frame_set(22)
     scene.frame_set(21)
@@ -112,7 +82,7 @@ def test_a_failing_frame_falls_back_to_the_armature_result(bpy, capfd):
     assert capfd.readouterr().err.count("shows its plain Armature result") == 1
     rig.pose.bones["elbow"].scale = (1.0, 1.0, 1.0)
     scene.frame_set(20)
-    assert np.abs(_evaluated(bpy, mesh) - good).max() < SAME_TOL
+    assert np.abs(evaluated(bpy, mesh) - good).max() < SAME_TOL
 
 
 def test_a_file_opened_without_the_add_on_plays_the_armature_modifier(bpy, tmp_path):
@@ -120,24 +90,24 @@ def test_a_file_opened_without_the_add_on_plays_the_armature_modifier(bpy, tmp_p
     error, the settings kept; enabled again, the same file plays Implicit Skinning as before saving."""
     import blender_session
 
-    rig, mesh = _animated_arm(bpy)
+    rig, mesh = animated_arm(bpy)
     scene = bpy.context.scene
     scene.frame_set(30)
-    plain = _evaluated(bpy, mesh)
+    plain = evaluated(bpy, mesh)
     scene.frame_set(1)
-    _bind(bpy, mesh)
+    bind(bpy, mesh)
     for f in range(1, 31):
         scene.frame_set(f)
-    ours = _evaluated(bpy, mesh)
+    ours = evaluated(bpy, mesh)
     path = str(tmp_path / "arm.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
-    assert np.abs(_evaluated(bpy, mesh) - ours).max() < SAME_TOL  # still live in this session after saving
+    assert np.abs(evaluated(bpy, mesh) - ours).max() < SAME_TOL  # still live in this session after saving
     blender_session.disable()
     try:
         bpy.ops.wm.open_mainfile(filepath=path)
         mesh = bpy.data.objects["Arm"]
         assert bpy.context.scene.frame_current == 30
-        assert np.abs(_evaluated(bpy, mesh) - plain).max() < 1e-6
+        assert np.abs(evaluated(bpy, mesh) - plain).max() < 1e-6
         path = str(tmp_path / "saved_without.blend")
         bpy.ops.wm.save_as_mainfile(filepath=path)
     finally:
@@ -145,12 +115,12 @@ def test_a_file_opened_without_the_add_on_plays_the_armature_modifier(bpy, tmp_p
     bpy.ops.wm.open_mainfile(filepath=path)  # the settings came through a save without the add-on
     mesh = bpy.data.objects["Arm"]
     assert mesh.implicit_skin.bound and mesh.implicit_skin.enabled
-    assert np.abs(_evaluated(bpy, mesh) - ours).max() < SAME_TOL
+    assert np.abs(evaluated(bpy, mesh) - ours).max() < SAME_TOL
 
 
 def test_deleting_the_armature_while_bound_gives_one_warning_and_the_plain_result(bpy, capfd):
-    rig, mesh = _animated_arm(bpy)
-    _bind(bpy, mesh)
+    rig, mesh = animated_arm(bpy)
+    bind(bpy, mesh)
     scene = bpy.context.scene
     for f in range(1, 6):
         scene.frame_set(f)
@@ -160,5 +130,5 @@ def test_deleting_the_armature_while_bound_gives_one_warning_and_the_plain_resul
         scene.frame_set(f)
     err = capfd.readouterr().err
     assert err.count("armature is gone") == 1 and "Traceback" not in err
-    assert np.abs(_evaluated(bpy, mesh) - rest).max() < 1e-6  # an Armature modifier without armature: the rest
+    assert np.abs(evaluated(bpy, mesh) - rest).max() < 1e-6  # an Armature modifier without armature: the rest
     assert mesh.modifiers["Armature"].show_viewport and not mesh.modifiers["Implicit Skinning"].show_viewport

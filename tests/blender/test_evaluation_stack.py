@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from blender_scenes import make_arm
+from blender_scenes import animate_arm, animated_arm, bind, evaluated, make_arm, positions, start_scene
+
 
 SAME_TOL = 1e-6
 """Same frame evaluated two ways: largest vertex difference [m] (positions go through float32 attributes)."""
@@ -30,79 +31,21 @@ def _checks_pose_and_effect(result, plain, rest_x):
     assert moved[np.abs(rest_x - ELBOW_X) < 0.06].max() > 0.003
 
 
-def _muscles_and_animation(bpy, rig, sides):
-    """A biceps and a triceps per side of ``rig``; the elbow bends 0 -> 110 -> 20 degrees over frames 1, 30, 60
-    and the biceps is activated at frame 30 (test_evaluation.py's arm, on each side)."""
-    bpy.context.view_layer.objects.active = rig
-    ops = bpy.ops.implicit_muscles
-    muscles = rig.implicit_muscles.muscles
-    biceps = []
-    for side in sides:
-        assert ops.add_muscle(origin_bone="shoulder" + side, insertion_bone="elbow" + side,
-                              preset="biceps") == {'FINISHED'}
-        biceps.append(len(muscles) - 1)
-        assert ops.add_muscle(origin_bone="shoulder" + side, insertion_bone="elbow" + side,
-                              preset="triceps") == {'FINISHED'}
-        muscles[-1].origin_point.z *= -1.0  # triceps behind the bone
-        muscles[-1].insertion_point.z *= -1.0
-        rig.pose.bones["elbow" + side].rotation_mode = 'XYZ'
-    for frame, angle, act in ((1, 0.0, 0.0), (30, 110.0, 1.0), (60, 20.0, 0.0)):
-        for side in sides:
-            elbow = rig.pose.bones["elbow" + side]
-            elbow.rotation_euler = (math.radians(angle), 0.0, 0.0)
-            elbow.keyframe_insert("rotation_euler", frame=frame)
-        for k in biceps:
-            muscles[k].activation = act
-            rig.keyframe_insert(f'implicit_muscles.muscles[{k}].activation', frame=frame)
-
-
-def _start(bpy):
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 60
-    scene.frame_set(1)
-
-
-def _animated_arm(bpy):
-    rig, (mesh,) = make_arm(bpy)
-    _muscles_and_animation(bpy, rig, ("",))
-    _start(bpy)
-    return rig, mesh
-
-
 def _two_animated_arms(bpy, one_rig):
     """Arm.L at +X and its mirror image Arm.R at -X, on one armature or on an armature each."""
     if one_rig:
         rig, meshes = make_arm(bpy, sides=(".L", ".R"))
-        _muscles_and_animation(bpy, rig, (".L", ".R"))
+        animate_arm(bpy, rig, (".L", ".R"))
     else:
         meshes = []
         for side in (".L", ".R"):
             for obj in bpy.context.selected_objects:
                 obj.select_set(False)  # make_arm enters edit mode on the selected armatures
             rig, (mesh,) = make_arm(bpy, sides=(side,))
-            _muscles_and_animation(bpy, rig, (side,))
+            animate_arm(bpy, rig, (side,))
             meshes.append(mesh)
-    _start(bpy)
+    start_scene(bpy)
     return meshes
-
-
-def _positions(mesh_data):
-    """Vertex positions ``(V, 3)`` of a mesh datablock (original or evaluated), float64."""
-    co = np.empty(len(mesh_data.vertices) * 3, dtype=np.float32)
-    mesh_data.vertices.foreach_get("co", co)
-    return co.reshape(-1, 3).astype(np.float64)
-
-
-def _evaluated(bpy, obj, depsgraph=None):
-    """Evaluated vertex positions of ``obj`` (mesh space) in ``depsgraph`` (default: the view layer's)."""
-    if depsgraph is None:
-        depsgraph = bpy.context.evaluated_depsgraph_get()
-    return _positions(obj.evaluated_get(depsgraph).data)
-
-
-def _bind(bpy, mesh):
-    bpy.context.view_layer.objects.active = mesh
-    assert bpy.ops.implicit_muscles.bind_skin() == {'FINISHED'}
 
 
 def _unbind(bpy, mesh):
@@ -116,7 +59,7 @@ def _play(bpy, frames, objects):
     out = {}
     for f in frames:
         scene.frame_set(f)
-        out[f] = [_evaluated(bpy, obj) for obj in objects]
+        out[f] = [evaluated(bpy, obj) for obj in objects]
     return out
 
 
@@ -158,7 +101,7 @@ def _render_animation(bpy, monkeypatch, mesh):
     original = cycles.CyclesRender.render
 
     def render(engine, depsgraph):
-        seen[depsgraph.scene_eval.frame_current] = _evaluated(bpy, mesh, depsgraph)
+        seen[depsgraph.scene_eval.frame_current] = evaluated(bpy, mesh, depsgraph)
         original(engine, depsgraph)
 
     with monkeypatch.context() as patch:
@@ -180,17 +123,17 @@ def test_animation_render_sees_the_interactive_result(bpy, tmp_path, monkeypatch
     after bind (the render simulates the muscles through the frames between) and after playback (from the cache).
     The mesh is read from the depsgraph Cycles renders: a frame_change_post handler would read it before the
     re-evaluation that the write triggers (the previous result, off by centimetres)."""
-    rig, mesh = _animated_arm(bpy)
+    rig, mesh = animated_arm(bpy)
     scene = bpy.context.scene
-    rest = _positions(mesh.data)
+    rest = positions(mesh.data)
     plain = {f: p for f, (p,) in _play(bpy, RENDER_FRAMES, [mesh]).items()}
     scene.frame_set(1)
     _render_setup(bpy, scene, tmp_path)
-    _bind(bpy, mesh)  # the cache holds frame 1 only: the render must simulate the frames between
+    bind(bpy, mesh)  # the cache holds frame 1 only: the render must simulate the frames between
     rendered = _render_animation(bpy, monkeypatch, mesh)
     assert sorted(rendered) == list(RENDER_FRAMES)
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"frame_{f:04d}.png" for f in RENDER_FRAMES]
-    assert np.array_equal(_positions(mesh.data), rest)  # the rest mesh is never written
+    assert np.array_equal(positions(mesh.data), rest)  # the rest mesh is never written
 
     scene.frame_set(1)
     assert bpy.ops.implicit_muscles.reset_simulation() == {'FINISHED'}
@@ -203,7 +146,7 @@ def test_animation_render_sees_the_interactive_result(bpy, tmp_path, monkeypatch
     rendered_again = _render_animation(bpy, monkeypatch, mesh)
     for f in RENDER_FRAMES:
         assert np.abs(rendered_again[f] - played[f]).max() < SAME_TOL, f"frame {f} (cached)"
-    assert np.array_equal(_positions(mesh.data), rest)
+    assert np.array_equal(positions(mesh.data), rest)
 
     # the images show the arm, bent differently at frames 10 and 30
     first, last = (_silhouette(bpy, tmp_path / f"frame_{f:04d}.png") for f in (10, 30))
@@ -221,29 +164,29 @@ def test_subdivision_after_the_armature_modifier_subdivides_the_implicit_skinnin
     """Stack [Armature, Subdivision]: bind puts Implicit Skinning between them; the Subdivision subdivides the
     Implicit Skinning result (as on a plain mesh holding those positions), whose cage is what a copy of the arm
     without Subdivision gives; unbind gives back Armature + Subdivision exactly."""
-    rig, mesh = _animated_arm(bpy)
+    rig, mesh = animated_arm(bpy)
     scene = bpy.context.scene
     bare = mesh.copy()  # the same arm without the Subdivision, bound beside it
     bare.data = mesh.data.copy()
     scene.collection.objects.link(bare)
     sub = mesh.modifiers.new("Subdivision", 'SUBSURF')
     sub.levels = sub.render_levels = 1
-    rest = _positions(mesh.data)
+    rest = positions(mesh.data)
     scene.frame_set(30)
-    plain = _evaluated(bpy, mesh)  # Armature + Subdivision
-    plain_cage = _evaluated(bpy, bare)
+    plain = evaluated(bpy, mesh)  # Armature + Subdivision
+    plain_cage = evaluated(bpy, bare)
     assert len(plain) > 3 * len(rest)
     scene.frame_set(1)
 
-    _bind(bpy, mesh)
-    _bind(bpy, bare)
+    bind(bpy, mesh)
+    bind(bpy, bare)
     assert _stack(mesh) == [('ARMATURE', "Armature"), ('NODES', "Implicit Skinning"), ('SUBSURF', "Subdivision")]
     assert sub.show_viewport and sub.show_render
     ours, reference = _play(bpy, range(1, 31), [mesh, bare])[30]
     assert ours.shape == plain.shape  # the subdivided vertex count
     _checks_pose_and_effect(reference, plain_cage, rest[:, 0])
     sub.show_viewport = False
-    cage = _evaluated(bpy, mesh)
+    cage = evaluated(bpy, mesh)
     sub.show_viewport = True
     assert np.abs(cage - reference).max() < SAME_TOL
 
@@ -254,15 +197,15 @@ def test_subdivision_after_the_armature_modifier_subdivides_the_implicit_skinnin
     copy.data.update()
     copy_sub = copy.modifiers.new("Subdivision", 'SUBSURF')
     copy_sub.levels = copy_sub.render_levels = 1
-    assert np.abs(_evaluated(bpy, copy) - ours).max() < SAME_TOL
+    assert np.abs(evaluated(bpy, copy) - ours).max() < SAME_TOL
     assert np.abs(ours - plain).max() > 0.003
 
     _unbind(bpy, mesh)
     assert _stack(mesh)[0] == ('ARMATURE', "Armature") and _stack(mesh)[-1] == ('SUBSURF', "Subdivision")
     arm_mod, ours_mod = mesh.modifiers["Armature"], mesh.modifiers["Implicit Skinning"]
     assert arm_mod.show_viewport and arm_mod.show_render and not (ours_mod.show_viewport or ours_mod.show_render)
-    assert np.abs(_evaluated(bpy, mesh) - plain).max() < SAME_TOL  # Armature + Subdivision exactly
-    assert np.array_equal(_positions(mesh.data), rest)
+    assert np.abs(evaluated(bpy, mesh) - plain).max() < SAME_TOL  # Armature + Subdivision exactly
+    assert np.array_equal(positions(mesh.data), rest)
 
 
 # --- 3. Several characters ----------------------------------------------------------------------------------------
@@ -281,14 +224,14 @@ def test_two_bound_arms_deform_as_each_does_alone(bpy, one_rig):
     left, right = _two_animated_arms(bpy, one_rig)
     arms = (left, right)
     scene = bpy.context.scene
-    rest = _positions(left.data)
-    rest_right = _positions(right.data)
+    rest = positions(left.data)
+    rest_right = positions(right.data)
     assert np.abs(rest_right - _mirrored(rest)).max() < 1e-6
     plain = _play(bpy, [30], arms)[30]
     assert np.abs(plain[1] - _mirrored(plain[0])).max() < 1e-5  # the rig bends both sides mirrored
     scene.frame_set(1)
-    _bind(bpy, left)
-    _bind(bpy, right)
+    bind(bpy, left)
+    bind(bpy, right)
 
     def play_from_start():
         scene.frame_set(1)
@@ -317,5 +260,5 @@ def test_two_bound_arms_deform_as_each_does_alone(bpy, one_rig):
 
     for k in (0, 1):
         _unbind(bpy, arms[k])
-        assert np.abs(_evaluated(bpy, arms[k]) - plain[k]).max() < SAME_TOL
-    assert np.array_equal(_positions(left.data), rest) and np.array_equal(_positions(right.data), rest_right)
+        assert np.abs(evaluated(bpy, arms[k]) - plain[k]).max() < SAME_TOL
+    assert np.array_equal(positions(left.data), rest) and np.array_equal(positions(right.data), rest_right)
