@@ -11,9 +11,11 @@ instead of cutting across it.
 Per frame, :meth:`MuscledCharacter.frame` takes the bones' rest -> posed transforms ``B (B, 4, 4)`` and the
 muscles' animated values and runs: **pose** (DQS), **PBD** (one frame of axis dynamics from the muscles' cached
 state), **field** (grids placed, the muscles' new widths and axes), **tracking**; ``timings`` [s] has each stage.
-The PBD state is kept between calls: ``state()`` / ``restore()`` snapshot and resume it, ``reset()`` goes back to
-the settled rest state. Bind happens with the axes settled under their own tension (``rest_state``), so a rig at
-rest gives back its rest mesh.
+Vertices at the same rest place (a mesh split at its seams) are welded for all of this and move as one
+(``core/weld.py``). The PBD state is kept between calls: ``state()`` / ``restore()`` snapshot and resume it,
+``reset()`` goes back to the settled rest state, ``settle(B)`` then lets the muscles come to rest in a shot's first
+pose. Bind happens with the axes settled under their own tension (``rest_state``), so a rig at rest gives back its
+rest mesh.
 """
 from __future__ import annotations
 
@@ -23,12 +25,18 @@ import numpy as np
 
 from .deformer import ImplicitSkinDeformer
 from .muscle_batch import pack_muscles
-from .pbd import (PBDControl, PBDSettings, PBDSolver, PBDState, build_pbd_model, capsule_radius_from_skin,
-                  rest_state)
+from .pbd import (AxisCollapsed, PBDControl, PBDSettings, PBDSolver, PBDState, build_pbd_model,
+                  capsule_radius_from_skin, rest_state)
+from .scenes import Rig
 from .skin_field import SkinSettings, bind_skin_field
+from .skinning import REACH_FACTOR, check_rigid
 from .tracking import TrackingSettings
+from .weld import weld
 
 
+START_SETTLE_FRAMES = 24
+"""PBD frames :meth:`MuscledCharacter.settle` holds the first pose of a shot (1 s at 24 fps: the axes' damping
+leaves less than 1e-10 of a jump's velocity)."""
 KEEP_INSIDE_ISO = 0.4
 """Muscle axes are kept where the skin's parts without the muscles are at least this (paper §6.3, muscle-skin
 collision; ``None`` turns it off). Below 0.5 on purpose: under a muscle the parts' HRBF is pulled in under the
@@ -45,6 +53,10 @@ class MuscledCharacter:
                  skin: SkinSettings | None = None, tracking: TrackingSettings | None = None,
                  muscle_collisions: bool = True, keep_inside: float | None = KEEP_INSIDE_ISO, rest_hint=None):
         self.rig = rig
+        self.weld = weld(rig.vertices, rig.faces, rig.weights)  # split vertices move as one (core/weld.py)
+        if not self.weld.identity:
+            rig = Rig(self.weld.vertices, self.weld.faces, self.weld.weights, rig.heads, rig.tails, rig.parents,
+                      rig.names)
         self.muscles = list(muscles)
         B = len(rig.heads)
         self.origin_bones = self._bones(origin_bones, B, "origin")
@@ -81,6 +93,7 @@ class MuscledCharacter:
         self._activation_default = np.array([m.activation for m in self.muscles], dtype=np.float64)
         self.keep_inside = keep_inside
         self.hull = self.skin.without_muscles()
+        self.reach = REACH_FACTOR * max(float(np.linalg.norm(np.ptp(rig.vertices, axis=0))), 1e-3)
         self.timings: dict = {}
 
     @staticmethod
@@ -108,6 +121,29 @@ class MuscledCharacter:
         """Back to the settled rest state (the simulation start)."""
         self._state.assign(self._rest)
 
+    def settle(self, bone_transforms, activation=None, stiffness=None, width_scale=None, eccentricity=None,
+               frames: int = START_SETTLE_FRAMES, dt: float = 1.0 / 24.0) -> None:
+        """Let the muscles come to rest in this pose: placed in it (:meth:`place`), then ``frames`` PBD frames at
+        ``dt`` [s] holding the pose, then every velocity zeroed. For the first frame of a shot, which is rarely the
+        rest pose: from the rest state straight into it, the muscles would start the shot with a jump and a burst
+        of jiggle."""
+        self.place(bone_transforms, activation, stiffness, width_scale, eccentricity)
+        for _ in range(frames):
+            self.step_muscles(bone_transforms, activation, stiffness, width_scale, dt, eccentricity)
+        self._state.v[:] = 0.0
+
+    def place(self, bone_transforms, activation=None, stiffness=None, width_scale=None, eccentricity=None) -> None:
+        """Put the muscles straight into this pose, at rest: each particle of the settled rest axes carried by its
+        muscle's origin and insertion bones, mixed by its place along the axis (a cut; nothing simulated)."""
+        B = check_rigid(bone_transforms, self.rig.names, self.reach)
+        control = self.muscle_controls(B, activation, stiffness, width_scale, eccentricity)
+        rest = np.concatenate([self._rest.x, np.ones((len(self._rest.x), 1))], axis=1)
+        counts = np.diff(self.model.axis_start)
+        by_origin = np.einsum("pij,pj->pi", np.repeat(B[self.origin_bones, :3, :], counts, axis=0), rest)
+        by_insertion = np.einsum("pij,pj->pi", np.repeat(B[self.insertion_bones, :3, :], counts, axis=0), rest)
+        s = self.model.particle_s[:, None]
+        self.solver.place(self._state, control, (1.0 - s) * by_origin + s * by_insertion)
+
     def muscle_controls(self, B, activation=None, stiffness=None, width_scale=None,
                         eccentricity=None) -> PBDControl:
         """This frame's PBD inputs: endpoints and normals moved by their bones, capsules by theirs; the
@@ -127,14 +163,21 @@ class MuscledCharacter:
     def step_muscles(self, bone_transforms, activation=None, stiffness=None, width_scale=None,
                      dt: float = 1.0 / 24.0, eccentricity=None) -> None:
         """One frame of the muscles' PBD only (what :meth:`frame` does before the skin): for a host that
-        simulates the frames it does not show (a jump forward in the timeline)."""
-        B = np.asarray(bone_transforms, dtype=np.float64)
+        simulates the frames it does not show (a jump forward in the timeline). ``ValueError`` naming the bone
+        for a NaN, scaled or far-flung pose (``core.skinning.check_rigid``), before anything is stepped."""
+        B = check_rigid(bone_transforms, self.rig.names, self.reach)
+        if B.shape[0] != len(self.rig.heads):
+            raise ValueError(f"expected transforms for {len(self.rig.heads)} bones, got {B.shape[0]}.")
         control = self.muscle_controls(B, activation, stiffness, width_scale, eccentricity)
         if self.keep_inside is not None:
             self.hull.update(B)
             control.skin_field = self.hull.evaluate
             control.skin_iso = self.keep_inside
-        self.solver.step(self._state, self._next, control, dt)
+        try:
+            self.solver.step(self._state, self._next, control, dt)
+        except AxisCollapsed:  # a half turn within one frame: a cut, the muscles jump with their bones
+            self.place(B, activation, stiffness, width_scale, eccentricity)
+            self.solver.step(self._state, self._next, control, dt)
         self._state, self._next = self._next, self._state
 
     def frame(self, bone_transforms, activation=None, stiffness=None, width_scale=None, dt: float = 1.0 / 24.0,
@@ -144,7 +187,12 @@ class MuscledCharacter:
         t0 = time.perf_counter()
         self.step_muscles(B, activation, stiffness, width_scale, dt, eccentricity)
         t1 = time.perf_counter()
-        x = self.deformer.deform(B, self.solver.batch, out=out, frame=frame)
+        x = self.deformer.deform(B, self.solver.batch, out=out if self.weld.identity else None, frame=frame)
         self.timings = {"pbd": t1 - t0, **self.deformer.timings}
         self.timings["total"] = sum(self.timings.values())
-        return x
+        return self.weld.expand(x, out)
+
+    @property
+    def vertex_count(self) -> int:
+        """Vertices of the mesh as given (before welding), the length of :meth:`frame`'s result."""
+        return len(self.rig.vertices)

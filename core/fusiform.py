@@ -39,6 +39,10 @@ import numpy as np
 from .axis import AxisGeometry, MIN_SEGMENT_LENGTH, SLERP_SMALL_ANGLE
 from .profile import _mono
 
+MIN_DISTANCE = 1e-12
+"""A query closer than this to the axis [m] is on it: the directions to it are undefined and taken as 0 (below it,
+squares of subnormal distances underflow and the gradient would be 0/0). ``kernels/fusiform.py`` has the same."""
+
 BRANCH_VERTEX = 1 << 20
 """Branch code offset: the projection is clamped to a vertex (``grad s = 0``)."""
 BRANCH_REPARAM = 2 << 20
@@ -170,14 +174,14 @@ def field(axis: AxisGeometry, profile: MuscleProfile, q, reparameterise: bool = 
     l = axis.length
     D = q - h
     rho = np.linalg.norm(D)
-    Dhat = D / rho if rho > 0.0 else np.zeros(3)
+    Dhat = D / rho if rho > MIN_DISTANCE else np.zeros(3)
     grad_rho = Dhat - gs * (l * np.dot(tk, Dhat))
     x = np.dot(D, n)
     y = np.dot(D, b)
     u, v = profile.u, profile.v
     rxy2 = x * x + y * y
     Q = u * u * x * x + v * v * y * y
-    if rxy2 > 0.0:
+    if rxy2 > MIN_DISTANCE * MIN_DISTANCE:
         rxy = np.sqrt(rxy2)
         r = u * v * rxy / np.sqrt(Q)
         common = u * v / (rxy * Q * np.sqrt(Q))

@@ -52,9 +52,8 @@ def cotangent_rings(vertices, faces) -> Rings:
     weight = np.maximum(weight, 0.0)
     start = np.zeros(V + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=V), out=start[1:])
-    total = np.add.reduceat(weight, start[:-1]) if len(weight) else np.zeros(V)
+    total = np.bincount(rows, weights=weight, minlength=V)  # a vertex in no face (last or not) has no row
     counts = np.diff(start)
-    total = np.where(counts > 0, total, 0.0)
     per_row_total = np.repeat(total, counts)
     per_row_count = np.repeat(counts, counts)
     weight = np.where(per_row_total > 1e-20, weight / np.where(per_row_total > 1e-20, per_row_total, 1.0),

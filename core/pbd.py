@@ -18,6 +18,7 @@ import numpy as np
 
 from . import profile as _profile
 from . import validation
+from .validation import ECCENTRICITY_MAX, FLOAT32_SLACK
 from .distance_grid import DistanceGrid
 from .muscle_batch import MuscleBatch
 
@@ -56,6 +57,11 @@ class PBDSettings:
     skin_every_substep: bool the muscle-skin keep-inside constraint after every substep, or (default) once after the
                              frame's last substep: the skin field is the most expensive field to evaluate and the
                              other constraints do not push particles outwards
+    skin_max_step: float [m] longest move of one keep-inside correction. Near the skin the Newton step is exact
+                             and short; a particle left far outside by a jump in the pose (the first frame of a
+                             shot posed away from rest, a cut) sees a nearly flat field, where the step is
+                             unbounded (the axis was thrown kilometres): it comes back at most this far per
+                             correction, and the axis constraints do the rest
     """
 
     substeps: int = 10
@@ -72,6 +78,7 @@ class PBDSettings:
     min_mass_fraction: float = 0.5
     gravity: tuple = (0.0, 0.0, 0.0)
     skin_every_substep: bool = False
+    skin_max_step: float = 0.005
 
     def validated(self) -> "PBDSettings":
         for name in ("substeps", "iterations", "reference_iterations"):
@@ -87,6 +94,7 @@ class PBDSettings:
         validation.unit_interval(self.belly_rest_fraction, "belly rest fraction")
         validation.positive(self.reference_fps, "reference frame rate")
         validation.positive(self.density, "muscle density")
+        validation.positive(self.skin_max_step, "skin max step")
         validation.unit_interval(self.min_mass_fraction, "minimum mass fraction")
         validation.vector3(self.gravity, "gravity")
         return replace(self, substeps=int(self.substeps), iterations=int(self.iterations),
@@ -420,8 +428,10 @@ class PBDSolver:
         activation = self._per_muscle(control.activation, "activation", 0.0, 1.0)
         stiffness = self._per_muscle(control.stiffness, "stiffness", 0.0, 1.0)
         width_scale = self._per_muscle(control.width_scale, "width scale", 1e-6, None)
-        eccentricity = None if control.eccentricity is None else self._per_muscle(control.eccentricity,
-                                                                                  "eccentricity", 0.0, 0.99)
+        eccentricity = None
+        if control.eccentricity is not None:
+            eccentricity = np.minimum(self._per_muscle(control.eccentricity, "eccentricity", 0.0,
+                                                       ECCENTRICITY_MAX + FLOAT32_SLACK), ECCENTRICITY_MAX)
         ends = _frame_array(control.endpoints, (M, 2, 3), "endpoints", self._rest_ends)
         chord = ends[:, 1] - ends[:, 0]
         span2 = np.einsum("ij,ij->i", chord, chord)
@@ -440,6 +450,22 @@ class PBDSolver:
         else:
             grid_inverse = np.zeros((0, 3, 4))
         return activation, stiffness, width_scale, eccentricity, ends, normals, caps, grid_inverse
+
+    def place(self, state: PBDState, control: PBDControl, x) -> None:
+        """Put ``state`` straight into this frame: particles at ``x (P, 3)`` [m] (the axes' ends at ``control``'s
+        endpoints), at rest, and the kinematic inputs the next step interpolates from set to ``control``'s, so that
+        step moves nothing kinematic (a cut: nothing happens in between)."""
+        _, _, _, _, ends, normals, caps, grid_inverse = self._inputs(control)
+        x = np.array(x, dtype=np.float64)
+        starts = self.model.axis_start
+        x[starts[:-1]] = ends[:, 0]
+        x[starts[1:] - 1] = ends[:, 1]
+        state.x[:] = x
+        state.v[:] = 0.0
+        state.endpoints[:] = ends
+        state.normals[:] = normals
+        state.capsules[:] = caps
+        state.grid_inverse[:] = grid_inverse
 
     def step(self, state_in: PBDState, state_out: PBDState, control: PBDControl, dt: float) -> None:
         """Advance one frame of ``dt`` seconds from ``state_in`` into ``state_out`` (may be the same object).
@@ -499,12 +525,13 @@ class PBDSolver:
             if self._status.any():
                 bad = int(np.flatnonzero(self._status)[0])
                 restore()
-                raise ValueError(f"muscle {model.names[bad]}: its axis collapsed to zero length during the "
-                                 f"simulation; check its origin and insertion.")
+                raise AxisCollapsed(f"muscle {model.names[bad]}: its axis collapsed to zero length during the "
+                                    f"simulation; check its origin and insertion.")
             if control.skin_field is not None:
                 values, grads = control.skin_field(x)
                 keep_inside(x, v, model.inv_mass, np.ascontiguousarray(values, dtype=np.float64),
-                            np.ascontiguousarray(grads, dtype=np.float64), float(control.skin_iso), sub_dt)
+                            np.ascontiguousarray(grads, dtype=np.float64), float(control.skin_iso), sub_dt,
+                            s.skin_max_step)
         # the kernel counts non-finite coordinates after the last substep; only the skin field can add more
         self.last_bad_particles = int(self._bad.sum())
         if self.last_bad_particles or (control.skin_field is not None and not np.all(np.isfinite(x))):
@@ -516,6 +543,13 @@ class PBDSolver:
         state_out.grid_inverse[:] = grid_inverse
         # paper §6: after the solve, control normals and widths follow the new axes
         b.update_axes(x, normals, width_scale)
+
+
+class AxisCollapsed(ValueError):
+    """A muscle's axis shrank to nothing within a frame. Its ends move linearly from the last frame's places to
+    this frame's within the substeps, so a pose that turns a muscle half a turn in one frame (a cut, a snapped
+    root) sends both ends through the same point; ``MuscledCharacter`` then places the muscles straight into the
+    new pose instead (``PBDSolver.place``)."""
 
 
 def kinetic_energy(model: PBDModel, state: PBDState) -> float:

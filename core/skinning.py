@@ -21,6 +21,11 @@ import numpy as np
 
 RIGID_TOL = 1e-4
 """Largest ``|R^T R - I|`` and ``|det R - 1|`` accepted for a bone transform."""
+REACH_FACTOR = 1000.0
+"""A pose may move bones up to this many times the character's size (its rest bounding-box diagonal) from the
+rig's origin. Further is an animation error (a key typed in centimetres, a runaway curve), and hosts hand over
+poses in float32: 1000 sizes of a 2 m character is 2 km, where float32 still resolves 0.1 mm; at 1000 km it
+resolves 6 cm and a muscle's ends collapse."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +54,9 @@ def influences(weights, labels=None) -> Influences:
     return Influences(start, cols.astype(np.int64), w[rows, cols].copy())
 
 
-def check_rigid(transforms, bone_names=None) -> np.ndarray:
-    """``transforms (B, 4, 4)`` as float64 after checking each is finite and rigid (``ValueError`` naming it)."""
+def check_rigid(transforms, bone_names=None, reach: float | None = None) -> np.ndarray:
+    """``transforms (B, 4, 4)`` as float64 after checking each is finite, rigid and, if ``reach`` [m] is given,
+    moves no bone further than ``reach`` from where it was at rest (``ValueError`` naming the bone)."""
     B = np.asarray(transforms, dtype=np.float64)
     if B.ndim != 3 or B.shape[1:] != (4, 4):
         raise ValueError(f"bone transforms must have shape (bones, 4, 4), got {B.shape}.")
@@ -59,6 +65,14 @@ def check_rigid(transforms, bone_names=None) -> np.ndarray:
         j = int(np.flatnonzero(bad)[0])
         name = bone_names[j] if bone_names is not None else f"bone {j}"
         raise ValueError(f"the pose of {name} contains NaN or infinite values; check its animation.")
+    if reach is not None:
+        far = np.abs(B[:, :3, 3]).max(axis=1) > reach
+        if np.any(far):
+            j = int(np.flatnonzero(far)[0])
+            name = bone_names[j] if bone_names is not None else f"bone {j}"
+            raise ValueError(f"the pose moves {name} {np.abs(B[j, :3, 3]).max():.3g} m away, more than "
+                             f"{reach:.3g} m ({REACH_FACTOR:g} times the character's size); check its animation "
+                             f"(move the character with its armature object instead).")
     R = B[:, :3, :3]
     ortho = np.abs(np.einsum("bji,bjk->bik", R, R) - np.eye(3)).max(axis=(1, 2))
     det = np.abs(np.linalg.det(R) - 1.0)

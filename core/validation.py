@@ -15,6 +15,9 @@ SHAPE_MAX = 9
 """Largest allowed beta-profile exponent (paper §5.2: larger values give unrealistically sharp profiles)."""
 ECCENTRICITY_MAX = 0.99
 """Largest allowed cross-section eccentricity: e must be < 1, and e = 0.99 already gives an 1:7 ellipse."""
+FLOAT32_SLACK = 1e-6
+"""An eccentricity at most this far above ``ECCENTRICITY_MAX`` is taken as the maximum: hosts store values in
+float32, where 0.99 is 0.99000001 (Blender's slider at its maximum)."""
 
 
 def shape_exponent(value, name: str) -> int:
@@ -30,13 +33,14 @@ def shape_exponent(value, name: str) -> int:
 
 
 def eccentricity(value, name: str = "eccentricity") -> float:
-    """Return ``value`` as a float if it lies in ``[0, ECCENTRICITY_MAX]``, else raise ``ValueError``."""
+    """Return ``value`` as a float if it lies in ``[0, ECCENTRICITY_MAX]`` (``FLOAT32_SLACK`` above is clamped to
+    it), else raise ``ValueError``."""
     e = _finite_scalar(value, name)
-    if not 0.0 <= e <= ECCENTRICITY_MAX:
+    if not 0.0 <= e <= ECCENTRICITY_MAX + FLOAT32_SLACK:
         raise ValueError(
             f"{name} must be from 0 (round) to {ECCENTRICITY_MAX} (flat), got {e:g}; 1 or more is not an ellipse."
         )
-    return e
+    return min(e, ECCENTRICITY_MAX)
 
 
 def unit_interval(value, name: str) -> float:

@@ -26,6 +26,8 @@ import numpy as np
 from numba import njit, prange
 
 MIN_SEGMENT_LENGTH = 1e-12
+MIN_DISTANCE = 1e-12
+"""A query closer than this to the axis [m] is on it (``core/fusiform.py``)."""
 SLERP_SMALL_ANGLE = 1e-6
 
 SCALAR_LENGTH = 0
@@ -276,7 +278,7 @@ def _field_one(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, repar
     Dy = qy - hy
     Dz = qz - hz
     rho = math.sqrt(Dx * Dx + Dy * Dy + Dz * Dz)
-    if rho > 0.0:
+    if rho > MIN_DISTANCE:
         Dhx = Dx / rho
         Dhy = Dy / rho
         Dhz = Dz / rho
@@ -293,7 +295,7 @@ def _field_one(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, repar
     u = scal[m, SCALAR_U]
     v = scal[m, SCALAR_V]
     rxy2 = x * x + y * y
-    if rxy2 > 0.0:
+    if rxy2 > MIN_DISTANCE * MIN_DISTANCE:
         Q = u * u * x * x + v * v * y * y
         rxy = math.sqrt(rxy2)
         sq = math.sqrt(Q)

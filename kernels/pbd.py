@@ -448,11 +448,13 @@ def pbd_substeps(k0, k1, n_sub, dt, dt_ref, xpbd, iterations, reference_iteratio
 
 
 @njit(parallel=True, **_JIT)
-def keep_inside(x, v, inv_mass, values, grads, iso, dt):
+def keep_inside(x, v, inv_mass, values, grads, iso, dt, max_step):
     """Muscle-skin constraint (paper §6.3, thesis §5.3.2): ``C = f_skin(p) - iso >= 0`` with radius 0.
 
     ``values (P,)``, ``grads (P, 3)``: the skin field (compact convention, larger inside) at ``x``. A violating
-    particle moves by one Newton step along the gradient; its velocity takes the same correction.
+    particle moves by one Newton step along the gradient, at most ``max_step`` [m] long (where the field is nearly
+    flat, far outside the skin, the step ``-C / |grad|`` is unbounded: kilometres); its velocity takes the same
+    correction.
     """
     for k in prange(x.shape[0]):
         if inv_mass[k] == 0.0:
@@ -464,6 +466,8 @@ def keep_inside(x, v, inv_mass, values, grads, iso, dt):
         if g2 < 1e-24:
             continue
         s = -C / g2
+        if s * s * g2 > max_step * max_step:
+            s = max_step / np.sqrt(g2)
         for c in range(3):
             x[k, c] += s * grads[k, c]
             v[k, c] += s * grads[k, c] / dt

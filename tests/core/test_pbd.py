@@ -429,3 +429,66 @@ def test_rest_state_from_a_stored_settle_is_the_same_and_quick():
     np.testing.assert_allclose(fresh.particle_s, model.particle_s, atol=1e-8)
     assert warm_frames <= 10 < 50 < cold_frames
     assert np.abs(ignored.x - cold.x).max() < WARM_REST_TOL
+
+
+def test_keep_inside_steps_at_most_max_step_where_the_field_is_flat():
+    """Far outside the skin the field is nearly flat: the Newton step -C/|grad| would be 0.4 / 1e-6 = 400 km; it
+    is cut to ``max_step`` along the gradient (near the skin the exact step is kept)."""
+    from implicit_muscles.kernels.pbd import keep_inside
+
+    x = np.zeros((2, 3))
+    v = np.zeros((2, 3))
+    values = np.array([0.0, 0.45])  # far outside the 0.4-iso; inside it: untouched
+    grads = np.array([[1e-6, 0.0, 0.0], [10.0, 0.0, 0.0]])
+    keep_inside(x, v, np.ones(2), values, grads, 0.4, 0.01, 0.005)
+    assert x[0] == pytest.approx([0.005, 0.0, 0.0], abs=1e-15) and v[0, 0] == pytest.approx(0.5)
+    assert np.array_equal(x[1], [0.0, 0.0, 0.0])
+    x[:] = 0.0
+    keep_inside(x, v, np.ones(2), np.array([0.39, 0.0]), np.array([[10.0, 0.0, 0.0], [0.0, 0.0, 0.0]]), 0.4, 0.01,
+                0.005)
+    assert x[0, 0] == pytest.approx(0.001)  # the exact Newton step, 1 mm
+    assert np.array_equal(x[1], [0.0, 0.0, 0.0])  # no gradient: nothing to follow
+
+
+def test_a_first_frame_posed_far_from_rest_keeps_the_axes_together():
+    """The full body's first frame with both knees bent 0.8 rad straight from rest: before the step was bounded,
+    the shin muscles left the posed skin and keep-inside threw their particles metres to kilometres away."""
+    from implicit_muscles.core import scenes
+    from implicit_muscles.core.character import MuscledCharacter
+
+    rig = scenes.body_rig()
+    muscles, _, owner = scenes.body_muscles()
+    character = MuscledCharacter(rig, muscles, owner, owner, owner)
+    rest = character.state().x
+    starts = character.model.axis_start
+    B = np.broadcast_to(np.eye(4), (len(rig.names), 4, 4)).copy()
+    for i, n in enumerate(rig.names):
+        if n.startswith("shin"):
+            B[i] = scenes.rotation_about((1, 0, 0), 0.8, rig.heads[i])
+    for _ in range(3):
+        character.step_muscles(B, dt=1 / 24)
+    x = character.state().x
+    assert np.abs(x - rest).max() < 0.5  # the shin muscles follow their bones (0.3 m at the ankle), no further
+    for m in range(len(muscles)):
+        seg = np.linalg.norm(np.diff(x[starts[m]:starts[m + 1]], axis=0), axis=1)
+        assert seg.max() < 0.1, muscles[m].name  # rest segments are 0.4 to 8 cm
+
+
+def test_settle_starts_a_shot_calm_in_its_first_pose():
+    """From rest straight into a bent elbow the axes jump: they leave their first frame fast; settled into the pose
+    first, they start at rest in it (no velocity) and their first frame has a hundredth of the kinetic energy or
+    less (about 1/800 here: what is left is the constraints' residual of the held pose)."""
+    from implicit_muscles.core import scenes
+    from implicit_muscles.core.pbd import kinetic_energy
+
+    character = scenes.arm_character()
+    B = scenes.arm_pose(110.0)
+    character.settle(B)
+    assert not character.state().v.any()
+    character.step_muscles(B)
+    calm = kinetic_energy(character.model, character.state())
+    character.reset()
+    character.step_muscles(B)
+    jump = kinetic_energy(character.model, character.state())
+    print(f"kinetic energy after the first frame: {jump:.3g} J from rest, {calm:.3g} J settled")
+    assert calm < 1e-2 * jump

@@ -84,3 +84,12 @@ def test_profile_functions_validate():
         profile.activation_norm(3, 3, 4, 7, -0.2)
     with pytest.raises(ValueError, match="muscle axis length"):
         profile.width_from_volume(1e-4, 0.0)
+
+
+def test_eccentricity_at_its_float32_maximum_is_the_maximum():
+    """Blender stores 0.99 as the float32 0.99000001: accepted as 0.99; anything clearly above is refused."""
+    from implicit_muscles.core.validation import ECCENTRICITY_MAX, eccentricity
+
+    assert eccentricity(float(np.float32(0.99))) == ECCENTRICITY_MAX
+    with pytest.raises(ValueError, match="from 0 \\(round\\) to 0.99"):
+        eccentricity(0.9901)
