@@ -5,20 +5,26 @@ A persistent ``frame_change_post`` handler deforms every mesh whose Implicit Ski
 1. it reads the *evaluated* armature (pose matrices with ``foreach_get``, the muscles' animated values), so
    playback, scripts and animation renders see the same values;
 2. it steps the muscles' PBD from the cached state of the previous frame. The state is cached per frame from the
-   armature's simulation start frame: a frame reached again (scrubbing back, re-opening a file, a render after
-   playback) reuses its cached state, and a jump forward past the cache simulates the frames in between (it sets
-   each frame in turn to read its pose; the handler does not recurse), so a frame's shape does not depend on how
-   playback got there;
+   armature's simulation start frame, where the muscles first settle into that frame's pose (``settle``: a shot
+   rarely starts in the rest pose, and a jump from rest would start it with a burst of jiggle). A frame reached
+   again (scrubbing back, re-opening a file, a render after playback) reuses its cached state, and a jump forward
+   past the cache simulates the frames in between (it sets each frame in turn to read its pose; the handler does
+   not recurse), so a frame's shape does not depend on how playback got there. The cache keeps every frame near
+   the last one stored and every ``runtime.CACHE_EVERY``-th frame before, so its memory stays flat over long
+   shots; a frame whose previous state was dropped is simulated again from the checkpoint before it (bit for bit
+   the same);
 3. it runs Implicit Skinning (``core/character.py``) and writes the positions into the float-vector point attribute
    ``implicit_skin_position`` of the mesh; a generated Geometry Nodes modifier "Implicit Skinning" right after the
    Armature modifier sets the positions from it (only where the attribute exists). The rest positions are never
-   written. While the effect is on, the Armature modifier is turned off in the viewport and render; turning the
-   effect off (``enabled = False``, or unbinding) turns it back on and hides the Geometry Nodes modifier, which
-   gives back the plain Armature result.
+   written. A linked mesh (a library override in a shot) cannot take an attribute: its positions go to a local
+   helper object read by a local modifier at the end of its stack (``install``). While the effect is on, the
+   Armature modifier is turned off in the viewport and render; turning the effect off (``enabled = False``, or
+   unbinding) turns it back on and hides the Geometry Nodes modifier, which gives back the plain Armature result.
 
-If a frame fails (a scaled or NaN pose, a non-finite result, a bone renamed since bind), that mesh shows the plain
-Armature result for that frame, with one warning printed per problem, never a stream of tracebacks; the next frame
-that evaluates switches Implicit Skinning back on.
+If a frame fails (a scaled, NaN or far-flung pose, a non-finite result, a mesh whose vertex count, armature's bone
+count or place relative to its armature changed since bind), that mesh shows the plain Armature result for that
+frame, with one warning printed per problem, never a stream of tracebacks; the next frame that evaluates switches
+Implicit Skinning back on.
 
 A baked mesh (``blender/bake.py``) plays its Mesh Cache modifier instead and is skipped here. A saved file stores
 its live meshes showing the plain Armature result (``on_save_pre``), so without the add-on it plays the Armature
@@ -40,13 +46,17 @@ import bpy
 import numpy as np
 from bpy.app.handlers import persistent
 
-from . import runtime
+from . import rig, runtime
 
 ATTRIBUTE = "implicit_skin_position"
 MODIFIER = "Implicit Skinning"
 CACHE_MODIFIER = "Implicit Skinning Cache"
 """The Mesh Cache modifier that plays a bake (``blender/bake.py``)."""
 NODE_GROUP = "Implicit Skinning"
+LINKED_MODIFIER = "Implicit Skinning (Linked Mesh)"
+LINKED_NODE_GROUP = "Implicit Skinning (Linked Mesh)"
+HELPER_PREFIX = "Implicit Skinning Positions: "
+"""Linked meshes (``install``): the local modifier, its node group, and the name prefix of the helper object."""
 
 _IDENTITY = np.eye(4)
 _busy = False
@@ -75,28 +85,107 @@ def node_group():
     return group
 
 
+def linked_node_group():
+    """The node group of linked meshes: Set Position from the points of the object in its "Positions" input, by
+    index, where that object has as many points as the mesh."""
+    group = bpy.data.node_groups.get(LINKED_NODE_GROUP)
+    if group is not None and group.library is None:
+        return group
+    group = bpy.data.node_groups.new(LINKED_NODE_GROUP, 'GeometryNodeTree')
+    group.interface.new_socket(name="Geometry", in_out='INPUT', socket_type='NodeSocketGeometry')
+    group.interface.new_socket(name="Positions", in_out='INPUT', socket_type='NodeSocketObject')
+    group.interface.new_socket(name="Geometry", in_out='OUTPUT', socket_type='NodeSocketGeometry')
+    nodes, links = group.nodes, group.links
+    gin = nodes.new('NodeGroupInput')
+    gout = nodes.new('NodeGroupOutput')
+    info = nodes.new('GeometryNodeObjectInfo')
+    info.transform_space = 'ORIGINAL'  # the helper's own coordinates: the mesh's local space
+    sample = nodes.new('GeometryNodeSampleIndex')
+    sample.data_type, sample.domain = 'FLOAT_VECTOR', 'POINT'
+    position = nodes.new('GeometryNodeInputPosition')
+    index = nodes.new('GeometryNodeInputIndex')
+    count_in, count_ours = nodes.new('GeometryNodeAttributeDomainSize'), nodes.new('GeometryNodeAttributeDomainSize')
+    same = nodes.new('FunctionNodeCompare')
+    same.data_type, same.operation = 'INT', 'EQUAL'
+    setpos = nodes.new('GeometryNodeSetPosition')
+    links.new(gin.outputs["Positions"], info.inputs["Object"])
+    links.new(info.outputs["Geometry"], sample.inputs["Geometry"])
+    links.new(position.outputs[0], sample.inputs[1])
+    links.new(index.outputs[0], sample.inputs["Index"])
+    links.new(gin.outputs["Geometry"], count_in.inputs[0])
+    links.new(info.outputs["Geometry"], count_ours.inputs[0])
+    links.new(count_in.outputs["Point Count"], same.inputs[2])
+    links.new(count_ours.outputs["Point Count"], same.inputs[3])
+    links.new(gin.outputs["Geometry"], setpos.inputs["Geometry"])
+    links.new(sample.outputs[0], setpos.inputs["Position"])
+    links.new(same.outputs[0], setpos.inputs["Selection"])
+    links.new(setpos.outputs["Geometry"], gout.inputs[0])
+    return group
+
+
+def is_linked(mesh_obj) -> bool:
+    """The mesh data comes from a library (linked, or a library override): its attributes cannot be written."""
+    data = mesh_obj.data
+    return data.library is not None or data.override_library is not None
+
+
+def live_modifier_name(mesh_obj) -> str:
+    return LINKED_MODIFIER if is_linked(mesh_obj) else MODIFIER
+
+
+def _helper_name(mesh_obj) -> str:
+    return f"{HELPER_PREFIX}{mesh_obj.name}"
+
+
 def install(mesh_obj) -> None:
-    """Add (or find) the Geometry Nodes modifier after the Armature modifier and switch the effect on."""
-    mod = mesh_obj.modifiers.get(MODIFIER)
-    if mod is None:
-        mod = mesh_obj.modifiers.new(MODIFIER, 'NODES')
-        mod.node_group = node_group()
-        arm_index = next((k for k, m in enumerate(mesh_obj.modifiers) if m.type == 'ARMATURE'), None)
-        if arm_index is not None:
-            with bpy.context.temp_override(object=mesh_obj):
-                bpy.ops.object.modifier_move_to_index(modifier=mod.name, index=arm_index + 1)
+    """Add (or find) the Geometry Nodes modifier after the Armature modifier and switch the effect on.
+
+    A linked mesh (a character linked into a shot and made a library override) cannot take the attribute: it gets a
+    local modifier at the end of its stack (an override cannot put local modifiers before linked ones) reading the
+    positions from a local helper object, a loose point mesh in no scene (``HELPER_PREFIX`` + the object's name)."""
+    if is_linked(mesh_obj):
+        _install_linked(mesh_obj)
+    else:
+        mod = mesh_obj.modifiers.get(MODIFIER)
+        if mod is None:
+            mod = mesh_obj.modifiers.new(MODIFIER, 'NODES')
+            mod.node_group = node_group()
+            arm_index = next((k for k, m in enumerate(mesh_obj.modifiers) if m.type == 'ARMATURE'), None)
+            if arm_index is not None:
+                with bpy.context.temp_override(object=mesh_obj):
+                    bpy.ops.object.modifier_move_to_index(modifier=mod.name, index=arm_index + 1)
     set_active(mesh_obj, True)
+
+
+def _install_linked(mesh_obj) -> None:
+    name = _helper_name(mesh_obj)
+    helper = bpy.data.objects.get(name)
+    if helper is None or helper.type != 'MESH' or helper.library is not None:
+        helper = bpy.data.objects.new(name, bpy.data.meshes.new(name))
+    count = len(mesh_obj.data.vertices)
+    if len(helper.data.vertices) != count:
+        helper.data.clear_geometry()
+        helper.data.vertices.add(count)
+    mod = mesh_obj.modifiers.get(LINKED_MODIFIER)
+    if mod is None:
+        mod = mesh_obj.modifiers.new(LINKED_MODIFIER, 'NODES')
+    group = linked_node_group()
+    if mod.node_group != group:
+        mod.node_group = group
+    mod[group.interface.items_tree["Positions"].identifier] = helper
 
 
 def set_active(mesh_obj, on: bool) -> None:
     """Implicit Skinning on (the live modifier, or the Mesh Cache of a bake) and the Armature modifier off, or only
-    the Armature modifier on."""
+    the Armature modifier on. A linked mesh's attribute modifier (from its library) never shows: its attribute is
+    the library's, frozen."""
     baked = on and mesh_obj.implicit_skin.baked and mesh_obj.modifiers.get(CACHE_MODIFIER) is not None
+    live = live_modifier_name(mesh_obj)
     for m in mesh_obj.modifiers:
         if m.type == 'ARMATURE':
             show = not on
-        elif m.name == MODIFIER:
-            show = on and not baked
+        elif m.name in (MODIFIER, LINKED_MODIFIER):
+            show = on and not baked and m.name == live
         elif m.name == CACHE_MODIFIER:
             show = baked
         else:
@@ -151,8 +240,9 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
     start = armature.implicit_muscles.start_frame
     ch = bound.character
     t0 = time.perf_counter()
-    bound.check_topology(mesh_obj)
-    if frame <= start:
+    bound.check_scene(mesh_obj, armature, depsgraph)
+    fresh = frame <= start
+    if fresh:
         ch.reset()
     elif bound.state_for(frame - 1) is not None:
         ch.restore(bound.state_for(frame - 1))
@@ -162,6 +252,8 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
     arm_eval = armature.evaluated_get(depsgraph)
     B = bone_transforms(arm_eval, bound.rest_inverse)
     act, stiff, scale, ecc = muscle_values(arm_eval, bound.source)
+    if fresh:  # the shot's first pose is rarely the rest pose: the muscles start at rest in it, not with a jump
+        ch.settle(B, act, stiff, scale, ecc, dt=1.0 / _fps(scene))
     t2 = time.perf_counter()
     positions = ch.frame(B, activation=act, stiffness=stiff, width_scale=scale, dt=1.0 / _fps(scene), frame=frame,
                          eccentricity=ecc)
@@ -172,9 +264,7 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
         bound.store(frame, ch.state())
     _write(mesh_obj, positions, bound)
     bound.last_frame, bound.last_error = frame, ""
-    mod = mesh_obj.modifiers.get(MODIFIER)
-    if mod is not None and not mod.show_viewport:
-        set_active(mesh_obj, True)  # back from a frame that fell back to the Armature result
+    set_active(mesh_obj, True)  # back from a frame that fell back to the Armature result (writes only changes)
     t4 = time.perf_counter()
     bound.timings = {"frame": frame, "simulate gap": t1 - t0, "read": t2 - t1, **ch.timings, "write": t4 - t3,
                      "total": t4 - t0}
@@ -203,6 +293,8 @@ def _simulate_to(bound, scene, armature, frame, start):
             arm_eval = armature.evaluated_get(bpy.context.evaluated_depsgraph_get())
             B = bone_transforms(arm_eval, bound.rest_inverse)
             act, stiff, scale, ecc = muscle_values(arm_eval, bound.source)
+            if f == start:
+                ch.settle(B, act, stiff, scale, ecc, dt=1.0 / _fps(scene))
             ch.step_muscles(B, act, stiff, scale, 1.0 / _fps(scene), eccentricity=ecc)
             bound.store(f, ch.state())
         scene.frame_set(frame)
@@ -211,20 +303,32 @@ def _simulate_to(bound, scene, armature, frame, start):
 
 
 def _write(mesh_obj, positions, bound):
-    mesh = mesh_obj.data
-    attr = mesh.attributes.get(ATTRIBUTE)
-    if attr is None or attr.data_type != 'FLOAT_VECTOR' or attr.domain != 'POINT':
-        if attr is not None:
-            mesh.attributes.remove(attr)
-        attr = mesh.attributes.new(ATTRIBUTE, 'FLOAT_VECTOR', 'POINT')
+    linked = is_linked(mesh_obj)
+    if linked:
+        helper = bpy.data.objects.get(_helper_name(mesh_obj))
+        if helper is None or len(helper.data.vertices) != len(positions) \
+                or mesh_obj.modifiers.get(LINKED_MODIFIER) is None:
+            _install_linked(mesh_obj)
+            helper = bpy.data.objects[_helper_name(mesh_obj)]
+    else:
+        mesh = mesh_obj.data
+        attr = mesh.attributes.get(ATTRIBUTE)
+        if attr is None or attr.data_type != 'FLOAT_VECTOR' or attr.domain != 'POINT':
+            if attr is not None:
+                mesh.attributes.remove(attr)
+            attr = mesh.attributes.new(ATTRIBUTE, 'FLOAT_VECTOR', 'POINT')
     if np.array_equal(bound.to_mesh, _IDENTITY):  # mesh and armature share their world transform (usual rig)
         np.copyto(bound.last_local, positions)
     else:  # a float64 product then one cast (matmul into the float32 buffer takes numpy's slow mixed loop)
         local = positions @ bound.to_mesh[:3, :3].T
         local += bound.to_mesh[:3, 3]
         np.copyto(bound.last_local, local)
-    attr.data.foreach_set("vector", bound.last_local.ravel())
-    mesh.update()
+    if linked:
+        helper.data.vertices.foreach_set("co", bound.last_local.ravel())
+        helper.data.update()
+    else:
+        attr.data.foreach_set("vector", bound.last_local.ravel())
+        mesh.update()
 
 
 def _evaluate_safely(obj, scene, depsgraph, preview=False) -> None:
@@ -265,16 +369,23 @@ def on_frame_change(scene, depsgraph=None):
 @persistent
 def on_depsgraph_update(scene, depsgraph):
     """Edits between frame changes: a posed armature re-evaluates its meshes for display; edited keys forget the
-    cached muscle states from the first changed frame on (module docstring)."""
+    cached muscle states from the first changed frame on (module docstring); renamed bones are followed by their
+    muscles (``rig.follow_renames``)."""
     if _busy:
         return
-    posed, actions = set(), set()
+    posed, actions, bones = set(), set(), False
     for update in depsgraph.updates:
         id_ = update.id.original if update.id is not None else None
         if isinstance(id_, bpy.types.Object) and id_.type == 'ARMATURE':
             posed.add(id_.name_full)
         elif isinstance(id_, bpy.types.Action):
             actions.add(id_.name_full)
+        elif isinstance(id_, bpy.types.Armature):
+            bones = True
+    if bones:  # a bone may have been renamed: its muscles follow
+        for obj in scene.objects:
+            if obj.type == 'ARMATURE' and len(obj.implicit_muscles.muscles):
+                rig.follow_renames(obj)
     if not posed and not actions:
         return
     for obj in _live_meshes(scene):

@@ -10,12 +10,20 @@ The ranges match the core's validation (``core/validation.py``): exponents 1..9,
 """
 
 import bpy
-from bpy.props import (BoolProperty, CollectionProperty, FloatProperty, FloatVectorProperty, IntProperty,
-                       PointerProperty, StringProperty)
+from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty,
+                       IntProperty, PointerProperty, StringProperty)
 from bpy.types import PropertyGroup
 
 OVERRIDE = {'LIBRARY_OVERRIDABLE'}
-ANIMATED = dict(options={'ANIMATABLE'}, override=OVERRIDE)
+
+
+def _tag_for_evaluation(self, context):
+    """A value set by hand or script (not by animation) reaches the evaluated armature the frame handler reads:
+    Blender does not re-evaluate an object when a property of an add-on's group changes."""
+    self.id_data.update_tag()
+
+
+ANIMATED = dict(options={'ANIMATABLE'}, override=OVERRIDE, update=_tag_for_evaluation)
 STATIC = dict(options=set(), override=OVERRIDE)
 
 
@@ -92,6 +100,9 @@ class ImplicitMuscleRig(PropertyGroup):
                           description="Simulation steps per frame")
     start_frame: IntProperty(name="Start Frame", default=1, **STATIC,
                              description="Frame where the muscle simulation starts from rest")
+    bone_names: StringProperty(name="Bone Names", default="", options={'HIDDEN'}, override=OVERRIDE,
+                               description="The armature's bone names when last checked, one per line, so "
+                                           "muscles follow renamed bones (blender/rig.py, follow_renames)")
 
     @property
     def active_muscle(self):
@@ -128,6 +139,14 @@ class ImplicitSkinSettings(PropertyGroup):
                                   description="Points per bone used to fit its part of the skin")
     grid_resolution: IntProperty(name="Detail", default=48, min=16, max=128, **STATIC,
                                  description="Field grid resolution (cells along a part's longest side)")
+    unweighted: EnumProperty(name="Unweighted Vertices", default='ERROR', **STATIC,
+                             items=(('ERROR', "Refuse", "Binding stops and says which vertices have no weight on a "
+                                                        "bone"),
+                                    ('NEAREST', "Nearest Bone", "Vertices with no weight on a bone follow the bone "
+                                                                "nearest to them (the Armature modifier leaves "
+                                                                "them where they are)")),
+                             description="What binding does with vertices that have no weight on a bone of the "
+                                         "armature")
     iterations: IntProperty(name="Iterations", default=8, min=1, max=40, **STATIC,
                             description="Tracking steps per frame")
     contact_angle: FloatProperty(name="Contact Angle", subtype='ANGLE', default=0.959931, min=0.17, max=2.6,

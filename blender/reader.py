@@ -24,8 +24,10 @@ def armature_modifier(mesh_obj):
     return None
 
 
-def read_rig(mesh_obj, armature) -> Rig:
-    """The mesh at rest in the armature's space, with one weight column per bone (bone order of the armature)."""
+def read_rig(mesh_obj, armature, unweighted: str = 'ERROR') -> Rig:
+    """The mesh at rest in the armature's space, with one weight column per bone (bone order of the armature).
+    ``unweighted``: ``'ERROR'`` refuses vertices with no weight on a bone (``ValueError`` naming the first and a
+    group it is in); ``'NEAREST'`` lets the core give them to the nearest bone."""
     mesh = mesh_obj.data
     V = len(mesh.vertices)
     if V < 4:
@@ -53,6 +55,15 @@ def read_rig(mesh_obj, armature) -> Rig:
             b = group_to_bone.get(g.group)
             if b is not None:
                 weights[v.index, b] += g.weight
+    if unweighted == 'ERROR':
+        none = np.flatnonzero(weights.max(axis=1) <= 0.0)
+        if len(none):
+            first = mesh.vertices[int(none[0])]
+            groups = [mesh_obj.vertex_groups[g.group].name for g in first.groups if g.weight > 0.0]
+            where = f" (it is only in {', '.join(groups)}, not a bone)" if groups else ""
+            raise ValueError(f"{mesh_obj.name}: {len(none)} vertices have no weight on a bone of {armature.name}, "
+                             f"the first is vertex {first.index}{where}: weight them in Weight Paint, or set "
+                             f"Unweighted Vertices to Nearest Bone in its Implicit Skinning panel.")
     heads = np.array([b.head_local[:] for b in bones], dtype=np.float64)
     tails = np.array([b.tail_local[:] for b in bones], dtype=np.float64)
     parents = np.array([index[b.parent.name] if b.parent else -1 for b in bones], dtype=np.int64)
@@ -114,17 +125,23 @@ def read_muscles(armature, names: tuple, frame=None):
         across = axis.normalized().cross(n).normalized()
         fibres = max(1, m.fibres)
         a = animated[k]
-        shape = MuscleShape(m.alpha_rest, m.beta_rest, m.alpha_active, m.beta_active, a["eccentricity_rest"],
-                            a["eccentricity_active"])
+        try:
+            shape = MuscleShape(m.alpha_rest, m.beta_rest, m.alpha_active, m.beta_active, a["eccentricity_rest"],
+                                a["eccentricity_active"])
+        except ValueError as ex:  # a value set past the property's range (an ID property written by a script)
+            raise ValueError(f"{m.name}: {ex}") from None
         for f in range(fibres):
             t = (f / (fibres - 1) - 0.5) if fibres > 1 else 0.0
             of = o + across * (t * m.origin_spread)
             inf = i + across * (t * m.insertion_spread)
             width = m.width / math.sqrt(fibres)
             name = m.name if fibres == 1 else f"{m.name}.{f + 1}"
-            out.append(FusiformMuscle(of[:], inf[:], width=width, shape=shape, particles=m.particles,
-                                      origin_normal=n[:], insertion_normal=n[:], activation=a["activation"],
-                                      width_scale=a["width_scale"], name=name))
+            try:
+                out.append(FusiformMuscle(of[:], inf[:], width=width, shape=shape, particles=m.particles,
+                                          origin_normal=n[:], insertion_normal=n[:], activation=a["activation"],
+                                          width_scale=a["width_scale"], name=name))
+            except ValueError as ex:
+                raise ValueError(f"{name}: {ex}") from None
             o_b.append(index[m.origin_bone])
             i_b.append(index[m.insertion_bone])
             s_b.append(index[m.skin_bone])

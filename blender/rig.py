@@ -89,6 +89,40 @@ def muscle_endpoints(armature, muscle, posed: bool = True):
     return o, i
 
 
+BONE_FIELDS = ("origin_bone", "insertion_bone", "skin_bone")
+"""The muscle properties that name a bone."""
+
+
+def follow_renames(armature) -> int:
+    """Give muscles the new names of bones renamed since the last call; returns how many fields changed.
+
+    Muscles name their bones, and Blender renames a bone's vertex groups but not our muscles' fields. The bone names
+    of the last call are kept on the rig (``ImplicitMuscleRig.bone_names``). A bone at the same place in the list
+    under a new name, with its old name gone, was renamed (renaming keeps the order; adding or deleting bones
+    changes the count, and then nothing is guessed: ``muscle_problem`` names the missing bone). Called on depsgraph
+    updates and before a bind."""
+    rig = armature.implicit_muscles
+    now = [b.name for b in armature.data.bones]
+    before = rig.bone_names.split("\n") if rig.bone_names else []
+    changed = 0
+    if len(before) == len(now) and before != now:
+        present = set(now)
+        renamed = {old: new for old, new in zip(before, now) if old != new and old not in present}
+        for m in rig.muscles:
+            for field in BONE_FIELDS:
+                new = renamed.get(getattr(m, field))
+                if new is not None:
+                    setattr(m, field, new)
+                    changed += 1
+    joined = "\n".join(now)
+    if rig.bone_names != joined:
+        try:
+            rig.bone_names = joined
+        except (AttributeError, TypeError, RuntimeError):
+            pass  # linked, not overridden: nothing of it can change here anyway
+    return changed
+
+
 def muscle_problem(armature, muscle) -> str:
     """A plain sentence saying what is wrong with a muscle's set-up, or ``""``."""
     bones = armature.data.bones

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import reader
+from .rig import BONE_FIELDS, follow_renames, muscle_problem
 
 _BOUND: dict = {}
 
@@ -36,24 +37,40 @@ class Bound:
     timings: dict = field(default_factory=dict)  # the last frame's stages [s] (blender/evaluate.py)
 
     def __post_init__(self):
-        self.last_local = np.zeros((len(self.character.deformer.rest), 3), dtype=np.float32)
+        self.last_local = np.zeros((self.character.vertex_count, 3), dtype=np.float32)
 
     def state_for(self, frame):
         return self.cache.get(frame)
 
     def store(self, frame, state) -> None:
+        """Cache ``frame``'s state; the frame leaving the window of recent frames is dropped unless it is a
+        checkpoint (``CACHE_WINDOW``, ``CACHE_EVERY``)."""
         self.cache[frame] = state
+        old = frame - CACHE_WINDOW
+        if old % CACHE_EVERY:
+            self.cache.pop(old, None)
 
     def last_cached_before(self, frame):
         earlier = [f for f in self.cache if f < frame]
         return max(earlier) if earlier else None
 
-    def check_topology(self, mesh_obj) -> None:
-        """``ValueError`` if the mesh's vertex count changed since bind (cheap enough for every frame)."""
+    def check_scene(self, mesh_obj, armature, depsgraph) -> None:
+        """``ValueError`` if the scene no longer fits the bind: the mesh's vertex count, the armature's bone count,
+        or where the mesh sits relative to the armature in ``depsgraph`` changed (cheap enough for every frame)."""
         count = len(mesh_obj.data.vertices)
         if count != len(self.last_local):
             raise ValueError(f"{mesh_obj.name} has {count} vertices now and had {len(self.last_local)} at bind: "
                              f"bind it again (Bind Skin).")
+        bones = len(armature.pose.bones)
+        if bones != len(self.rest_inverse):
+            raise ValueError(f"{armature.name} has {bones} bones now and had {len(self.rest_inverse)} when "
+                             f"{mesh_obj.name} was bound: bind it again (Bind Skin).")
+        to_mesh = np.array(mesh_obj.evaluated_get(depsgraph).matrix_world.inverted_safe()
+                           @ armature.evaluated_get(depsgraph).matrix_world)
+        if np.abs(to_mesh - self.to_mesh).max() > RELATION_TOL * max(1.0, np.abs(self.to_mesh).max()):
+            raise ValueError(f"{mesh_obj.name} moved relative to {armature.name} since bind (unparented, or one of "
+                             f"them was moved on its own): parent it to the armature, or bind it again where it "
+                             f"is (Bind Skin).")
 
     def keys_changed_from(self, armature):
         """The first frame whose animation changed since the last call (or bind), or None if no key changed."""
@@ -76,6 +93,16 @@ class Bound:
             for f in [f for f in self.cache if f >= from_frame]:
                 del self.cache[f]
 
+
+CACHE_WINDOW = 48
+CACHE_EVERY = 8
+"""The muscle-state cache keeps every frame of the last ``CACHE_WINDOW`` stored and every ``CACHE_EVERY``-th frame
+before them: a state is 4 kB for the arm and 80 kB for the full body, 800 MB over a 10,000-frame shot if all were
+kept; this way 100 MB, and going back costs at most ``CACHE_EVERY - 1`` frames of muscle simulation."""
+RELATION_TOL = 1e-5
+"""Largest change of the armature -> mesh transform's entries since bind (relative to its largest entry) that
+``check_scene`` accepts: float32 world matrices of a parented mesh and its armature, moved and rotated by
+animation, keep their relation to about 1e-7."""
 
 KEY_FIELDS = ("co", "handle_left", "handle_right")
 _INTERPOLATION = {"CONSTANT": 0.0, "LINEAR": 1.0, "BEZIER": 2.0}
@@ -114,18 +141,19 @@ def _first_difference(a, b) -> float:
 
 
 def setup_digest(armature) -> str:
-    """Checksum of the bones' rest frames and every muscle's set-up (all but its animated values)."""
+    """Checksum of the bones' rest frames and every muscle's set-up (all but its animated values). Bones count by
+    their place in the armature, not their names: renaming a bone (which Blender does for its vertex groups too,
+    and ``rig.follow_renames`` for the muscles) changes nothing that bind computes."""
     h = hashlib.sha1()
     bones = armature.data.bones
     buf = np.empty(len(bones) * 16, dtype=np.float32)
     bones.foreach_get("matrix_local", buf)
     h.update(buf.tobytes())
-    h.update("|".join(b.name for b in bones).encode())
     for m in armature.implicit_muscles.muscles:
         for name in m.bl_rna.properties.keys():
             if name in SETUP_IGNORED:
                 continue
-            value = getattr(m, name)
+            value = bones.find(getattr(m, name)) if name in BONE_FIELDS else getattr(m, name)
             h.update(repr(tuple(value) if hasattr(value, "__len__") and not isinstance(value, str) else value)
                      .encode())
     h.update(str(armature.implicit_muscles.substeps).encode())
@@ -171,7 +199,12 @@ def bind(mesh_obj, armature) -> Bound:
     from ..core.skin_field import SkinSettings
     from ..core.tracking import TrackingSettings
 
-    rig = reader.read_rig(mesh_obj, armature)
+    follow_renames(armature)
+    for m in armature.implicit_muscles.muscles:  # the muscles' set-up first: a deleted bone explains more there
+        problem = muscle_problem(armature, m)
+        if problem:
+            raise ValueError(problem)
+    rig = reader.read_rig(mesh_obj, armature, mesh_obj.implicit_skin.unweighted)
     muscles, o_b, i_b, s_b, source = reader.read_muscles(armature, rig.names)
     if not muscles:
         raise ValueError(f"{armature.name} has no muscles yet: add one in the Muscles tab (select two pose bones, "
@@ -184,7 +217,7 @@ def bind(mesh_obj, armature) -> Bound:
     o_b, i_b, s_b, source = o_b[keep], i_b[keep], s_b[keep], source[keep]
     s = mesh_obj.implicit_skin
     skin = SkinSettings(samples_per_part=s.samples_per_part, grid_resolution=s.grid_resolution,
-                        unweighted="error")
+                        unweighted="nearest" if s.unweighted == 'NEAREST' else "error")
     tracking = TrackingSettings(iterations=s.iterations, contact_angle=float(np.degrees(s.contact_angle)),
                                 temporal=s.temporal)
     setup = setup_digest(armature)

@@ -147,6 +147,7 @@ class IMPLICIT_MUSCLES_OT_add_muscle(Operator):
             if preset_path is None:
                 self.report({'ERROR'}, f"No muscle preset called '{self.preset}'.")
                 return {'CANCELLED'}
+        rig.follow_renames(armature)  # old muscles catch up with renames first; records the names for later ones
         muscles = armature.implicit_muscles.muscles
         muscle = muscles.add()
         base = self.name or (self.preset.replace(" ", "_") if self.preset else f"{origin}_muscle")

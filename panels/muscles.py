@@ -116,6 +116,7 @@ def draw_skin(layout, context, mesh_obj):
     col = layout.column(align=True)
     col.prop(skin, "samples_per_part")
     col.prop(skin, "grid_resolution")
+    layout.prop(skin, "unweighted")
     col = layout.column(align=True)
     col.prop(skin, "iterations")
     col.prop(skin, "contact_angle")

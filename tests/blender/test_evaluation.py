@@ -132,3 +132,40 @@ def test_deleting_the_armature_while_bound_gives_one_warning_and_the_plain_resul
     assert err.count("armature is gone") == 1 and "Traceback" not in err
     assert np.abs(evaluated(bpy, mesh) - rest).max() < 1e-6  # an Armature modifier without armature: the rest
     assert mesh.modifiers["Armature"].show_viewport and not mesh.modifiers["Implicit Skinning"].show_viewport
+
+
+def test_a_long_shot_keeps_a_bounded_cache_and_dropped_frames_come_back_the_same(bpy):
+    """300 frames of the arm's animation looping (a Cycles modifier on its curves): the muscle-state cache keeps the
+    last ``CACHE_WINDOW`` frames and every ``CACHE_EVERY``-th before them; going back to a dropped frame simulates
+    it again from the checkpoint before it, to the same shape as when it was played."""
+    import sys
+
+    import blender_session
+
+    runtime = sys.modules[f"{blender_session.ADDON}.blender.runtime"]
+    rig, mesh = animated_arm(bpy)
+    for fc in _fcurves(rig):
+        fc.modifiers.new('CYCLES')
+    scene = bpy.context.scene
+    scene.frame_end = 300
+    bind(bpy, mesh)
+    played = {}
+    for f in range(1, 301):
+        scene.frame_set(f)
+        if f in (123, 250):
+            played[f] = evaluated(bpy, mesh)
+    cache = runtime.bound(mesh).cache
+    assert 123 not in cache and 120 in cache and set(range(253, 301)) <= set(cache)
+    assert len(cache) <= runtime.CACHE_WINDOW + 300 // runtime.CACHE_EVERY + 1
+    scene.frame_set(123)
+    assert np.abs(evaluated(bpy, mesh) - played[123]).max() < SAME_TOL
+    scene.frame_set(250)
+    assert np.abs(evaluated(bpy, mesh) - played[250]).max() < SAME_TOL
+
+
+def _fcurves(obj):
+    """The F-curves of ``obj``'s action (Blender 4.2's ``action.fcurves`` and 5.0's layered actions alike)."""
+    import sys
+
+    import blender_session
+    return list(sys.modules[f"{blender_session.ADDON}.blender.animation"].fcurves(obj))
