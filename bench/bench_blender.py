@@ -175,7 +175,8 @@ def run() -> dict:
         share = pose_write / b["frame"]
         ok = share < TARGET_SHARE and (name != "full body" or pose_write < TARGET_BODY_MS)
         f = first[name]
-        ok_first = f["first_frame_s"] < TARGET_FIRST_S
+        shown = f["open_s"] + f["first_frame_s"]  # the bind happens while the file opens (evaluate.on_load_post)
+        ok_first = shown < TARGET_FIRST_S
         meets = meets and ok and ok_first
         rows.append([name, f"{m['vertices']} / {m['bones']} / {m['muscles']}", _ms(a["frame"]), _ms(b["frame"]),
                      f"{b['frame'] / a['frame']:.0f}x", _ms(b["core"]), _ms(b["overhead"]),
@@ -183,9 +184,9 @@ def run() -> dict:
                      "met" if ok else "NOT met"])
         where.append([name, _ms(a["blender"]), _ms(b["blender"]), _ms(b["core"]), _ms(b["pose_read"]),
                       _ms(b["write"]), _ms(b["glue"]), _ms(a["fetch"]), _ms(b["fetch"])])
-        first_rows.append([name, f"{f['enable_s']:.2f}", f"{f['open_s']:.2f}", f"{f['first_frame_s']:.2f}",
-                           f"{f['rebind_s']:.2f}", f"{f['first_evaluate_s']:.2f}", _ms(f["next_frame_ms"]),
-                           f"{m['bind_s']:.2f}", "met" if ok_first else "NOT met"])
+        first_rows.append([name, f"{f['enable_s']:.2f}", f"{shown:.2f}", f"{f['open_s']:.2f}",
+                           f"{f['rebind_during_open_s'] + f['rebind_s']:.2f}", f"{f['first_frame_s']:.2f}",
+                           _ms(f["next_frame_ms"]), f"{m['bind_s']:.2f}", "met" if ok_first else "NOT met"])
     frame_table = table(rows, [
         "scene", "vertices / bones / muscles", "Armature only ms", "Implicit Skinning ms", "IS / Armature",
         "core ms", "handler overhead ms (handlers - core)", "overhead / frame", "pose read + write ms",
@@ -194,8 +195,9 @@ def run() -> dict:
         "scene", "Blender in frame_set ms (Armature only)", "Blender in frame_set ms (IS)", "core ms",
         "pose read ms", "write ms", "rest of the handler ms", "fetch ms (Armature only)", "fetch ms (IS)"])
     first_table = table(first_rows, [
-        "scene", "import bpy + enable add-on s", "open file s", "first frame s", "of which rebind s",
-        "of which evaluate s", "next frame ms", "bind in the session s", f"target (< {TARGET_FIRST_S:.0f} s)"])
+        "scene", "import bpy + enable add-on s", "open to first frame shown s", "of which opening s",
+        "of which the bind s (while opening)", "of which the first frame_set s", "next frame ms",
+        "bind in the session s", f"target (< {TARGET_FIRST_S:.0f} s)"])
     numba_from = ("the bundled wheel, installed by Blender into the user folder"
                   if "extensions" in measured["numba_path"] else "the environment's")
     note = (f"Medians over {ROUNDS} alternating passes of frames {ARM_FRAMES.start}-{ARM_FRAMES.stop - 1} (arm) and "

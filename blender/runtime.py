@@ -221,10 +221,10 @@ def bind(mesh_obj, armature) -> Bound:
     tracking = TrackingSettings(iterations=s.iterations, contact_angle=float(np.degrees(s.contact_angle)),
                                 temporal=s.temporal)
     setup = setup_digest(armature)
-    hint = _stored_rest(mesh_obj, setup)
-    character = MuscledCharacter(rig, muscles, o_b, i_b, s_b, skin=skin, tracking=tracking, rest_hint=hint)
-    if hint is None:
-        _store_rest(mesh_obj, setup, character.rest_hint())
+    stored = _stored_rest(mesh_obj, setup)
+    character = MuscledCharacter(rig, muscles, o_b, i_b, s_b, skin=skin, tracking=tracking, settled_rest=stored)
+    if stored is None:
+        _store_rest(mesh_obj, setup, character.settled_rest())
     rest_inverse = np.linalg.inv(np.array([np.array(b.matrix_local) for b in armature.data.bones]))
     to_mesh = np.array(mesh_obj.matrix_world.inverted() @ armature.matrix_world)
     co = np.empty(len(rig.vertices) * 3, dtype=np.float32)
@@ -236,14 +236,15 @@ def bind(mesh_obj, armature) -> Bound:
 
 
 REST_PROPERTY = "implicit_muscles_rest"
-"""ID property on the mesh object: the muscles' settled rest (``MuscledCharacter.rest_hint``) and the
-``setup_digest`` it belongs to. Settling 50 muscles from scratch takes seconds; from this, a frame or two, so a
-reopened file (or a farm process) binds fast. A stale hint is only slower, never wrong (``core.pbd.rest_state``)."""
+"""ID property on the mesh object: the muscles' settled rest (``MuscledCharacter.settled_rest``) and the
+``setup_digest`` it belongs to. Settling 50 muscles takes seconds; with this, nothing, so a reopened file (or a
+farm process) binds fast and bit for bit the same. A rest stored by an older version (the start of the settle,
+without ``settled``) or for another set-up is not used: bind settles again."""
 
 
 def _stored_rest(mesh_obj, setup):
     data = mesh_obj.get(REST_PROPERTY)
-    if data is None or data.get("setup") != setup:
+    if data is None or data.get("setup") != setup or not data.get("settled"):
         return None
     x, s = np.asarray(data["x"], dtype=np.float64), np.asarray(data["s"], dtype=np.float64)
     if len(x) != 3 * len(s):
@@ -254,7 +255,7 @@ def _stored_rest(mesh_obj, setup):
 def _store_rest(mesh_obj, setup, hint) -> None:
     x, s = hint
     try:
-        mesh_obj[REST_PROPERTY] = {"setup": setup, "x": x.ravel().tolist(), "s": s.tolist()}
+        mesh_obj[REST_PROPERTY] = {"setup": setup, "settled": 1, "x": x.ravel().tolist(), "s": s.tolist()}
     except (AttributeError, TypeError, RuntimeError):
         pass  # linked (read-only) data: bind settles from scratch each session
 

@@ -26,7 +26,7 @@ import numpy as np
 from .deformer import ImplicitSkinDeformer
 from .muscle_batch import pack_muscles
 from .pbd import (AxisCollapsed, PBDControl, PBDSettings, PBDSolver, PBDState, build_pbd_model,
-                  capsule_radius_from_skin, rest_state)
+                  capsule_radius_from_skin, initial_state, rest_state)
 from .scenes import Rig
 from .skin_field import SkinSettings, bind_skin_field
 from .skinning import REACH_FACTOR, check_rigid
@@ -51,7 +51,8 @@ class MuscledCharacter:
 
     def __init__(self, rig, muscles, origin_bones, insertion_bones, skin_bones, pbd: PBDSettings | None = None,
                  skin: SkinSettings | None = None, tracking: TrackingSettings | None = None,
-                 muscle_collisions: bool = True, keep_inside: float | None = KEEP_INSIDE_ISO, rest_hint=None):
+                 muscle_collisions: bool = True, keep_inside: float | None = KEEP_INSIDE_ISO, rest_hint=None,
+                 settled_rest=None):
         self.rig = rig
         self.weld = weld(rig.vertices, rig.faces, rig.weights)  # split vertices move as one (core/weld.py)
         if not self.weld.identity:
@@ -70,11 +71,13 @@ class MuscledCharacter:
         self.model = build_pbd_model(self.muscles, pbd, capsules=self.capsules_rest, capsule_radius=radius,
                                      collision_groups=groups)
         self.solver = PBDSolver(self.model)
-        if rest_hint is None:  # settle from scratch, then once more from there, as a later bind from the hint does
-            cold = rest_state(self.model)
-            rest_hint = (cold.x.copy(), self.model.particle_s.copy())
+        self._rest = self._stored_rest(settled_rest)
+        if self._rest is None:
+            if rest_hint is None:  # settle from scratch, then once more from there, as a bind from the hint does
+                cold = rest_state(self.model)
+                rest_hint = (cold.x.copy(), self.model.particle_s.copy())
+            self._rest = rest_state(self.model, start=rest_hint)
         self._rest_hint = rest_hint
-        self._rest = rest_state(self.model, start=rest_hint)
         self._state = self._rest.copy()
         self._next = self._rest.copy()
         ends = self._rest.endpoints
@@ -102,6 +105,26 @@ class MuscledCharacter:
         if np.any(arr < 0) or np.any(arr >= count):
             raise ValueError(f"a muscle's {what} bone index is out of range (the rig has {count} bones).")
         return arr
+
+    def _stored_rest(self, settled):
+        """The rest state from ``settled_rest()`` of an earlier bind of the same character, or None if it does not
+        fit this model (then the rest is settled again)."""
+        if settled is None:
+            return None
+        x, s = (np.asarray(a, dtype=np.float64) for a in settled)
+        state = initial_state(self.model)
+        if x.shape != state.x.shape or s.shape != self.model.particle_s.shape \
+                or not (np.isfinite(x).all() and np.isfinite(s).all()):
+            return None
+        state.x[:] = x
+        self.model.particle_s[:] = s
+        return state
+
+    def settled_rest(self) -> tuple:
+        """``(x (P, 3), particle_s (P,))`` of the settled rest: pass it back as ``settled_rest`` to bind the same
+        character again with no settling at all (the full body's rest takes ~640 PBD frames even from
+        ``rest_hint``) and bit for bit the same."""
+        return self._rest.x.copy(), self.model.particle_s.copy()
 
     def rest_hint(self) -> tuple:
         """``(x (P, 3), particle_s (P,))`` where the rest settle started: pass it back as ``rest_hint`` to bind the

@@ -234,10 +234,12 @@ def test_a_flat_active_biceps_changes_the_skin_where_a_round_one_does_not(charac
     assert moved[character.rig.vertices[:, 0] > 0.6].max() < 1e-9  # the hand does not care
 
 
-def test_a_bind_from_the_stored_rest_hint_plays_bit_for_bit_the_same(character):
-    """A host that binds again from ``rest_hint()`` (a reopened file, a farm process) gets the very same frames:
-    the tracking's stop rules are not continuous, so even nanometres of difference at rest could grow."""
-    again = scenes.arm_character(rest_hint=character.rest_hint())
+@pytest.mark.parametrize("kept", ["settled_rest", "rest_hint"])
+def test_a_bind_from_the_stored_rest_plays_bit_for_bit_the_same(character, kept):
+    """A host that binds again from ``settled_rest()`` (what Blender keeps with the file: no settling at all) or
+    from ``rest_hint()`` (the settle's start) gets the very same frames: the tracking's stop rules are not
+    continuous, so even nanometres of difference at rest could grow."""
+    again = scenes.arm_character(**{kept: getattr(character, kept)()})
     character.reset()
     for f in range(0, 24, 2):
         B, a = scenes.biceps_curl(f, frames=24)
