@@ -63,17 +63,24 @@ _busy = False
 _warned: set = set()
 
 
+def _new_group(name, *inputs):
+    """A new Geometry Nodes group with a Geometry input, the given ``(name, socket type)`` inputs and a Geometry
+    output: ``(group, input node, output node)``."""
+    group = bpy.data.node_groups.new(name, 'GeometryNodeTree')
+    group.interface.new_socket(name="Geometry", in_out='INPUT', socket_type='NodeSocketGeometry')
+    for socket, kind in inputs:
+        group.interface.new_socket(name=socket, in_out='INPUT', socket_type=kind)
+    group.interface.new_socket(name="Geometry", in_out='OUTPUT', socket_type='NodeSocketGeometry')
+    return group, group.nodes.new('NodeGroupInput'), group.nodes.new('NodeGroupOutput')
+
+
 def node_group():
     """The shared Geometry Nodes group: Set Position from the named attribute, where it exists."""
     group = bpy.data.node_groups.get(NODE_GROUP)
     if group is not None:
         return group
-    group = bpy.data.node_groups.new(NODE_GROUP, 'GeometryNodeTree')
-    group.interface.new_socket(name="Geometry", in_out='INPUT', socket_type='NodeSocketGeometry')
-    group.interface.new_socket(name="Geometry", in_out='OUTPUT', socket_type='NodeSocketGeometry')
+    group, gin, gout = _new_group(NODE_GROUP)
     nodes, links = group.nodes, group.links
-    gin = nodes.new('NodeGroupInput')
-    gout = nodes.new('NodeGroupOutput')
     attr = nodes.new('GeometryNodeInputNamedAttribute')
     attr.data_type = 'FLOAT_VECTOR'
     attr.inputs["Name"].default_value = ATTRIBUTE
@@ -91,13 +98,8 @@ def linked_node_group():
     group = bpy.data.node_groups.get(LINKED_NODE_GROUP)
     if group is not None and group.library is None:
         return group
-    group = bpy.data.node_groups.new(LINKED_NODE_GROUP, 'GeometryNodeTree')
-    group.interface.new_socket(name="Geometry", in_out='INPUT', socket_type='NodeSocketGeometry')
-    group.interface.new_socket(name="Positions", in_out='INPUT', socket_type='NodeSocketObject')
-    group.interface.new_socket(name="Geometry", in_out='OUTPUT', socket_type='NodeSocketGeometry')
+    group, gin, gout = _new_group(LINKED_NODE_GROUP, ("Positions", 'NodeSocketObject'))
     nodes, links = group.nodes, group.links
-    gin = nodes.new('NodeGroupInput')
-    gout = nodes.new('NodeGroupOutput')
     info = nodes.new('GeometryNodeObjectInfo')
     info.transform_space = 'ORIGINAL'  # the helper's own coordinates: the mesh's local space
     sample = nodes.new('GeometryNodeSampleIndex')

@@ -62,28 +62,29 @@ def check_rigid(transforms, bone_names=None, reach: float | None = None) -> np.n
         raise ValueError(f"bone transforms must have shape (bones, 4, 4), got {B.shape}.")
     bad = ~np.all(np.isfinite(B), axis=(1, 2))
     if np.any(bad):
-        j = int(np.flatnonzero(bad)[0])
-        name = bone_names[j] if bone_names is not None else f"bone {j}"
-        raise ValueError(f"the pose of {name} contains NaN or infinite values; check its animation.")
-    if reach is not None:
-        far = np.abs(B[:, :3, 3]).max(axis=1) > reach
-        if np.any(far):
-            j = int(np.flatnonzero(far)[0])
-            name = bone_names[j] if bone_names is not None else f"bone {j}"
-            raise ValueError(f"the pose moves {name} {np.abs(B[j, :3, 3]).max():.3g} m away, more than "
-                             f"{reach:.3g} m ({REACH_FACTOR:g} times the character's size); check its animation "
-                             f"(move the character with its armature object instead).")
+        raise ValueError(f"the pose of {_first(bad, bone_names)} contains NaN or infinite values; check its "
+                         f"animation.")
+    far = np.abs(B[:, :3, 3]).max(axis=1) > (np.inf if reach is None else reach)
+    if np.any(far):
+        j = int(np.flatnonzero(far)[0])
+        raise ValueError(f"the pose moves {_first(far, bone_names)} {np.abs(B[j, :3, 3]).max():.3g} m away, more "
+                         f"than {reach:.3g} m ({REACH_FACTOR:g} times the character's size); check its animation "
+                         f"(move the character with its armature object instead).")
     R = B[:, :3, :3]
     ortho = np.abs(np.einsum("bji,bjk->bik", R, R) - np.eye(3)).max(axis=(1, 2))
     det = np.abs(np.linalg.det(R) - 1.0)
     bad = (ortho > RIGID_TOL) | (det > RIGID_TOL)
     if np.any(bad):
-        j = int(np.flatnonzero(bad)[0])
-        name = bone_names[j] if bone_names is not None else f"bone {j}"
-        raise ValueError(f"the transform of {name} is not a rotation plus a translation (it scales or shears); "
-                         f"Implicit Skinning needs rigid bones: apply the armature's scale, or remove pose-bone "
-                         f"scale.")
+        raise ValueError(f"the transform of {_first(bad, bone_names)} is not a rotation plus a translation (it "
+                         f"scales or shears); Implicit Skinning needs rigid bones: apply the armature's scale, or "
+                         f"remove pose-bone scale.")
     return B
+
+
+def _first(mask, bone_names) -> str:
+    """The name of the first bone where ``mask (B,)`` is True (``bone j`` without names)."""
+    j = int(np.flatnonzero(mask)[0])
+    return bone_names[j] if bone_names is not None else f"bone {j}"
 
 
 def quaternion_from_matrix(R) -> np.ndarray:
