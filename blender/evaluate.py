@@ -177,6 +177,20 @@ def _install_linked(mesh_obj) -> None:
     mod[group.interface.items_tree["Positions"].identifier] = helper
 
 
+def check_linked_stack(mesh_obj) -> None:
+    """``ValueError`` if a linked mesh's stack has a modifier of its own after the Armature modifier (a Subdivision,
+    say): Implicit Skinning would come after it, on other vertices, and an override cannot move it before."""
+    after = False
+    for m in mesh_obj.modifiers:
+        if m.type == 'ARMATURE':
+            after = True
+        elif after and m.name not in (MODIFIER, LINKED_MODIFIER, CACHE_MODIFIER) and (m.show_viewport
+                                                                                      or m.show_render):
+            raise ValueError(f"{mesh_obj.name} is linked and its library's stack has '{m.name}' after the Armature "
+                             f"modifier: a library override cannot put Implicit Skinning before it. Turn '{m.name}' "
+                             f"off in this shot, or make the mesh data local (Object > Relations > Make Local).")
+
+
 def set_active(mesh_obj, on: bool) -> None:
     """Implicit Skinning on (the live modifier, or the Mesh Cache of a bake) and the Armature modifier off, or only
     the Armature modifier on. A linked mesh's attribute modifier (from its library) never shows: its attribute is
@@ -243,6 +257,8 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
     ch = bound.character
     t0 = time.perf_counter()
     bound.check_scene(mesh_obj, armature, depsgraph)
+    if is_linked(mesh_obj):
+        check_linked_stack(mesh_obj)
     fresh = frame <= start
     if fresh:
         ch.reset()

@@ -338,3 +338,35 @@ def test_library_linked_character_with_overrides(bpy, tmp_path):
     _play(bpy, [31])
     assert np.abs(evaluated(bpy, mesh) - relaxed).max() > 1e-3
     assert library.read_bytes() == written
+
+
+def test_library_linked_mesh_with_a_modifier_after_the_armature(bpy, tmp_path, capfd):
+    """A linked mesh whose library stack has a Subdivision after the Armature modifier: an override cannot put
+    Implicit Skinning between them, so the shot shows the plain Armature result (subdivided), with one warning
+    that names the modifier and the way out."""
+    rig, mesh = animated_arm(bpy)
+    mesh.modifiers.new("Subdivision", 'SUBSURF').levels = 1
+    collection = bpy.data.collections.new("Character")
+    bpy.context.scene.collection.children.link(collection)
+    for obj in (rig, mesh):
+        bpy.context.scene.collection.objects.unlink(obj)
+        collection.objects.link(obj)
+    bind(bpy, mesh)
+    library = tmp_path / "character.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(library))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    with bpy.data.libraries.load(str(library), link=True) as (_, data_to):
+        data_to.collections = ["Character"]
+    instance = bpy.data.objects.new("Character", None)
+    instance.instance_type, instance.instance_collection = 'COLLECTION', data_to.collections[0]
+    scene = bpy.context.scene
+    scene.collection.objects.link(instance)
+    bpy.context.view_layer.objects.active = instance
+    instance.select_set(True)
+    assert bpy.ops.object.make_override_library() == {'FINISHED'}
+    mesh = next(o for o in scene.objects if o.type == 'MESH')
+    scene.frame_start, scene.frame_end = 1, 60
+    _play(bpy, range(1, 6))
+    err = capfd.readouterr().err
+    assert err.count(WARNING) == 1 and "has 'Subdivision' after the Armature modifier" in err
+    assert mesh.modifiers["Armature"].show_viewport and not _live(mesh)
