@@ -292,22 +292,18 @@ def test_topology_edited_after_bind(bpy, capfd):
     assert _live(mesh)
 
 
-def test_library_linked_character_with_overrides(bpy, tmp_path):
-    """A character linked from another file into a shot and made a library override: it binds on first use and
-    plays as it does in its own file; activation set on the override is used; the library file is not written."""
-    rig, mesh = animated_arm(bpy)
+def _in_a_collection(bpy, rig, mesh):
+    """Move ``rig`` and ``mesh`` into a collection "Character" (what a shot links)."""
     collection = bpy.data.collections.new("Character")
     bpy.context.scene.collection.children.link(collection)
     for obj in (rig, mesh):
         bpy.context.scene.collection.objects.unlink(obj)
         collection.objects.link(obj)
-    bind(bpy, mesh)
-    _play(bpy, range(1, 31))
-    own = evaluated(bpy, mesh)
-    library = tmp_path / "character.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(library))
-    written = library.read_bytes()
 
+
+def _linked_into_a_new_shot(bpy, library):
+    """A new empty file that links "Character" from ``library`` and makes it a library override: ``(scene, mesh,
+    rig)`` of the shot (frames 1-60)."""
     bpy.ops.wm.read_homefile(use_empty=True)
     with bpy.data.libraries.load(str(library), link=True) as (_, data_to):
         data_to.collections = ["Character"]
@@ -318,10 +314,25 @@ def test_library_linked_character_with_overrides(bpy, tmp_path):
     bpy.context.view_layer.objects.active = instance
     instance.select_set(True)
     assert bpy.ops.object.make_override_library() == {'FINISHED'}
-    mesh = next(o for o in scene.objects if o.type == 'MESH')
-    rig = next(o for o in scene.objects if o.type == 'ARMATURE')
-    assert mesh.override_library is not None and mesh.data.library is not None  # the mesh data stays linked
     scene.frame_start, scene.frame_end = 1, 60
+    return (scene, next(o for o in scene.objects if o.type == 'MESH'),
+            next(o for o in scene.objects if o.type == 'ARMATURE'))
+
+
+def test_library_linked_character_with_overrides(bpy, tmp_path):
+    """A character linked from another file into a shot and made a library override: it binds on first use and
+    plays as it does in its own file; activation set on the override is used; the library file is not written."""
+    rig, mesh = animated_arm(bpy)
+    _in_a_collection(bpy, rig, mesh)
+    bind(bpy, mesh)
+    _play(bpy, range(1, 31))
+    own = evaluated(bpy, mesh)
+    library = tmp_path / "character.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(library))
+    written = library.read_bytes()
+
+    scene, mesh, rig = _linked_into_a_new_shot(bpy, library)
+    assert mesh.override_library is not None and mesh.data.library is not None  # the mesh data stays linked
     _play(bpy, range(1, 31))
     live = mesh.modifiers["Implicit Skinning (Linked Mesh)"]
     assert live.show_viewport and not mesh.modifiers["Implicit Skinning"].show_viewport
@@ -346,26 +357,11 @@ def test_library_linked_mesh_with_a_modifier_after_the_armature(bpy, tmp_path, c
     that names the modifier and the way out."""
     rig, mesh = animated_arm(bpy)
     mesh.modifiers.new("Subdivision", 'SUBSURF').levels = 1
-    collection = bpy.data.collections.new("Character")
-    bpy.context.scene.collection.children.link(collection)
-    for obj in (rig, mesh):
-        bpy.context.scene.collection.objects.unlink(obj)
-        collection.objects.link(obj)
+    _in_a_collection(bpy, rig, mesh)
     bind(bpy, mesh)
     library = tmp_path / "character.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(library))
-    bpy.ops.wm.read_homefile(use_empty=True)
-    with bpy.data.libraries.load(str(library), link=True) as (_, data_to):
-        data_to.collections = ["Character"]
-    instance = bpy.data.objects.new("Character", None)
-    instance.instance_type, instance.instance_collection = 'COLLECTION', data_to.collections[0]
-    scene = bpy.context.scene
-    scene.collection.objects.link(instance)
-    bpy.context.view_layer.objects.active = instance
-    instance.select_set(True)
-    assert bpy.ops.object.make_override_library() == {'FINISHED'}
-    mesh = next(o for o in scene.objects if o.type == 'MESH')
-    scene.frame_start, scene.frame_end = 1, 60
+    scene, mesh, _ = _linked_into_a_new_shot(bpy, library)
     _play(bpy, range(1, 6))
     err = capfd.readouterr().err
     assert err.count(WARNING) == 1 and "has 'Subdivision' after the Armature modifier" in err
