@@ -49,12 +49,7 @@ def read_rig(mesh_obj, armature, unweighted: str = 'ERROR') -> Rig:
     if not group_to_bone:
         raise ValueError(f"{mesh_obj.name} has no vertex group named after a bone of {armature.name}: weight it "
                          f"to the armature first (Parent with Automatic Weights).")
-    weights = np.zeros((V, len(names)))
-    for v in mesh.vertices:
-        for g in v.groups:
-            b = group_to_bone.get(g.group)
-            if b is not None:
-                weights[v.index, b] += g.weight
+    weights = _bone_weights(mesh_obj, group_to_bone, len(names))
     if unweighted == 'ERROR':
         none = np.flatnonzero(weights.max(axis=1) <= 0.0)
         if len(none):
@@ -68,6 +63,27 @@ def read_rig(mesh_obj, armature, unweighted: str = 'ERROR') -> Rig:
     tails = np.array([b.tail_local[:] for b in bones], dtype=np.float64)
     parents = np.array([index[b.parent.name] if b.parent else -1 for b in bones], dtype=np.int64)
     return Rig(verts, tri.reshape(T, 3).astype(np.int64), weights, heads, tails, parents, tuple(names))
+
+
+def _bone_weights(mesh_obj, group_to_bone: dict, bone_count: int) -> np.ndarray:
+    """``(V, B)`` vertex weights per bone, from the vertex groups named after bones."""
+    weights = np.zeros((len(mesh_obj.data.vertices), bone_count))
+    for v in mesh_obj.data.vertices:
+        for g in v.groups:
+            b = group_to_bone.get(g.group)
+            if b is not None:
+                weights[v.index, b] += g.weight
+    return weights
+
+
+def bones_owning(mesh_obj, armature) -> np.ndarray:
+    """``(B,)`` bool: the bones of ``armature`` that own vertices of ``mesh_obj`` (highest weight)."""
+    index = {b.name: i for i, b in enumerate(armature.data.bones)}
+    group_to_bone = {g.index: index[g.name] for g in mesh_obj.vertex_groups if g.name in index}
+    w = _bone_weights(mesh_obj, group_to_bone, len(index))
+    owns = np.zeros(len(index), dtype=bool)
+    owns[np.argmax(w[w.max(axis=1) > 0], axis=1)] = True
+    return owns
 
 
 def _normal(frame: Matrix, axis: Vector, twist: float) -> Vector:
@@ -146,19 +162,22 @@ def read_muscles(armature, names: tuple, frame=None):
             i_b.append(index[m.insertion_bone])
             s_b.append(index[m.skin_bone])
             source.append(k)
-    return out, np.array(o_b), np.array(i_b), np.array(s_b), np.array(source)
+    return out, *(np.array(v, dtype=np.int64) for v in (o_b, i_b, s_b, source))
 
 
-def muscles_on_skin(rig, skin_bones) -> np.ndarray:
-    """``(M,)`` bool: muscles whose skin bone, or a bone above it, owns vertices of this mesh (highest weight, as
-    the core partitions the skin). An armature that deforms several meshes (two arms, a body and its clothes) has
-    muscles on the other meshes' bones too; a mesh binds with its own."""
+def muscles_on_skin(rig, skin_bones, elsewhere=None) -> np.ndarray:
+    """``(M,)`` bool: the muscles this mesh shows. An armature that deforms several meshes (a torso, legs and a
+    head; two arms; a body and its clothes) has muscles on the other meshes' bones too; a mesh binds with its own:
+    those whose skin bone owns vertices of this mesh (highest weight, as the core partitions the skin), or, for a
+    skin bone that owns none anywhere (a small bone), whose nearest bone above that owns vertices owns some here.
+    ``elsewhere (B,)`` bool: bones owning vertices of the armature's other meshes (``bones_owning``)."""
     w = rig.weights
     owns = np.zeros(w.shape[1], dtype=bool)
     owns[np.argmax(w[w.max(axis=1) > 0], axis=1)] = True
+    elsewhere = np.zeros_like(owns) if elsewhere is None else np.asarray(elsewhere, dtype=bool)
     keep = np.zeros(len(skin_bones), dtype=bool)
     for k, j in enumerate(skin_bones):
-        while j >= 0 and not owns[j]:
+        while j >= 0 and not owns[j] and not elsewhere[j]:
             j = rig.parents[j]
-        keep[k] = j >= 0
+        keep[k] = j >= 0 and owns[j]
     return keep

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import reader
-from .rig import BONE_FIELDS, follow_renames, muscle_problem
+from .rig import BONE_FIELDS, follow_renames, muscle_problem, skin_meshes
 
 _BOUND: dict = {}
 
@@ -206,13 +206,12 @@ def bind(mesh_obj, armature) -> Bound:
             raise ValueError(problem)
     rig = reader.read_rig(mesh_obj, armature, mesh_obj.implicit_skin.unweighted)
     muscles, o_b, i_b, s_b, source = reader.read_muscles(armature, rig.names)
-    if not muscles:
-        raise ValueError(f"{armature.name} has no muscles yet: add one in the Muscles tab (select two pose bones, "
-                         f"press +), or bind anyway after adding them.")
-    keep = reader.muscles_on_skin(rig, s_b)
-    if not keep.any():
-        raise ValueError(f"None of {armature.name}'s muscles lies on {mesh_obj.name}'s skin: their skin bones own "
-                         f"no vertices of this mesh (check each muscle's Skin Bone).")
+    elsewhere = np.zeros(len(rig.names), dtype=bool)
+    for other in skin_meshes(armature):
+        if other != mesh_obj:
+            elsewhere |= reader.bones_owning(other, armature)
+    # none at all is fine: Implicit Skinning alone (a character's head, a rig before its muscles)
+    keep = reader.muscles_on_skin(rig, s_b, elsewhere)
     muscles = [m for m, k in zip(muscles, keep) if k]
     o_b, i_b, s_b, source = o_b[keep], i_b[keep], s_b[keep], source[keep]
     s = mesh_obj.implicit_skin

@@ -45,9 +45,16 @@ the skin, and only an axis that leaves the skin (a muscle cutting across a bent 
 0.6 the constraint pushed resting axes deep and rippled the skin."""
 
 
+def _empty_state() -> PBDState:
+    """The state of a character without muscles: every array has length 0."""
+    return PBDState(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 2, 3)), np.zeros((0, 2, 3)),
+                    np.zeros((0, 2, 3)), np.zeros((0, 3, 4)))
+
+
 class MuscledCharacter:
     """See the module docstring. ``rig``: an object with vertices, faces, weights, heads, tails, parents, names
-    (``core/scenes.Rig``); ``muscles``: :class:`core.muscle.FusiformMuscle` at rest."""
+    (``core/scenes.Rig``); ``muscles``: :class:`core.muscle.FusiformMuscle` at rest, or none at all (Implicit
+    Skinning alone: a mesh of the character that no muscle lies on, e.g. the head; the state is then empty)."""
 
     def __init__(self, rig, muscles, origin_bones, insertion_bones, skin_bones, pbd: PBDSettings | None = None,
                  skin: SkinSettings | None = None, tracking: TrackingSettings | None = None,
@@ -68,15 +75,20 @@ class MuscledCharacter:
                            if np.any(labels == j) else 0.005 for j in range(B)])
         self.capsules_rest = np.stack([rig.heads, rig.tails], axis=1)
         groups = list(self.skin_bones) if muscle_collisions else None
-        self.model = build_pbd_model(self.muscles, pbd, capsules=self.capsules_rest, capsule_radius=radius,
-                                     collision_groups=groups)
-        self.solver = PBDSolver(self.model)
-        self._rest = self._stored_rest(settled_rest)
-        if self._rest is None:
-            if rest_hint is None:  # settle from scratch, then once more from there, as a bind from the hint does
-                cold = rest_state(self.model)
-                rest_hint = (cold.x.copy(), self.model.particle_s.copy())
-            self._rest = rest_state(self.model, start=rest_hint)
+        if self.muscles:
+            self.model = build_pbd_model(self.muscles, pbd, capsules=self.capsules_rest, capsule_radius=radius,
+                                         collision_groups=groups)
+            self.solver = PBDSolver(self.model)
+            self._rest = self._stored_rest(settled_rest)
+            if self._rest is None:
+                if rest_hint is None:  # settle from scratch, then once more from there, as a bind from the hint does
+                    cold = rest_state(self.model)
+                    rest_hint = (cold.x.copy(), self.model.particle_s.copy())
+                self._rest = rest_state(self.model, start=rest_hint)
+        else:  # Implicit Skinning alone: nothing to simulate, the state is empty
+            self.model = self.solver = None
+            self._rest = _empty_state()
+            rest_hint = (self._rest.x.copy(), np.zeros(0))
         self._rest_hint = rest_hint
         self._state = self._rest.copy()
         self._next = self._rest.copy()
@@ -88,11 +100,13 @@ class MuscledCharacter:
             a, b = self.model.axis_start[m], self.model.axis_start[m + 1]
             muscle.set_axis(self._rest.x[a:b])
         self.skin = bind_skin_field(rig.vertices, rig.faces, rig.weights, rig.heads, rig.tails, rig.parents,
-                                    muscles=pack_muscles(self.muscles), muscle_bones=self.skin_bones,
+                                    muscles=pack_muscles(self.muscles) if self.muscles else None,
+                                    muscle_bones=self.skin_bones if self.muscles else None,
                                     settings=skin, bone_names=rig.names)
         self.deformer = ImplicitSkinDeformer(self.skin, rig.vertices, rig.faces, rig.weights, tracking,
                                              bone_names=rig.names)
-        self._ecc = np.array([[m.shape.eccentricity_rest, m.shape.eccentricity_active] for m in self.muscles])
+        self._ecc = np.array([[m.shape.eccentricity_rest, m.shape.eccentricity_active]
+                              for m in self.muscles]).reshape(-1, 2)
         self._activation_default = np.array([m.activation for m in self.muscles], dtype=np.float64)
         self.keep_inside = keep_inside
         self.hull = self.skin.without_muscles()
@@ -124,7 +138,7 @@ class MuscledCharacter:
         """``(x (P, 3), particle_s (P,))`` of the settled rest: pass it back as ``settled_rest`` to bind the same
         character again with no settling at all (the full body's rest takes ~640 PBD frames even from
         ``rest_hint``) and bit for bit the same."""
-        return self._rest.x.copy(), self.model.particle_s.copy()
+        return self._rest.x.copy(), (self.model.particle_s.copy() if self.model else np.zeros(0))
 
     def rest_hint(self) -> tuple:
         """``(x (P, 3), particle_s (P,))`` where the rest settle started: pass it back as ``rest_hint`` to bind the
@@ -159,6 +173,8 @@ class MuscledCharacter:
         """Put the muscles straight into this pose, at rest: each particle of the settled rest axes carried by its
         muscle's origin and insertion bones, mixed by its place along the axis (a cut; nothing simulated)."""
         B = check_rigid(bone_transforms, self.rig.names, self.reach)
+        if self.model is None:
+            return
         control = self.muscle_controls(B, activation, stiffness, width_scale, eccentricity)
         rest = np.concatenate([self._rest.x, np.ones((len(self._rest.x), 1))], axis=1)
         counts = np.diff(self.model.axis_start)
@@ -191,6 +207,8 @@ class MuscledCharacter:
         B = check_rigid(bone_transforms, self.rig.names, self.reach)
         if B.shape[0] != len(self.rig.heads):
             raise ValueError(f"expected transforms for {len(self.rig.heads)} bones, got {B.shape[0]}.")
+        if self.model is None:  # no muscles: only the checks above
+            return
         control = self.muscle_controls(B, activation, stiffness, width_scale, eccentricity)
         if self.keep_inside is not None:
             self.hull.update(B)
@@ -210,10 +228,33 @@ class MuscledCharacter:
         t0 = time.perf_counter()
         self.step_muscles(B, activation, stiffness, width_scale, dt, eccentricity)
         t1 = time.perf_counter()
-        x = self.deformer.deform(B, self.solver.batch, out=out if self.weld.identity else None, frame=frame)
+        batch = self.solver.batch if self.solver is not None else None
+        x = self.deformer.deform(B, batch, out=out if self.weld.identity else None, frame=frame)
         self.timings = {"pbd": t1 - t0, **self.deformer.timings}
         self.timings["total"] = sum(self.timings.values())
         return self.weld.expand(x, out)
+
+    def muscle_volumes(self, activation=None, measure: str = "field", rings: int = 48, sides: int = 24) -> np.ndarray:
+        """``(M,)`` volume [m^3] of each muscle with its current simulated axis and ``activation (M,)`` (default: each
+        muscle's own), what paper Fig. 13 plots against the rest volume. ``measure``: ``"field"``, the region
+        ``f_M < 0`` the skin sees (``core.surface.field_volume``), or ``"mesh"``, the swept surface mesh
+        (``rings`` x ``sides``), which reads wrong where the axis bends more tightly than the muscle is wide."""
+        import copy
+
+        from .surface import field_volume, mesh_volume, muscle_surface
+
+        if measure not in ("field", "mesh"):
+            raise ValueError(f"measure must be 'field' or 'mesh', got {measure!r}.")
+        x, starts = self._state.x, (self.model.axis_start if self.model is not None else [0])
+        out = np.empty(len(self.muscles))
+        for m, muscle in enumerate(self.muscles):
+            probe = copy.deepcopy(muscle)
+            probe.set_axis(x[starts[m]:starts[m + 1]])
+            if activation is not None:
+                probe.activation = float(activation[m])
+            out[m] = field_volume(probe) if measure == "field" else mesh_volume(
+                *muscle_surface(probe, rings=rings, sides=sides))
+        return out
 
     @property
     def vertex_count(self) -> int:

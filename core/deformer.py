@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from . import validation
-from .mesh_rings import cotangent_rings
+from .mesh_rings import border_vertices, cotangent_rings
 from .skin_field import SkinField
 from .skinning import check_rigid, dqs, influences
 from .tracking import TrackingSettings
@@ -44,6 +44,8 @@ class ImplicitSkinDeformer:
         self.bone_names = bone_names
         self.influences = influences(weights, skin.labels)
         self.rings = cotangent_rings(self.rest, faces)
+        self.pinned = border_vertices(faces, len(self.rest)) if self.settings.pin_borders \
+            else np.zeros(len(self.rest), dtype=np.bool_)
         self.mesh_size = float(np.linalg.norm(np.ptp(self.rest, axis=0)))
         skin.update(None)
         self.iso, _ = skin.evaluate(self.rest)
@@ -93,7 +95,8 @@ class ImplicitSkinDeformer:
                                  s.contact_band, s.bisect_steps, s.trust * self.mesh_size, s.dilation,
                                  s.quiet * self.mesh_size,
                                  s.final_sweeps, s.final_tolerance * self.mesh_size,
-                                 self._p, self._anchor, self._normal, self._g_prev, self.state, self.active)
+                                 self._p, self._anchor, self._normal, self._g_prev, self.state, self.active,
+                                 self.pinned)
         t3 = time.perf_counter()
         self.timings = {"pose": t1 - t0, "field": t2 - t1, "tracking": t3 - t2}
         if not np.all(np.isfinite(x)):

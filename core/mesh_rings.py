@@ -59,3 +59,13 @@ def cotangent_rings(vertices, faces) -> Rings:
     weight = np.where(per_row_total > 1e-20, weight / np.where(per_row_total > 1e-20, per_row_total, 1.0),
                       1.0 / np.maximum(per_row_count, 1))
     return Rings(start, cols.astype(np.int64), weight)
+
+
+def border_vertices(faces, vertex_count: int) -> np.ndarray:
+    """``(V,)`` bool: vertices on an open border of the mesh, the ends of every edge that only one face uses."""
+    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    edges = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
+    unique, count = np.unique(edges, axis=0, return_counts=True)
+    out = np.zeros(vertex_count, dtype=np.bool_)
+    out[unique[count == 1].ravel()] = True
+    return out

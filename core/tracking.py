@@ -22,7 +22,12 @@ Defaults (the thesis gives no numbers; chosen on the arm and full-body scenes, s
   projection step (with ``1e-4`` and the short-step trust above, the arm's curl tracks in 8.5 ms instead of 12,
   the full body in 79 ms instead of 120, with the same share of vertices on their iso-value);
 * up to 10 final ARAP sweeps, until no vertex moves more than ``1e-5`` of the mesh's size (50 changed nothing
-  measurable on the arm: the Jacobi sweeps after the loop only smooth what the loop left).
+  measurable on the arm: the Jacobi sweeps after the loop only smooth what the loop left);
+* vertices on an open border of the mesh (an edge with one face) keep their DQS position (``pin_borders``): a
+  character made of several meshes (BCN_Epileptic's head, torso and legs) meets at such borders, each mesh is
+  tracked in its own field, and tracked borders opened gaps of centimetres at the neck and the waist; DQS moves
+  both sides of a seam alike (same rest positions, same weights), so pinned borders stay closed. The rings next to
+  a border relax against it.
 """
 from __future__ import annotations
 
@@ -38,7 +43,8 @@ class TrackingSettings:
     """iterations, first/last step factor, eps [field units], contact_angle [deg], contact_band [field units],
     bisect_steps, trust [fraction of the mesh's bounding-box diagonal], dilation [rings], quiet [fraction of the mesh's bounding-box diagonal],
     final_sweeps, final_tolerance [fraction of the mesh's bounding-box diagonal], temporal (start from the previous
-    frame's result when frames are consecutive; off by default so results do not depend on playback history)."""
+    frame's result when frames are consecutive; off by default so results do not depend on playback history),
+    pin_borders (vertices on an open border keep their DQS position, module docstring)."""
 
     iterations: int = 8
     first_step: float = 1.0
@@ -53,6 +59,7 @@ class TrackingSettings:
     final_sweeps: int = 10
     final_tolerance: float = 1e-5
     temporal: bool = False
+    pin_borders: bool = True
 
     def lambdas(self) -> np.ndarray:
         """``(iterations,)`` step factors ``lambda_n``, linear from ``first_step`` to ``last_step``."""
@@ -90,9 +97,11 @@ def _arap_ref(src, rot, rest, rings, anchor, normal):
     return v - t[:, None] * normal
 
 
-def track_reference(x, rot, rest, iso, rings, evaluate, settings: TrackingSettings, mesh_size: float):
-    """Numpy reference of ``kernels/tracking.track``: ``evaluate(points) -> (values, grads)``; returns
-    ``(positions (V, 3), state (V,), active (V,), sweeps)``."""
+def track_reference(x, rot, rest, iso, rings, evaluate, settings: TrackingSettings, mesh_size: float,
+                    pinned=None):
+    """Numpy reference of ``kernels/tracking.track``: ``evaluate(points) -> (values, grads)``; ``pinned (V,)`` bool:
+    vertices that keep their start position (open borders); returns ``(positions (V, 3), state (V,), active (V,),
+    sweeps)``."""
     s = settings
     x = np.array(x, dtype=np.float64)
     V = len(x)
@@ -105,6 +114,8 @@ def track_reference(x, rot, rest, iso, rings, evaluate, settings: TrackingSettin
         hit = np.zeros(V, dtype=bool)
         np.logical_or.at(hit, rows, active[rings.neighbour])
         active = active | hit
+    if pinned is not None:
+        active &= ~np.asarray(pinned, dtype=bool)
     state = np.zeros(V, dtype=np.int8)
     p = x.copy()
     anchor = x.copy()

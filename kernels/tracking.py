@@ -206,8 +206,10 @@ def _relax(src, dst, active, state, rot, rest, ring_start, ring_neighbour, ring_
 
 @njit(parallel=True, **_JIT)
 def track(x, rot, rest, iso, ring_start, ring_neighbour, ring_weight, field, lambdas, eps, cos_stop, contact_band,
-          bisect_steps, trust, dilation, quiet, final_sweeps, final_tol, p, anchor, normal, g_prev, state, active):
-    """One frame of tracking (module docstring). Returns the number of final ARAP sweeps run."""
+          bisect_steps, trust, dilation, quiet, final_sweeps, final_tol, p, anchor, normal, g_prev, state, active,
+          pinned):
+    """One frame of tracking (module docstring); ``pinned (V,)`` bool: vertices that keep their start position (open
+    borders, ``core/tracking.py``). Returns the number of final ARAP sweeps run."""
     V = x.shape[0]
     T = field[0].shape[0]
     n_chunks = (V + CHUNK - 1) // CHUNK
@@ -231,6 +233,9 @@ def track(x, rot, rest, iso, ring_start, ring_neighbour, ring_weight, field, lam
             flag[i] = on
         for i in prange(V):
             active[i] = flag[i]
+    for i in prange(V):
+        if pinned[i]:
+            active[i] = False
     moves = np.full(V, np.inf)
     quiet2 = quiet * quiet
     for i in prange(V):

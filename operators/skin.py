@@ -57,8 +57,9 @@ class IMPLICIT_MUSCLES_OT_bind_skin(Operator):
         evaluate.evaluate_mesh(mesh_obj, context.scene, context.evaluated_depsgraph_get())
         if context.scene is not None:
             context.scene.render.use_lock_interface = True  # renders read evaluated data, never a half-written mesh
-        self.report({'INFO'}, f"Bound {mesh_obj.name}: {bound.character.skin.part_count} skin parts, "
-                              f"{len(bound.character.muscles)} muscle fibres.")
+        fibres = len(bound.character.muscles)
+        muscles = f"{fibres} muscle fibres" if fibres else "no muscle on this mesh (Implicit Skinning alone)"
+        self.report({'INFO'}, f"Bound {mesh_obj.name}: {bound.character.skin.part_count} skin parts, {muscles}.")
         return {'FINISHED'}
 
 

@@ -7,13 +7,14 @@ is Implicit Skinning again. Entries covered elsewhere: the armature deleted whil
 extension disabled (test_evaluation.py), several characters on one armature (test_evaluation_stack.py), a muscle
 whose bone was deleted before bind (test_authoring.py).
 """
+import math
 import sys
 
 import numpy as np
 import pytest
 
 import blender_session
-from blender_scenes import animated_arm, bind, evaluated, positions
+from blender_scenes import animated_arm, bind, evaluated, make_arm, positions, start_scene
 
 SAME_TOL = 1e-6
 """The same frame computed twice [m] (positions go through float32 attributes)."""
@@ -202,6 +203,27 @@ def test_loose_duplicate_non_manifold_vertices_and_zero_area_faces(bpy):
     assert np.abs(ours[i] - ours[j]).max() < 1e-4
     assert np.abs(ours - _plain(bpy, mesh)).max() < 0.05
     assert np.array_equal(positions(mesh.data), rest)
+
+
+def test_a_rig_without_muscles_binds_implicit_skinning_alone(bpy):
+    """No muscle on the armature (a rig before muscles), or none on this mesh (a character's head): Implicit
+    Skinning alone binds and plays; it is not the Armature result at a bent elbow, and the rest pose gives back the
+    rest mesh."""
+    rig, (mesh,) = make_arm(bpy)
+    start_scene(bpy)
+    rest = positions(mesh.data)
+    bind(bpy, mesh)
+    assert len(_runtime().bound(mesh).character.muscles) == 0
+    assert np.abs(evaluated(bpy, mesh) - rest).max() < 1e-5
+    elbow = rig.pose.bones["elbow"]
+    elbow.rotation_mode = 'XYZ'
+    for frame, angle in ((1, 0.0), (20, 110.0)):
+        elbow.rotation_euler = (math.radians(angle), 0.0, 0.0)
+        elbow.keyframe_insert("rotation_euler", frame=frame)
+    _play(bpy, range(1, 21))
+    shown = evaluated(bpy, mesh)
+    assert _live(mesh) and np.isfinite(shown).all() and _runtime().bound(mesh).last_error == ""
+    assert np.abs(shown - _plain(bpy, mesh)).max() > 1e-3
 
 
 def test_a_bone_with_no_vertices_and_extreme_settings(bpy):

@@ -96,10 +96,52 @@ def test_tracking_kernel_matches_numpy_reference(arm, plain):
     x_kernel, state_kernel = plain.deform(scenes.arm_pose(100.0)).copy(), plain.state.copy()
     s = plain.settings
     x_ref, state_ref, active_ref, _ = track_reference(
-        plain.dqs_positions, plain._rot, plain.rest, plain.iso, plain.rings, plain.skin.evaluate, s, plain.mesh_size)
+        plain.dqs_positions, plain._rot, plain.rest, plain.iso, plain.rings, plain.skin.evaluate, s, plain.mesh_size,
+        plain.pinned)
     assert np.array_equal(active_ref, plain.active)
     assert np.array_equal(state_ref, state_kernel)
     assert np.abs(x_ref - x_kernel).max() < KERNEL_TOL
+
+
+def _open_parts(arm, cut_x=0.22):
+    """The arm cut in two meshes across the upper arm at ``cut_x`` [m] (faces by centroid), as a character made of
+    several meshes meets at a seam: ``[(vertex indices into the arm, faces into them)]``."""
+    centre = arm.vertices[arm.faces].mean(axis=1)[:, 0]
+    out = []
+    for faces in (arm.faces[centre < cut_x], arm.faces[centre >= cut_x]):
+        used = np.unique(faces)
+        out.append((used, np.searchsorted(used, faces)))
+    return out
+
+
+def test_open_borders_keep_their_dqs_position_so_meshes_meeting_there_stay_closed(arm):
+    """Two meshes meeting at a seam (BCN_Epileptic's torso and legs), each tracked in its own field: their border
+    vertices keep the DQS position, which is the same on both sides, so the seam stays closed; tracked borders open
+    it (measured and reported). Kernel vs reference with pinned vertices on the open mesh."""
+    parts = _open_parts(arm)
+    seam = np.intersect1d(parts[0][0], parts[1][0])
+    assert len(seam) >= 30
+    B = scenes.arm_pose(110.0)
+    gap = {}
+    for pin in (True, False):
+        shown = []
+        for used, faces in parts:
+            v, w = arm.vertices[used], arm.weights[used]
+            skin = bind_skin_field(v, faces, w, arm.heads, arm.tails, arm.parents)
+            deformer = ImplicitSkinDeformer(skin, v, faces, w, TrackingSettings(pin_borders=pin))
+            x = np.full((len(arm.vertices), 3), np.nan)
+            x[used] = deformer.deform(B)
+            shown.append(x)
+            if pin:
+                assert np.array_equal(np.flatnonzero(deformer.pinned), np.searchsorted(used, seam))
+                x_ref, _, _, _ = track_reference(deformer.dqs_positions, deformer._rot, deformer.rest, deformer.iso,
+                                                 deformer.rings, skin.evaluate, deformer.settings,
+                                                 deformer.mesh_size, deformer.pinned)
+                assert np.abs(x_ref - x[used]).max() < KERNEL_TOL
+        gap[pin] = float(np.linalg.norm(shown[0][seam] - shown[1][seam], axis=1).max())
+    print(f"seam gap at 110 degrees: pinned borders {1e3 * gap[True]:.4f} mm, tracked borders {1e3 * gap[False]:.2f} mm")
+    assert gap[True] < 1e-9
+    assert gap[False] > 1e-4
 
 
 @pytest.mark.parametrize("angle", [90.0, 110.0])
@@ -232,6 +274,23 @@ def test_a_flat_active_biceps_changes_the_skin_where_a_round_one_does_not(charac
     print(f"flat vs round active biceps: skin moves up to {1000 * moved.max():.2f} mm")
     assert moved.max() > 5e-4
     assert moved[character.rig.vertices[:, 0] > 0.6].max() < 1e-9  # the hand does not care
+
+
+def test_a_character_without_muscles_is_implicit_skinning_alone(arm, plain):
+    """No muscles (a mesh no muscle lies on, such as a character's head): the character binds, its state is empty,
+    settling and placing do nothing, and each frame is exactly the plain deformer's (the same skin field)."""
+    from implicit_muscles.core.character import MuscledCharacter
+
+    none = np.zeros(0, dtype=np.int64)
+    alone = MuscledCharacter(arm, [], none, none, none)
+    assert alone.state().x.shape == (0, 3) and alone.settled_rest()[0].shape == (0, 3)
+    alone.settle(scenes.arm_pose(30.0), activation=[], stiffness=[])
+    for degrees in (0.0, 90.0, 130.0):
+        x = alone.frame(scenes.arm_pose(degrees), activation=[], stiffness=[], width_scale=[])
+        np.testing.assert_array_equal(x, plain.deform(scenes.arm_pose(degrees)))
+    assert set(alone.timings) == {"pbd", "pose", "field", "tracking", "total"}
+    with pytest.raises(ValueError, match="NaN"):
+        alone.frame(np.full((3, 4, 4), np.nan))
 
 
 @pytest.mark.parametrize("kept", ["settled_rest", "rest_hint"])
