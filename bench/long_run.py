@@ -10,7 +10,6 @@ reduced (tests/core/test_long_run.py); ``make bench`` runs 10,000 frames of each
 """
 from __future__ import annotations
 
-import copy
 import os
 
 import numpy as np
@@ -75,18 +74,7 @@ def resident_mb() -> float:
 
 def muscle_volumes(character, activation=None) -> np.ndarray:
     """``(M,)`` volume [m^3] of each muscle's surface with its current simulated axis and activation."""
-    from implicit_muscles.core.surface import mesh_volume, muscle_surface
-
-    x = character.state().x
-    starts = character.model.axis_start
-    out = np.empty(len(character.muscles))
-    for m, muscle in enumerate(character.muscles):
-        probe = copy.deepcopy(muscle)
-        probe.set_axis(x[starts[m]:starts[m + 1]])
-        if activation is not None:
-            probe.activation = float(activation[m])
-        out[m] = mesh_volume(*muscle_surface(probe, **SURFACE))
-    return out
+    return character.muscle_volumes(activation, measure="mesh", **SURFACE)
 
 
 def run(character, poses, frames: int, dt: float = 1.0 / 24.0, progress=None) -> dict:
