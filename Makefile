@@ -64,7 +64,7 @@ test: venv wheels extension character
 	if [ -n "$$failed" ]; then echo "== tests FAILED with:$$failed"; exit 1; fi; \
 	echo "== tests passed with Blender 5.0 and Blender 4.2"
 
-demo: $(B50_STAMP)
+demo: $(B50_STAMP) character
 	$(B50)/bin/python demo/run_demo.py
 
 # The PBD baseline (Jan Bender's pypbd) goes into a folder of its own, put on the path of the benchmark run only:

@@ -47,7 +47,15 @@ def machine() -> dict:
                 break
     except OSError:
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+    memory_gb = 0.0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory_gb = round(int(line.split()[1]) / 2 ** 20, 1)
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": memory_gb, "python": platform.python_version(),
             "numpy": numpy.__version__, "numba": numba.__version__, "numba_threads": numba.get_num_threads(),
             "platform": platform.platform()}
 

@@ -50,23 +50,16 @@ opens the file and times the first ``frame_set`` + fetch, which binds again (``r
 and evaluates; then the next frame. Medians of three such processes per scene; one more runs first to warm the
 cache and is not reported. "Bind in the session" is the Bind Skin operator in the measuring process, for comparison.
 
-Blender runs in child processes of this one (``python bench/bench_blender.py --child ...``): ``bpy`` must be
-imported with ``BLENDER_USER_RESOURCES`` already set, and the other benchmarks of a run have imported the package
-under another name. The Blender user folder is fixed per checkout (system temp folder), so its numba cache survives
-between runs: the first run ever compiles the kernels (minutes); later runs load them. When ``wheels/`` holds the
-bundled wheels (``make wheels``), Blender installs them into that user folder and the add-on runs on them, as in a
-user's install; otherwise on the environment's numba.
+Blender runs in child processes of this one (``python bench/bench_blender.py --child ...``, ``demo/addon_session.py``
+says why and how), with a Blender user folder fixed per checkout, so the kernels compile only on the first run ever.
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import math
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -75,11 +68,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "demo"))
+
+import addon_session  # noqa: E402
 from _common import REPO, table  # noqa: E402
 
 REPO_MODULE = "im_bench"
 """Module name of the benchmark's extension repository: the add-on is ``bl_ext.im_bench.implicit_muscles``."""
-ADDON = f"bl_ext.{REPO_MODULE}.implicit_muscles"
+ADDON = addon_session.addon_name(REPO_MODULE)
 
 ARM_FRAMES = range(2, 49)
 """Timed frames of the arm (frame 1, the simulation start, is set untimed before each pass)."""
@@ -108,36 +104,11 @@ LONG_RUN_FRAMES = int(os.environ.get("IMPLICIT_MUSCLES_LONG_RUN_FRAMES", "10000"
 # --- parent side -------------------------------------------------------------------------------------------------
 
 def _home() -> Path:
-    """The benchmark's fixed Blender folder for this checkout: ``config`` (BLENDER_USER_RESOURCES, holding the
-    add-on's numba cache) and ``source/implicit_muscles`` (a symlink to the repository: the extension repository)."""
-    digest = hashlib.sha1(str(REPO).encode()).hexdigest()[:12]
-    home = Path(tempfile.gettempdir()) / f"implicit_muscles-bench-blender-{digest}"
-    (home / "config").mkdir(parents=True, exist_ok=True)
-    (home / "source").mkdir(exist_ok=True)
-    link = home / "source" / "implicit_muscles"
-    if not (link.is_symlink() and link.resolve() == REPO):
-        staging = home / "source" / f".implicit_muscles.{os.getpid()}"
-        staging.symlink_to(REPO, target_is_directory=True)
-        os.replace(staging, link)
-    return home
+    return addon_session.home("bench-blender")
 
 
 def _child(args: list, home: Path) -> dict:
-    env = dict(os.environ)
-    env["BLENDER_USER_RESOURCES"] = str(home / "config")
-    env.pop("NUMBA_CACHE_DIR", None)  # the add-on puts its cache in its user folder (blender/engine.py)
-    with tempfile.NamedTemporaryFile(suffix=".json", dir=home, delete=False) as f:
-        result = Path(f.name)
-    try:
-        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", *args, "--result",
-                               str(result)], env=env, capture_output=True, text=True,
-                              timeout=CHILD_TIMEOUT)
-        if proc.returncode != 0 or result.stat().st_size == 0:
-            raise RuntimeError(f"bench_blender child {args[0]} failed ({proc.returncode}):\n"
-                               f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
-        return json.loads(result.read_text())
-    finally:
-        result.unlink(missing_ok=True)
+    return addon_session.run_child(Path(__file__).resolve(), args, home, CHILD_TIMEOUT)
 
 
 def _median_runs(runs: list) -> dict:
@@ -275,24 +246,11 @@ class _Timer:
 
 def _blender():
     """``bpy`` with the add-on enabled from this source tree (a user extension repository ``im_bench``)."""
-    import bpy  # first: it puts Blender's script modules (addon_utils) on the path
-    import addon_utils
-
-    home = Path(os.environ["BLENDER_USER_RESOURCES"]).parent
-    repos = bpy.context.preferences.extensions.repos
-    if not any(r.module == REPO_MODULE for r in repos):
-        repos.new(name="Implicit Muscles bench", module=REPO_MODULE, custom_directory=str(home / "source"),
-                  source='USER')
-    errors = []
-    module = addon_utils.enable(ADDON, default_set=True, handle_error=errors.append)
-    if module is None or errors:
-        raise RuntimeError(f"Blender could not enable {ADDON}: {errors!r}")
-    return bpy
+    return addon_session.enable(REPO_MODULE, "Implicit Muscles bench")
 
 
 def _addon(sub):
-    import importlib
-    return importlib.import_module(f"{ADDON}.{sub}")
+    return addon_session.addon_module(REPO_MODULE, sub)
 
 
 def _fetch(bpy, obj, buf):
@@ -303,18 +261,7 @@ def _fetch(bpy, obj, buf):
 def _arm_scene(bpy, scenes, blender_rig):
     rig = scenes.arm_rig()
     armature, skin = blender_rig.build_rig(rig, "Rig", "Arm")
-    names = list(rig.names)
-    muscles, skin_bones = scenes.arm_muscles()
-    for muscle, sb in zip(muscles, skin_bones):
-        o, i = scenes.ARM_ATTACHMENTS[muscle.name]
-        result = bpy.ops.implicit_muscles.add_muscle(origin_bone=names[o], insertion_bone=names[i],
-                                                     skin_bone=names[sb], name=muscle.name,
-                                                     preset=muscle.name)  # the four are preset names
-        if result != {'FINISHED'}:
-            raise RuntimeError(f"add_muscle {muscle.name}: {result}")
-        item = armature.implicit_muscles.muscles[-1]
-        blender_rig.set_muscle(item, armature, muscle, names[o], names[i], names[sb])
-    items = armature.implicit_muscles.muscles
+    items = blender_rig.add_arm_muscles(armature, scenes)
     elbow = armature.pose.bones["elbow"]
     elbow.rotation_mode = 'QUATERNION'
     for frame, degrees, act in ARM_KEYS:
@@ -324,7 +271,7 @@ def _arm_scene(bpy, scenes, blender_rig):
         for k, share in ((0, 1.0), (2, 0.8)):
             items[k].activation = share * act
             armature.keyframe_insert(f"implicit_muscles.muscles[{k}].activation", frame=frame)
-    return armature, skin, len(muscles)
+    return armature, skin, len(items)
 
 
 def _body_scene(bpy, scenes, blender_rig):
@@ -537,9 +484,7 @@ def _child_main(argv) -> int:
         out = _child_long_run(path)
     else:
         raise SystemExit(f"unknown mode {mode}")
-    Path(args.result).write_text(json.dumps(out, indent=2))
-    sys.stdout.flush()
-    os._exit(0)  # skip Blender's exit handlers (and any save of user preferences)
+    addon_session.finish_child(args.result, out)
 
 
 if __name__ == "__main__":

@@ -23,8 +23,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     names = args.names or BENCHMARKS
     info = machine()
-    sections = [f"# Benchmark report\n\nMachine: {info['cpu']}, {info['cores']} cores; Python {info['python']}, "
-                f"numpy {info['numpy']}, numba {info['numba']} ({info['numba_threads']} threads).\n"]
+    sections = [f"# Benchmark report\n\nMachine: {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB; "
+                f"{info['platform']}; Python {info['python']}, numpy {info['numpy']}, numba {info['numba']} "
+                f"({info['numba_threads']} threads). Baselines ran in the same process; the paper's numbers are from "
+                f"its 6-core Xeon E5-1650 (3.6 GHz), multi-threaded C++.\n"]
     for name in names:
         module = importlib.import_module(name)
         result = module.run()

@@ -97,6 +97,14 @@ ARM_ATTACHMENTS = {"biceps": (0, 1), "triceps": (0, 1), "brachialis": (0, 1), "b
 """Origin and insertion bones of the arm's muscles (all cross the elbow)."""
 
 
+PAPER_TABLE2 = {  # s per frame, 6-core Xeon E5-1650 3.6 GHz, multi-threaded C++: (IS only, tracking, PBD, total)
+    "arm shake": (0.008, 0.013, 0.055, 0.068),
+    "biceps curl": (0.005, 0.015, 0.042, 0.057),
+    "full body": (0.050, 0.462, 0.096, 0.558),
+}
+"""The paper's Table 2 for its three scenes, which ``arm_rig`` / ``body_rig`` rebuild: seconds per frame."""
+
+
 def arm_character(particles: int = 30, **settings):
     """The arm with its four muscles as a :class:`core.character.MuscledCharacter` (``settings``: its keyword
     settings ``pbd``, ``skin``, ``tracking``, ``muscle_collisions``)."""

@@ -170,6 +170,24 @@ def add_muscles(armature, muscles, origin_bones, insertion_bones, skin_bones, co
     return out
 
 
+def add_arm_muscles(armature, scenes) -> list:
+    """The paper's four arm muscles (``scenes.arm_muscles()``) on an ``armature`` built from ``scenes.arm_rig()``,
+    each added the way an artist does, with the public operator ``implicit_muscles.add_muscle`` (its bones and its
+    preset, which the four names are), then set to the core muscle's end points, rest width, shape exponents,
+    eccentricities, particles and cross-section direction (:func:`set_muscle`). Returns the muscle items."""
+    names = [b.name for b in armature.data.bones]
+    muscles, skin_bones = scenes.arm_muscles()
+    bpy.context.view_layer.objects.active = armature
+    for muscle, sb in zip(muscles, skin_bones):
+        o, i = scenes.ARM_ATTACHMENTS[muscle.name]
+        result = bpy.ops.implicit_muscles.add_muscle(origin_bone=names[o], insertion_bone=names[i],
+                                                     skin_bone=names[sb], name=muscle.name, preset=muscle.name)
+        if result != {'FINISHED'}:
+            raise RuntimeError(f"add_muscle {muscle.name}: {result}")
+        set_muscle(armature.implicit_muscles.muscles[-1], armature, muscle, names[o], names[i], names[sb])
+    return list(armature.implicit_muscles.muscles)
+
+
 def bone_rotation(armature, bone_name: str, axis, angle: float):
     """The pose bone's local quaternion for a rotation by ``angle`` [rad] about the armature-space ``axis`` through
     the bone's head, applied after its parent's pose (``B_child = B_parent R``, as ``core/scenes.py`` composes)."""

@@ -1,10 +1,23 @@
-"""Demo: the fusiform muscle primitive (paper §5) rendered headless with Blender's Cycles, and its profiles plotted.
+"""The main job (``make demo``): the paper's arm and a real character animated with the add-on, rendered side by side
+with plain dual-quaternion skinning, timed and plotted; and the fusiform muscle primitive (paper §5) rendered with
+Cycles, its profiles plotted.
 
 Run from the repository root with ``make demo`` (Blender 5.0's ``bpy`` module in ``.venv/b50``; no Blender binary)::
 
     python demo/run_demo.py [--quick] [--out DIR]
 
-Writes into ``out/demo/`` (or ``DIR``), overwriting earlier runs:
+Writes into ``out/demo/`` (or ``DIR``), overwriting earlier runs. The animated shots (``demo/shots.py``, in a child
+process with the add-on enabled): ``arm_curl`` (the paper's biceps curl), ``arm_shake`` (loose, then tense
+muscles) and ``character`` (BCN_Epileptic, fetched by ``make character``), each as
+
+* ``<shot>.blend``            the scene, bound and baked (``implicit_muscles_cache/``): open it in Blender
+* ``<shot>_sheet.png``        contact sheet: the same frames, same camera, DQS | Implicit Skinning | with muscles
+* ``<shot>_curves.png``       each muscle's volume in % of rest (paper Fig. 13), the skin over the biceps against
+                              DQS, and the time per frame by stage
+* ``arm_curl_crease.png``     close-up of the elbow's contact crease at 130 degrees, one panel per copy
+* ``frames/``                 the single renders the sheets are made of
+
+and a table like the paper's Table 2 printed at the end (also in ``timings.json``). Then the primitive:
 
 * ``muscle_activation.png``  the paper's biceps (rest alpha, beta = 3, 3; active 4, 7) at activation 0, 0.5 and 1
 * ``muscle_shapes.png``      a grid of rest shapes (alpha, beta, eccentricity), e.g. fusiform, fan-like, flat
@@ -14,7 +27,7 @@ Writes into ``out/demo/`` (or ``DIR``), overwriting earlier runs:
                              (``demo/arm_demo.py``)
 * ``timings.json``           render times, measured mesh volumes against ``pi w^2 l`` (paper eq. 3), file list
 
-``--quick`` renders tiny, noisy images in a few seconds (for tests). The muscles come from the headless core
+``--quick`` renders tiny, noisy images and fewer sheet frames (for tests); the shots still play every frame. The muscles come from the headless core
 (``core.muscle``, ``core.surface``), imported as the package ``implicit_muscles`` exactly as the core tests do.
 """
 from __future__ import annotations
@@ -355,6 +368,85 @@ def print_table(figures, plot, warm) -> None:
     print(f"\nint Phi_a^2 ds (1 means constant volume): {checks}")
 
 
+SHOTS = ("arm_curl", "arm_shake", "character")
+"""The animated shots (``demo/shots.py``), in this order."""
+SHOT_TO_PAPER = {"arm_curl": "biceps curl", "arm_shake": "arm shake"}
+"""The paper's Table 2 row of each shot (the character is not in the paper)."""
+
+
+def run_shots(out_dir: Path, quick: bool, dpi: int) -> list:
+    """Make the animated shots in a child process, then their figures; returns the shots' records."""
+    import addon_session
+    import plots
+
+    args = [",".join(SHOTS), str(out_dir)] + (["--quick"] if quick else [])
+    result = addon_session.run_child(DEMO_DIR / "shots.py", args, addon_session.home("demo"), timeout=5400,
+                                     stream=True)
+    for shot in result["shots"]:
+        shot["figures"] = [plots.contact_sheet(shot, out_dir, dpi), plots.curves(shot, out_dir, dpi)]
+        if "crease" in shot:
+            shot["figures"].append(plots.crease(shot, out_dir, dpi))
+    return result["shots"]
+
+
+def _median_ms(values) -> float:
+    """Median over the frames after the first (the first also settles the muscles into the first pose)."""
+    return float(np.median(values[1:] if len(values) > 1 else values))
+
+
+def shot_summary(shot: dict) -> dict:
+    """The numbers a reader checks: finite, fallbacks, volume range, the skin over the probe muscle, medians."""
+    from implicit_muscles.core.scenes import PAPER_TABLE2
+    import plots
+
+    ratios = plots.volume_ratios(shot)
+    worst = max(ratios, key=lambda n: float(np.abs(ratios[n] - 100.0).max()))
+    stages = {k: _median_ms(v) for k, v in shot["stages_ms"].items()}
+    paper = PAPER_TABLE2.get(SHOT_TO_PAPER.get(shot["name"], ""))
+    return {
+        "vertices": sum(m["vertices"] for m in shot["meshes"]["muscles"]), "bones": shot["bones"],
+        "muscles": shot["muscles"], "particles": shot["particles"], "frames": len(shot["frames"]),
+        "fibres_per_mesh": shot["fibres_per_mesh"],
+        "finite": shot["finite"], "fallbacks": len(shot["fallbacks"]),
+        "volume_percent_range": [float(min(r.min() for r in ratios.values())),
+                                 float(max(r.max() for r in ratios.values()))],
+        "volume_worst_muscle": worst,
+        "volume_within_3_percent_share": float(np.mean(np.abs(np.concatenate(list(ratios.values())) - 100.0)
+                                                       <= 3.0)),
+        "probe_muscles_vs_dqs_max_mm": float(max(shot["probe"]["muscles_vs_dqs_mm"])),
+        "probe_implicit_vs_dqs_max_mm": float(max(shot["probe"]["implicit_vs_dqs_mm"])),
+        "far_muscles_vs_implicit_max_mm": float(max(shot["probe"]["far_muscles_vs_implicit_mm"])),
+        "median_ms": {**stages, "implicit_alone": _median_ms(shot["implicit_total_ms"]),
+                      "with_muscles": sum(stages[k] for k in ("pbd", "pose", "field", "tracking")),
+                      "blender_frame_three_copies": _median_ms(shot["wall_ms"])},
+        "paper_table2_ms": None if paper is None else dict(zip(("is_only", "tracking", "pbd", "total"),
+                                                              (1e3 * t for t in paper))),
+        "seconds": shot["seconds"],
+    }
+
+
+def print_table2(summaries: dict) -> str:
+    """The paper's Table 2 for our shots: medians per frame [ms], and the paper's (6-core Xeon) where it has them."""
+    head = (f"{'shot':<10} {'vertices':>8} {'bones':>5} {'muscles':>7} {'particles':>9} | {'IS alone':>8} "
+            f"{'PBD':>6} {'DQS':>6} {'field':>6} {'tracking':>8} {'total':>7} | {'Blender':>8} | "
+            f"{'paper: IS only':>14} {'tracking':>8} {'PBD':>6} {'total':>6}")
+    lines = ["Per frame [ms], medians (ours: this machine; the paper: 6-core Xeon, multi-threaded C++). IS alone:",
+             "the Implicit Skinning copy without muscles; PBD .. total: the muscles copy (DQS = the pose stage);",
+             "Blender: frame_set of all three copies, Armature modifier included.", head, "-" * len(head)]
+    for name, s in summaries.items():
+        m, p = s["median_ms"], s["paper_table2_ms"]
+        paper = (f"{p['is_only']:>14.0f} {p['tracking']:>8.0f} {p['pbd']:>6.0f} {p['total']:>6.0f}" if p
+                 else f"{'(not in the paper)':>37}")
+        lines.append(f"{name:<10} {s['vertices']:>8} {s['bones']:>5} {s['muscles']:>7} {s['particles']:>9} | "
+                     f"{m['implicit_alone']:>8.2f} {m['pbd']:>6.2f} {m['pose']:>6.2f} {m['field']:>6.2f} "
+                     f"{m['tracking']:>8.2f} {m['with_muscles']:>7.2f} | {m['blender_frame_three_copies']:>8.2f} | "
+                     f"{paper}")
+    text = "\n".join(lines)
+    print()
+    print(text)
+    return text
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -388,8 +480,13 @@ def main(argv=None) -> int:
     import arm_demo
     print("rendering arm_elbow.png ...", flush=True)
     arm = arm_demo.render_arms(studio, out_dir, quality, font_path)
+    shots = run_shots(out_dir, args.quick, quality.plot_dpi)
+    summaries = {shot["name"]: shot_summary(shot) for shot in shots}
 
-    files = [fig["file"] for fig in figures] + [arm["file"], plot["file"], out_dir / "timings.json"]
+    files = [fig["file"] for fig in figures] + [arm["file"], plot["file"]]
+    for shot in shots:
+        files += [Path(shot["blend"]), *shot["figures"]]
+    files.append(out_dir / "timings.json")
     report = {
         "blender": __import__("bpy").app.version_string,
         "quick": args.quick,
@@ -398,12 +495,13 @@ def main(argv=None) -> int:
         "images": [{**fig, "file": _shown(fig["file"])} for fig in figures],
         "plot": {**plot, "file": _shown(plot["file"])},
         "arm": {**arm, "file": _shown(arm["file"])},
+        "shots": summaries,
         "total_seconds": time.perf_counter() - t_start,
         "files": [_shown(f) for f in files],
     }
-    (out_dir / "timings.json").write_text(json.dumps(report, indent=2) + "\n")
-
     print_table(figures, plot, warm)
+    report["table2"] = print_table2(summaries)
+    (out_dir / "timings.json").write_text(json.dumps(report, indent=2) + "\n")
     print(f"\ntotal {report['total_seconds']:.1f} s; wrote:")
     for f in report["files"]:
         print(f"  {f}")

@@ -210,23 +210,27 @@ def bounds(objects):
 
 
 def frame_camera(scene, objects, settings: RenderSettings, margin=0.06):
-    """An orthographic camera looking along +y, tilted down by ``CAMERA_ELEVATION``, fitting ``objects``.
+    """An orthographic camera looking along +y, tilted down by ``CAMERA_ELEVATION``, fitting ``objects`` (their
+    world bounding boxes); see :func:`frame_points`."""
+    bpy.context.view_layer.update()
+    corners = np.array([tuple(o.matrix_world @ Vector(c)) for o in objects for c in o.bound_box])
+    return frame_points(scene, corners, settings, margin)
 
-    The view is fitted to the objects' world bounding boxes projected on the camera plane, plus ``margin``
-    (a fraction of the larger extent) on every side.
-    """
+
+def frame_points(scene, points, settings: RenderSettings, margin=0.06, elevation=CAMERA_ELEVATION):
+    """An orthographic camera looking along +y, tilted down by ``elevation`` [rad], fitting ``points (n, 3)``
+    [m, world] projected on the camera plane, plus ``margin`` (a fraction of the larger extent) on every side."""
     view_layer = bpy.context.view_layer
-    view_layer.update()
     cam_data = bpy.data.cameras.new("Camera")
     cam_data.type = 'ORTHO'
     cam_data.sensor_fit = 'HORIZONTAL'
     cam = bpy.data.objects.new("Camera", cam_data)
     scene.collection.objects.link(cam)
-    cam.rotation_euler = (math.pi / 2 - CAMERA_ELEVATION, 0.0, 0.0)
+    cam.rotation_euler = (math.pi / 2 - elevation, 0.0, 0.0)
     view_layer.update()
     rot = cam.rotation_euler.to_matrix()
     right, up, back = rot.col[0], rot.col[1], rot.col[2]
-    corners = np.array([tuple(o.matrix_world @ Vector(c)) for o in objects for c in o.bound_box])
+    corners = np.asarray(points, dtype=np.float64).reshape(-1, 3)
     x, y, d = corners @ np.array(right), corners @ np.array(up), corners @ np.array(back)
     pad = margin * max(np.ptp(x), np.ptp(y))
     width, height = np.ptp(x) + 2 * pad, np.ptp(y) + 2 * pad

@@ -9,7 +9,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 WIDTH = 640
-PICTURES = ["muscle_activation.png", "muscle_shapes.png", "muscle_bent.png", "phi_family.png", "arm_elbow.png"]
+PICTURES = ["muscle_activation.png", "muscle_shapes.png", "muscle_bent.png", "phi_family.png",
+            "arm_curl_crease.png", "arm_curl_sheet.png", "arm_shake_curves.png",
+            ("frames/character_032.png", "character_frame.png")]
+"""Files of out/demo/ to copy, or (file in out/demo/, name in docs/images/): the character's sheet is six frames
+tall, the README shows its third row."""
 
 
 def main() -> int:
@@ -17,8 +21,9 @@ def main() -> int:
     import bpy
     out = REPO / "docs" / "images"
     out.mkdir(parents=True, exist_ok=True)
-    for name in PICTURES:
-        src = REPO / "out" / "demo" / name
+    for picture in PICTURES:
+        source, name = picture if isinstance(picture, tuple) else (picture, picture)
+        src = REPO / "out" / "demo" / source
         if not src.exists():
             print(f"{src.relative_to(REPO)} is missing: run `make demo` first.", file=sys.stderr)
             return 1

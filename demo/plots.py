@@ -1,0 +1,126 @@
+"""The demo's figures from the shots' records (``shots.py``), with matplotlib (Agg): contact sheets, the crease
+close-up, and per shot a plot of each muscle's volume, of the skin over the probe muscle and of the time by stage.
+
+Every function takes one shot's record (a dict from the child's JSON) and the output folder and returns the path
+it wrote. Nothing here talks to Blender.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+COLUMN_LABELS = ("dual quaternions", "Implicit Skinning", "Implicit Skinning + muscles")
+STAGE_COLOURS = {"read": "#bbbbbb", "pbd": "#d95f02", "pose": "#7570b3", "field": "#e7298a", "tracking": "#1b9e77",
+                 "write": "#666666"}
+STAGE_NAMES = {"read": "pose read", "pbd": "PBD (muscle axes)", "pose": "DQS", "field": "field update",
+               "tracking": "tracking + ARAP", "write": "write"}
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _image(path):
+    plt = _pyplot()
+    return plt.imread(str(path))
+
+
+def contact_sheet(shot: dict, out_dir: Path, dpi: int) -> Path:
+    """Rows: the shot's sheet frames; each row one render of the three copies (labelled under them)."""
+    plt = _pyplot()
+    rows = shot["rows"]
+    first = _image(rows[0]["file"])
+    h, w = first.shape[:2]
+    scale = 1.0 / dpi
+    fig = plt.figure(figsize=(w * scale * 1.06, (h * len(rows) + 70) * scale), dpi=dpi)
+    for k, row in enumerate(rows):
+        ax = fig.add_axes([0.06, 1.0 - (k + 1) * h / (h * len(rows) + 70), 0.94, h / (h * len(rows) + 70)])
+        ax.imshow(_image(row["file"]))
+        ax.set_xticks([])
+        ax.set_yticks([])
+        for side in ax.spines.values():
+            side.set_visible(False)
+        fig.text(0.03, 1.0 - (k + 0.5) * h / (h * len(rows) + 70), f"frame {row['frame']}", rotation=90,
+                 ha="center", va="center", fontsize=11)
+    fig.text(0.5, 30 * scale / ((h * len(rows) + 70) * scale), shot["title"], ha="center", va="center",
+             fontsize=12)
+    path = out_dir / f"{shot['name']}_sheet.png"
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def crease(shot: dict, out_dir: Path, dpi: int) -> Path:
+    """The joint's inner side at the crease frame, one panel per copy."""
+    plt = _pyplot()
+    files = shot["crease"]["files"]
+    fig, axes = plt.subplots(1, len(files), figsize=(3.3 * len(files), 3.6), dpi=dpi, constrained_layout=True)
+    for ax, item, label in zip(axes, files, COLUMN_LABELS):
+        ax.imshow(_image(item["file"]))
+        ax.set_title(label, fontsize=10)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle(f"The elbow's inner side at frame {shot['crease']['frame']} (130 degrees), seen from the side",
+                 fontsize=11)
+    path = out_dir / f"{shot['name']}_crease.png"
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def volume_ratios(shot: dict) -> dict:
+    """Muscle name -> ``(frames,)`` volume in % of its rest volume."""
+    return {name: 100.0 * np.asarray(v) / shot["rest_volumes"][name] for name, v in shot["volumes"].items()}
+
+
+def curves(shot: dict, out_dir: Path, dpi: int) -> Path:
+    """Three panels over the shot's frames: each muscle's volume (% of rest, paper Fig. 13), the skin over the probe
+    muscle (median distance from the DQS copy [mm], Implicit Skinning with and without muscles), and the muscles
+    copy's time per frame by stage [ms]."""
+    plt = _pyplot()
+    frames = np.asarray(shot["frames"])
+    fig, (vol, skin, time) = plt.subplots(3, 1, figsize=(9.0, 9.5), dpi=dpi, sharex=True, constrained_layout=True)
+    ratios = volume_ratios(shot)
+    colours = plt.get_cmap("tab20")(np.linspace(0, 1, max(len(ratios), 2)))
+    for (name, r), colour in zip(ratios.items(), colours):
+        vol.plot(frames, r, lw=1.4, color=colour, label=name)
+    vol.axhline(100.0, color="k", lw=0.6)
+    low = min(97.0, min(float(r.min()) for r in ratios.values()) - 0.5)
+    high = max(103.0, max(float(r.max()) for r in ratios.values()) + 0.5)
+    vol.set_ylim(low, high)
+    vol.set_ylabel("muscle volume [% of rest]")
+    vol.set_title("Each muscle's volume (the region f_M < 0 of its simulated axis), paper Fig. 13")
+    vol.legend(fontsize=7, ncol=4 if len(ratios) > 6 else 2, frameon=False, loc="lower left")
+    probe = shot["probe"]
+    skin.plot(frames, probe["muscles_vs_dqs_mm"], color="#b2182b", lw=1.6, label="Implicit Skinning + muscles")
+    skin.plot(frames, probe["implicit_vs_dqs_mm"], color="#2166ac", lw=1.6, label="Implicit Skinning")
+    skin.set_ylabel("distance from DQS [mm]")
+    skin.set_title(f"Skin over {probe['muscle']} ({probe['vertices']} vertices): median distance from the DQS copy")
+    skin.legend(fontsize=8, frameon=False)
+    notes = shot.get("notes", {})
+    if "loose_frames" in notes:
+        for (a, b), text in ((notes["loose_frames"], "stiffness 0.1 (loose)"), (notes["tense_frames"],
+                                                                                "stiffness 0.9 (tense)")):
+            for ax in (vol, skin, time):
+                ax.axvspan(a, b, color="#fdae61" if "loose" in text else "#abd9e9", alpha=0.18, lw=0)
+            skin.text(0.5 * (a + b), skin.get_ylim()[1] * 0.92, text, ha="center", fontsize=8)
+    stages = [k for k in STAGE_COLOURS if k in shot["stages_ms"]]
+    stack = np.array([shot["stages_ms"][k] for k in stages])
+    time.stackplot(frames, stack, colors=[STAGE_COLOURS[k] for k in stages],
+                   labels=[STAGE_NAMES[k] for k in stages], alpha=0.9)
+    time.plot(frames, shot["implicit_total_ms"], color="k", lw=1.0, ls="--", label="Implicit Skinning alone (core)")
+    time.set_ylim(0.0, float(np.percentile(stack.sum(axis=0), 98)) * 1.4 + 1e-3)
+    time.set_ylabel("ms per frame")
+    time.set_xlabel("frame")
+    time.set_title("Time per frame by stage, the muscles copy (the first frame also settles the muscles)")
+    time.legend(fontsize=7, ncol=3, frameon=False, loc="upper right")
+    for ax in (vol, skin, time):
+        ax.grid(alpha=0.3)
+    path = out_dir / f"{shot['name']}_curves.png"
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path

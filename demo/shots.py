@@ -1,0 +1,522 @@
+"""The demo's animated shots, made in Blender with the add-on's own operators, as an artist would make them.
+
+Three shots, each holding three copies of one character side by side, on the same animation:
+
+* ``dqs``: the Armature modifier with *Preserve Volume* (dual-quaternion skinning), nothing of ours;
+* ``implicit``: Implicit Skinning bound with no muscle (``Bind Skin`` on an armature without muscles);
+* ``muscles``: Implicit Skinning with muscles added by ``implicit_muscles.add_muscle`` with presets.
+
+Shots:
+
+* **arm_curl**: the paper's arm (``core/scenes.py``: 2172 vertices, 3 bones, its four muscles added with their
+  presets and set to the paper's shapes), the elbow keyed 0 -> 130 -> 0 degrees over 48 frames; the biceps'
+  activation keyed with the flexion (brachialis at 0.8 of it, brachioradialis at 0.3), as the core's
+  ``biceps_curl``.
+* **arm_shake**: the arm held at 70 degrees, the shoulder shaken up and down 4 cm at 4 Hz for one second, then
+  held for one second; twice: first with the muscles loose (stiffness keyed 0.1), then tense (0.9).
+* **character**: BCN_Epileptic (Assimp's test model, ``tools/fetch_character.py``; 3014 vertices, three meshes,
+  54 bones) playing its own 80-frame animation. Muscles are added by the operator with presets on the left side:
+  biceps, triceps, forearm flexors, quadriceps, hamstrings, gastrocnemius; their handles are moved to the front or
+  the back of the limb (what an artist does with *Edit Handles*), then *Mirror Muscle* adds the right side. Their
+  activation is keyed every 4 frames from the joint angles of the animation (a flexor follows its joint's
+  flexion). All three meshes are bound; the head has no muscle and binds as Implicit Skinning alone.
+
+For each shot the child binds, saves ``<shot>.blend`` into the output folder, plays every frame once (recording
+per frame the muscles copy's stage times, each muscle's volume, and the skin's distance from the DQS copy over a
+probe muscle), bakes with ``implicit_muscles.bake`` (the point caches go to ``implicit_muscles_cache/`` beside the
+file, so the saved file plays and renders without the add-on), saves again and renders the contact-sheet frames
+and the crease close-ups with Cycles from the baked caches. The JSON result has everything the parent
+(``run_demo.py``, ``plots.py``) needs for the plots, the sheets and the table.
+
+Run by ``run_demo.py`` as a child process (``addon_session.py``): ``python demo/shots.py --child SHOTS OUT
+[--quick] --result FILE``; ``SHOTS`` is a comma-separated list of the names above.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+DEMO = Path(__file__).resolve().parent
+REPO = DEMO.parent
+sys.path.insert(0, str(DEMO))
+
+import addon_session  # noqa: E402
+
+REPO_MODULE = "im_demo"
+"""Module name of the demo's extension repository: the add-on is ``bl_ext.im_demo.implicit_muscles``."""
+KINDS = ("dqs", "implicit", "muscles")
+LABELS = {"dqs": "dual quaternions", "implicit": "Implicit Skinning", "muscles": "Implicit Skinning + muscles"}
+SKIN_COLOUR = (0.62, 0.40, 0.30)
+"""Base colour of every skin in the renders (linear RGB)."""
+CHARACTER_PATH = REPO / ".cache" / "character" / "bcn_epileptic.glb"
+
+CURL_KEYS = ((1, 0.0, 0.0), (25, 130.0, 1.0), (49, 0.0, 0.0))
+"""The curl: (frame, elbow flexion [deg], biceps activation), Blender's smooth (Bezier) keys between."""
+CURL_SHARES = {"biceps": 1.0, "brachialis": 0.8, "brachioradialis": 0.3, "triceps": 0.0}
+"""Each arm muscle's activation as a share of the biceps' (``core.scenes.biceps_curl``)."""
+SHAKE = dict(elbow_degrees=70.0, amplitude=0.04, hertz=4.0, shake_frames=24, hold_frames=24,
+             stiffness=(0.1, 0.9))
+"""The shake: elbow angle, shoulder motion [m] and frequency, frames shaken then held, then again tense."""
+CHARACTER_MUSCLES = (
+    # (preset, origin bone, insertion bone, side of the limb in armature space (the character faces -Y),
+    #  joint whose flexion keys the activation, share of it (extensors get a steady tone), where the handles go
+    #  along the origin and the insertion bone: the operator's 0.25 and 0.15, but the triceps inserts on the
+    #  elbow's tip (0.03), or it would wrap around the flexed elbow)
+    ("biceps", "B_UpperArm_Left", "B_ForeArm_Left", (0.0, -1.0, 0.0), "elbow", 1.0, 0.25, 0.15),
+    ("triceps", "B_UpperArm_Left", "B_ForeArm_Left", (0.0, 1.0, 0.0), None, 0.3, 0.25, 0.03),
+    ("forearm_flexors", "B_ForeArm_Left", "B_Hand_Left", (0.0, -1.0, 0.0), "elbow", 0.6, 0.25, 0.15),
+    ("quadriceps", "B_Hip_Left", "B_Knee_Left", (0.0, -1.0, 0.0), None, 0.3, 0.25, 0.15),
+    ("hamstrings", "B_Hip_Left", "B_Knee_Left", (0.0, 1.0, 0.0), "knee", 1.0, 0.25, 0.15),
+    ("gastrocnemius", "B_Knee_Left", "B_Ankle_Left", (0.0, 1.0, 0.0), "knee", 0.7, 0.25, 0.15),
+)
+JOINTS = {"elbow": ("B_UpperArm", "B_ForeArm"), "knee": ("B_Hip", "B_Knee")}
+"""The bones whose angle is each joint's flexion (with ``_Left`` / ``_Right``)."""
+FULL_FLEXION = math.radians(90.0)
+"""Flexion beyond the rest angle at which a flexor's keyed activation reaches its share."""
+HANDLE_DEPTH = 0.8
+"""The character's muscle handles sit this fraction of the limb radius out from the bone, on the limb's side: clear
+of the bone's collision capsule (a quarter of the limb radius) by about the muscle's own half-width (a third of the
+limb radius times the profile's peak). At 0.55 (near the operator's default of 0.5) the muscles started inside the
+capsules and, in the animation's fastest moves, the triceps folded around the elbow and lost 21 % of its volume."""
+
+
+@dataclass
+class Shot:
+    name: str
+    title: str
+    frames: range
+    sheet_frames: list
+    variants: dict  # kind -> (armature object, [mesh objects])
+    probe: str  # the muscle over which the skin is compared with DQS
+    probe_mesh: str  # the muscles copy's mesh (kind "muscles") that shows the probe muscle
+    crease: tuple | None = None  # (frame, bone whose head is the joint, half size of the close-up [m])
+    notes: dict = field(default_factory=dict)
+
+
+# --- scenes ----------------------------------------------------------------------------------------------------------
+
+def _place_side_by_side(bpy, shot_name, variants, gap):
+    """Parent each copy's armature to an empty ``<shot> <kind>`` set ``gap`` [m] apart along X (the armatures stay
+    where they are relative to their parent, so the animation and the simulation are the same)."""
+    for k, (kind, (armature, _)) in enumerate(variants.items()):
+        holder = bpy.data.objects.new(f"{shot_name} {kind}", None)
+        bpy.context.scene.collection.objects.link(holder)
+        holder.location.x = k * gap
+        armature.parent = holder
+
+
+def _arm_variants(bpy, scenes, blender_rig, name):
+    variants = {}
+    for kind in KINDS:  # each shot names its meshes: their baked caches share the output folder
+        armature, skin = blender_rig.build_rig(scenes.arm_rig(), f"{name} Rig.{kind}", f"{name} Arm.{kind}")
+        if kind == "muscles":
+            blender_rig.add_arm_muscles(armature, scenes)
+        variants[kind] = (armature, [skin])
+    _place_side_by_side(bpy, name, variants, gap=0.8)
+    return variants
+
+
+def _key_elbow(blender_rig, armature, frame, degrees):
+    elbow = armature.pose.bones["elbow"]
+    elbow.rotation_mode = 'QUATERNION'
+    elbow.rotation_quaternion = blender_rig.bone_rotation(armature, "elbow", (0.0, -1.0, 0.0), math.radians(degrees))
+    elbow.keyframe_insert("rotation_quaternion", frame=frame)
+
+
+def build_arm_curl(bpy, scenes, blender_rig, quick):
+    variants = _arm_variants(bpy, scenes, blender_rig, "Curl")
+    for armature, _ in variants.values():
+        for frame, degrees, _ in CURL_KEYS:
+            _key_elbow(blender_rig, armature, frame, degrees)
+    armature = variants["muscles"][0]
+    for k, item in enumerate(armature.implicit_muscles.muscles):
+        for frame, _, activation in CURL_KEYS:
+            item.activation = CURL_SHARES[item.name] * activation
+            armature.keyframe_insert(f"implicit_muscles.muscles[{k}].activation", frame=frame)
+    last = CURL_KEYS[-1][0]
+    sheet = [1, 9, 17, 25, 33, 41] if not quick else [1, 25]
+    return Shot("arm_curl", "The paper's biceps curl (0 -> 130 -> 0 degrees, biceps activated with it)",
+                range(1, last + 1), sheet, variants, "biceps", "Curl Arm.muscles", crease=(25, "elbow", 0.1))
+
+
+def build_arm_shake(bpy, scenes, blender_rig, quick):
+    from mathutils import Vector
+
+    variants = _arm_variants(bpy, scenes, blender_rig, "Shake")
+    s = SHAKE
+    period = s["shake_frames"] + s["hold_frames"]
+    last = 2 * period
+    for armature, _ in variants.values():
+        _key_elbow(blender_rig, armature, 1, s["elbow_degrees"])
+        shoulder = armature.pose.bones["shoulder"]
+        up = armature.data.bones["shoulder"].matrix_local.to_3x3().inverted()
+        for frame in range(1, last + 1):
+            within = (frame - 1) % period
+            shaking = within < s["shake_frames"]
+            z = s["amplitude"] * math.sin(2.0 * math.pi * s["hertz"] * within / 24.0) if shaking else 0.0
+            shoulder.location = up @ Vector((0.0, 0.0, z))
+            shoulder.keyframe_insert("location", frame=frame)
+        for fc in _fcurves(armature):
+            for point in fc.keyframe_points:
+                point.interpolation = 'LINEAR'
+    armature = variants["muscles"][0]
+    for k, item in enumerate(armature.implicit_muscles.muscles):
+        for frame, stiffness in ((1, s["stiffness"][0]), (period + 1, s["stiffness"][1])):
+            item.stiffness = stiffness
+            armature.keyframe_insert(f"implicit_muscles.muscles[{k}].stiffness", frame=frame)
+    for fc in _fcurves(armature):
+        if fc.data_path.endswith("stiffness"):
+            for point in fc.keyframe_points:
+                point.interpolation = 'CONSTANT'
+    sheet = [1, 4, 7, 25, 49, 52, 55, 73] if not quick else [4, 52]
+    return Shot("arm_shake", "The paper's arm shake: loose muscles (stiffness 0.1), then tense (0.9)",
+                range(1, last + 1), sheet, variants, "biceps", "Shake Arm.muscles",
+                notes={"loose_frames": [1, period], "tense_frames": [period + 1, last]})
+
+
+def _fcurves(obj):
+    """Every F-curve of the object's action (Blender 4.4+ layered actions and the older flat list)."""
+    action = obj.animation_data.action if obj.animation_data else None
+    if action is None:
+        return []
+    if hasattr(action, "layers") and len(action.layers):
+        return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
+                for fc in bag.fcurves]
+    return list(action.fcurves)
+
+
+def _import_character(bpy, kind):
+    before = set(bpy.data.objects)
+    bpy.ops.import_scene.gltf(filepath=str(CHARACTER_PATH), bone_heuristic="TEMPERANCE")
+    new = [o for o in bpy.data.objects if o not in before]
+    armature = next(o for o in new if o.type == 'ARMATURE')
+    meshes = sorted((o for o in new if o.type == 'MESH' and any(m.type == 'ARMATURE' for m in o.modifiers)),
+                    key=lambda o: o.name)
+    armature.name = f"BCN_Epileptic.{kind}"
+    for mesh in meshes:
+        mesh.name = f"{mesh.name.split('.')[0]}.{kind}"
+    for obj in new:  # the importer's bone display shape and the mesh nodes' empties are not needed in renders
+        if obj.type != 'ARMATURE' and obj not in meshes:
+            obj.hide_render = True
+    return armature, meshes
+
+
+def _flexion(armature, joint, side):
+    upper, lower = (armature.pose.bones[f"{b}_{side}"] for b in JOINTS[joint])
+    rest = [armature.data.bones[f"{b}_{side}"] for b in JOINTS[joint]]
+    posed = upper.matrix.col[1].xyz.angle(lower.matrix.col[1].xyz)
+    at_rest = (rest[0].matrix_local.col[1].xyz).angle(rest[1].matrix_local.col[1].xyz)
+    return max(0.0, posed - at_rest)
+
+
+def _character_muscles(bpy, armature, rig_module):
+    """Add the left muscles with the operator and presets, move their handles to the limb's side, mirror them."""
+    from mathutils import Vector
+
+    bpy.context.view_layer.objects.active = armature
+    items = armature.implicit_muscles.muscles
+    for preset, origin, insertion, side, _, _, origin_t, insertion_t in CHARACTER_MUSCLES:
+        result = bpy.ops.implicit_muscles.add_muscle(origin_bone=origin, insertion_bone=insertion, preset=preset,
+                                                     name=f"{preset}_Left")
+        if result != {'FINISHED'}:
+            raise RuntimeError(f"add_muscle {preset}: {result}")
+        item = items[-1]
+        radius = rig_module.limb_radius(armature, origin)
+        for bone_name, attr, t in ((origin, "origin_point", origin_t), (insertion, "insertion_point", insertion_t)):
+            bone = armature.data.bones[bone_name]
+            axis = (bone.tail_local - bone.head_local).normalized()
+            out = Vector(side) - axis * Vector(side).dot(axis)
+            point = bone.head_local.lerp(bone.tail_local, t) + out.normalized() * (HANDLE_DEPTH * radius)
+            setattr(item, attr, bone.matrix_local.inverted() @ point)
+        if bpy.ops.implicit_muscles.mirror_muscle() != {'FINISHED'}:
+            raise RuntimeError(f"mirror_muscle {preset}")
+    return items
+
+
+def build_character(bpy, scenes, blender_rig, quick):
+    if not CHARACTER_PATH.is_file():
+        raise RuntimeError(f"{CHARACTER_PATH.relative_to(REPO)} is missing: run `make character` (or `python3 "
+                           f"tools/fetch_character.py`) first; it needs the package registry once.")
+    rig_module = addon_session.addon_module(REPO_MODULE, "blender.rig")
+    variants = {kind: _import_character(bpy, kind) for kind in KINDS}
+    _place_side_by_side(bpy, "Character", variants, gap=1.35)
+    for armature, meshes in variants.values():
+        for mesh in meshes:
+            mesh.modifiers["Armature"].use_deform_preserve_volume = True
+    armature = variants["muscles"][0]
+    items = _character_muscles(bpy, armature, rig_module)
+    scene = bpy.context.scene
+    action = armature.animation_data.action
+    first, last = (int(round(f)) for f in action.frame_range)
+    scene.frame_start, scene.frame_end = first, last
+    for frame in range(first, last + 1, 4 if not quick else 8):
+        scene.frame_set(frame)
+        for k, item in enumerate(items):
+            preset = item.name.rsplit("_", 1)[0]
+            side = item.name.rsplit("_", 1)[1]
+            joint, share = next(m[4:6] for m in CHARACTER_MUSCLES if m[0] == preset)
+            side = "Left" if side == "Left" else "Right"
+            if joint is None:
+                item.activation = share
+            else:
+                item.activation = share * min(1.0, _flexion(armature, joint, side) / FULL_FLEXION)
+            armature.keyframe_insert(f"implicit_muscles.muscles[{k}].activation", frame=frame)
+    frames = range(first, last + 1)
+    count = 6 if not quick else 2
+    sheet = [int(f) for f in np.linspace(first + 4, last - 4, count).round()]
+    return Shot("character", "BCN_Epileptic (Assimp's test model) playing its own animation",
+                frames, sheet, variants, "biceps_Left", "Torso.muscles", crease=None,
+                notes={"muscles": [m.name for m in items]})
+
+
+BUILDERS = {"arm_curl": build_arm_curl, "arm_shake": build_arm_shake, "character": build_character}
+
+
+# --- playing, baking, rendering ----------------------------------------------------------------------------------------
+
+def _evaluated(obj, depsgraph, armature=None):
+    """Evaluated vertex positions of ``obj`` ``(V, 3)`` [m], in world space, or in ``armature``'s space (the copies
+    differ only by where their armatures stand, so they compare there)."""
+    data = obj.evaluated_get(depsgraph).data
+    co = np.empty(len(data.vertices) * 3, dtype=np.float32)
+    data.vertices.foreach_get("co", co)
+    m = obj.matrix_world if armature is None else armature.matrix_world.inverted() @ obj.matrix_world
+    m = np.array(m, dtype=np.float64)
+    return co.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+
+
+def _probe_vertices(bound, probe, rest):
+    """Vertices of the rest mesh over the middle of muscle ``probe``: within three widths of its rest axis, between
+    20 % and 80 % along it, on the muscle's side of its bone's axis. Returns indices and the muscle's index."""
+    names = [m.name for m in bound.character.muscles]
+    m = names.index(probe)
+    muscle = bound.character.muscles[m]
+    axis = muscle.axis
+    a, b = axis[0], axis[-1]
+    e = b - a
+    t = np.clip((rest - a) @ e / (e @ e), 0.0, 1.0)
+    d = np.linalg.norm(rest - (a + t[:, None] * e), axis=1)
+    bone = bound.character.origin_bones[m]
+    head, tail = bound.character.rig.heads[bone], bound.character.rig.tails[bone]
+    mid = 0.5 * (a + b)
+    u = tail - head
+    foot = head + np.clip((mid - head) @ u / (u @ u), 0.0, 1.0) * u
+    outward = (mid - foot) / max(np.linalg.norm(mid - foot), 1e-9)
+    side = (rest - mid) @ outward > -0.5 * muscle.width
+    keep = (d < 3.0 * muscle.width) & (t > 0.2) & (t < 0.8) & side
+    return np.flatnonzero(keep), m
+
+
+def play(bpy, shot, runtime, evaluate):
+    """Every frame once, in order: per frame the wall time, the muscles copy's stage times (summed over its
+    meshes), its muscles' volumes [m^3], the skin's distance from DQS over the probe muscle, finiteness."""
+    scene = bpy.context.scene
+    kinds = shot.variants
+    muscle_meshes = kinds["muscles"][1]
+    probe_obj = bpy.data.objects[shot.probe_mesh]
+    probe_bound = runtime.bound(probe_obj)
+    rest = probe_bound.character.rig.vertices
+    probe_index, _ = _probe_vertices(probe_bound, shot.probe, rest)
+    dqs_obj = next(o for o in kinds["dqs"][1] if o.name.split(".")[0] == probe_obj.name.split(".")[0])
+    implicit_obj = next(o for o in kinds["implicit"][1] if o.name.split(".")[0] == probe_obj.name.split(".")[0])
+    rec = {"frames": [], "wall_ms": [], "stages_ms": {}, "implicit_total_ms": [], "volumes": {}, "finite": True,
+           "probe": {"muscle": shot.probe, "mesh": shot.probe_mesh, "vertices": int(len(probe_index)),
+                     "muscles_vs_dqs_mm": [], "implicit_vs_dqs_mm": [], "far_muscles_vs_implicit_mm": []},
+           "fallbacks": []}
+    stages = ("read", "pbd", "pose", "field", "tracking", "write")
+    far = np.setdiff1d(np.arange(len(rest)), probe_index)
+    lo = {kind: np.full(3, np.inf) for kind in kinds}
+    hi = {kind: np.full(3, -np.inf) for kind in kinds}
+    for f in shot.frames:
+        t0 = time.perf_counter()
+        scene.frame_set(f)
+        wall = time.perf_counter() - t0
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        totals = dict.fromkeys(stages, 0.0)
+        for mesh in muscle_meshes:
+            b = runtime.bound(mesh)
+            if b.last_error:
+                rec["fallbacks"].append([f, mesh.name, b.last_error])
+            for k in stages:
+                totals[k] += b.timings.get(k, 0.0)
+        implicit_total = sum(runtime.bound(m).timings.get("total", 0.0) for m in kinds["implicit"][1])
+        armature_eval = kinds["muscles"][0].evaluated_get(depsgraph)
+        for mesh in muscle_meshes:
+            b = runtime.bound(mesh)
+            if not len(b.character.muscles):
+                continue
+            act = evaluate.muscle_values(armature_eval, b.source)[0]
+            for name, v in zip((m.name for m in b.character.muscles), b.character.muscle_volumes(act)):
+                rec["volumes"].setdefault(name, []).append(float(v))
+        shown = {kind: _evaluated(obj, depsgraph, kinds[kind][0])
+                 for kind, obj in (("dqs", dqs_obj), ("implicit", implicit_obj), ("muscles", probe_obj))}
+        for kind, (_, meshes) in kinds.items():
+            for mesh in meshes:
+                world = _evaluated(mesh, depsgraph)
+                rec["finite"] &= bool(np.isfinite(world).all())
+                lo[kind], hi[kind] = np.minimum(lo[kind], world.min(axis=0)), np.maximum(hi[kind], world.max(axis=0))
+        p = rec["probe"]
+        p["muscles_vs_dqs_mm"].append(1e3 * float(np.median(
+            np.linalg.norm(shown["muscles"][probe_index] - shown["dqs"][probe_index], axis=1))))
+        p["implicit_vs_dqs_mm"].append(1e3 * float(np.median(
+            np.linalg.norm(shown["implicit"][probe_index] - shown["dqs"][probe_index], axis=1))))
+        p["far_muscles_vs_implicit_mm"].append(1e3 * float(np.median(
+            np.linalg.norm(shown["muscles"][far] - shown["implicit"][far], axis=1))))
+        rec["frames"].append(f)
+        rec["wall_ms"].append(1e3 * wall)
+        rec["implicit_total_ms"].append(1e3 * implicit_total)
+        for k in stages:
+            rec["stages_ms"].setdefault(k, []).append(1e3 * totals[k])
+    rec["bounds"] = {kind: [lo[kind].tolist(), hi[kind].tolist()] for kind in kinds}
+    rec["rest_volumes"] = {}
+    for mesh in muscle_meshes:
+        b = runtime.bound(mesh)
+        if len(b.character.muscles):
+            probe = b.character.state()
+            b.character.reset()
+            for name, v in zip((m.name for m in b.character.muscles), b.character.muscle_volumes()):
+                rec["rest_volumes"][name] = float(v)
+            b.character.restore(probe)
+    return rec
+
+
+def _studio_scene(bpy, studio, shot, bounds, quality):
+    """Skin material, a label under each copy, lights and a camera fitting ``bounds`` (kind -> world box of the
+    copy over the whole shot)."""
+    skin = studio.muscle_material("Skin", color=SKIN_COLOUR, subsurface=0.15)
+    for _, meshes in shot.variants.values():
+        for mesh in meshes:
+            mesh.data.materials.clear()
+            mesh.data.materials.append(skin)
+            mesh.data.polygons.foreach_set("use_smooth", np.ones(len(mesh.data.polygons), dtype=bool))
+    lo = np.min([b[0] for b in bounds.values()], axis=0)
+    hi = np.max([b[1] for b in bounds.values()], axis=0)
+    size = 0.035 * float(max(hi[2] - lo[2], (hi[0] - lo[0]) / len(bounds)))
+    text = studio.label_material()
+    for kind, (b_lo, b_hi) in bounds.items():
+        studio.label(LABELS[kind], (0.5 * (b_lo[0] + b_hi[0]), lo[1], lo[2] - 0.8 * size), size, text)
+    corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+    corners = np.concatenate([corners, [[lo[0], lo[1], lo[2] - 2.2 * size]]])
+    aspect = (hi[2] - lo[2] + 2.2 * size) / (hi[0] - lo[0])
+    settings = studio.RenderSettings(round(quality["width"]), 2 * round(0.5 * quality["width"] * min(aspect, 1.0)
+                                                                        * 1.12), samples=quality["samples"])
+    studio.frame_points(bpy.context.scene, corners, settings, margin=0.03)
+    studio.add_lights(0.5 * (lo + hi), float((hi - lo).max()))
+    return settings
+
+
+def render_shot(bpy, studio, shot, rec, out_dir, quality):
+    scene = bpy.context.scene
+    settings = _studio_scene(bpy, studio, shot, rec["bounds"], quality)
+    frames_dir = out_dir / "frames"
+    frames_dir.mkdir(parents=True, exist_ok=True)
+    rows, seconds = [], []
+    for f in shot.sheet_frames:
+        scene.frame_set(f)
+        path = frames_dir / f"{shot.name}_{f:03d}.png"
+        seconds.append(studio.render(scene, path, settings))
+        rows.append({"frame": f, "file": str(path)})
+    out = {"rows": rows, "render_seconds": seconds, "resolution": [settings.width, settings.height]}
+    if shot.crease is not None:
+        out["crease"] = render_crease(bpy, studio, shot, out_dir, quality)
+    return out
+
+
+def render_crease(bpy, studio, shot, out_dir, quality):
+    """A close-up of the joint's inner side at the crease frame, one image per copy, same framing relative to its
+    joint (seen from the side, where the forearm folds onto the upper arm)."""
+    frame, bone_name, half = shot.crease
+    scene = bpy.context.scene
+    scene.frame_set(frame)
+    settings = studio.RenderSettings(round(quality["crease"]), round(quality["crease"]), samples=quality["samples"])
+    files, seconds = [], []
+    for kind, (armature, _) in shot.variants.items():
+        joint = armature.matrix_world @ armature.pose.bones[bone_name].head
+        box = np.array([[joint.x + dx, joint.y + dy, joint.z + dz] for dx in (-1.5 * half, 0.5 * half)
+                        for dy in (-half, half) for dz in (-0.6 * half, 1.4 * half)])
+        for old in [o for o in scene.objects if o.type == 'CAMERA']:
+            bpy.data.objects.remove(old)
+        studio.frame_points(scene, box, settings, margin=0.0, elevation=0.0)
+        path = out_dir / "frames" / f"{shot.name}_crease_{kind}.png"
+        seconds.append(studio.render(scene, path, settings))
+        files.append({"kind": kind, "file": str(path)})
+    return {"frame": frame, "files": files, "render_seconds": seconds}
+
+
+def run_shot(bpy, name, out_dir, quick, quality):
+    import studio
+
+    scenes = addon_session.addon_module(REPO_MODULE, "core.scenes")
+    runtime = addon_session.addon_module(REPO_MODULE, "blender.runtime")
+    evaluate = addon_session.addon_module(REPO_MODULE, "blender.evaluate")
+    import blender_rig
+
+    t0 = time.perf_counter()
+    studio.new_scene()
+    scene = bpy.context.scene
+    shot = BUILDERS[name](bpy, scenes, blender_rig, quick)
+    scene.frame_start, scene.frame_end = shot.frames[0], shot.frames[-1]
+    scene.frame_set(shot.frames[0])
+    t1 = time.perf_counter()
+    bind_seconds = {}
+    for kind in ("implicit", "muscles"):
+        for mesh in shot.variants[kind][1]:
+            bpy.context.view_layer.objects.active = mesh
+            tb = time.perf_counter()
+            if bpy.ops.implicit_muscles.bind_skin() != {'FINISHED'}:
+                raise RuntimeError(f"Bind Skin failed on {mesh.name}")
+            bind_seconds[mesh.name] = time.perf_counter() - tb
+    t2 = time.perf_counter()
+    blend = out_dir / f"{name}.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    rec = play(bpy, shot, runtime, evaluate)
+    t3 = time.perf_counter()
+    if bpy.ops.implicit_muscles.bake(frame_start=shot.frames[0], frame_end=shot.frames[-1]) != {'FINISHED'}:
+        raise RuntimeError(f"Bake failed in {name}")
+    t4 = time.perf_counter()
+    renders = render_shot(bpy, studio, shot, rec, out_dir, quality)
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))  # with its materials, camera, lights and baked caches
+    t5 = time.perf_counter()
+    meshes = {kind: [{"name": m.name, "vertices": len(m.data.vertices)} for m in meshes]
+              for kind, (_, meshes) in shot.variants.items()}
+    muscle_count = len(shot.variants["muscles"][0].implicit_muscles.muscles)
+    particles = sum(len(runtime.bound(m).character.state().x) for m in shot.variants["muscles"][1])
+    fibres = {m.name: len(runtime.bound(m).character.muscles) for m in shot.variants["muscles"][1]}
+    return {"name": name, "title": shot.title, "blend": str(blend), "meshes": meshes, "muscles": muscle_count,
+            "fibres_per_mesh": fibres,
+            "particles": particles, "bones": len(shot.variants["dqs"][0].data.bones), "notes": shot.notes,
+            "bind_seconds": bind_seconds, "seconds": {"build": t1 - t0, "bind": t2 - t1, "play": t3 - t2,
+                                                      "bake": t4 - t3, "render": t5 - t4},
+            **rec, **renders}
+
+
+def _child_main(argv) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--child", nargs=2, required=True, metavar=("SHOTS", "OUT"))
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--result", required=True)
+    args = parser.parse_args(argv)
+    names, out_dir = args.child[0].split(","), Path(args.child[1])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    bpy = addon_session.enable(REPO_MODULE, "Implicit Muscles demo")
+    bpy.context.preferences.filepaths.save_version = 0  # no .blend1 backups in the output folder
+    quality = ({"width": 480, "crease": 160, "samples": 4} if args.quick
+               else {"width": 1200, "crease": 420, "samples": 16})
+    shots = []
+    for name in names:
+        print(f"shot {name}: build, bind, play, bake, render ...", flush=True)
+        shots.append(run_shot(bpy, name, out_dir, args.quick, quality))
+        s = shots[-1]["seconds"]
+        print(f"shot {name}: " + ", ".join(f"{k} {v:.1f} s" for k, v in s.items()), flush=True)
+    addon_session.finish_child(args.result, {"shots": shots, "blender": bpy.app.version_string})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_child_main(sys.argv[1:]))
