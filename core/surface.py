@@ -114,14 +114,15 @@ def field_volume(muscle, cells: int = FIELD_VOLUME_CELLS) -> float:
     """Volume [m^3] of the region ``f_M < 0``, the muscle the skin sees (paper eq. 1), by quadrature on a grid.
 
     The box is the axis's bounding box grown by the reach ``max(w v Phi)``, the largest surface radius (``v`` the
-    long semi-axis; nothing of the muscle lies further out), plus 5 %; ``cells^3`` points at its cell centres each count their cell's volume times the
-    smoothed indicator ``clip(1/2 - f_M / h, 0, 1)``, ``h`` the cell's mean size: ``f_M`` grows like a distance near
-    its surface, so cut cells count about the part inside (the error is second order in ``h``, not first as for a
-    plain count). Unlike :func:`mesh_volume` of :func:`muscle_surface`, this stays right when the axis bends more
-    tightly than the muscle is wide: the rings of a swept mesh then cross each other on the inner side and its
-    signed volume counts the overlap wrongly (measured: a forearm muscle of a flailing character read 69 % of
-    its rest volume by the mesh and 99.6 % by this). Where a profile is open at an end (alpha or beta = 1) the
-    region also holds the rounded end beyond the axis's end, which the mesh closes with a flat cap.
+    long semi-axis; nothing of the muscle lies further out), plus 5 %; ``cells^3`` points at its cell centres each
+    count their cell's volume times the smoothed indicator ``clip(1/2 - f_M / h, 0, 1)``, ``h`` the cell's mean
+    size: ``f_M`` grows like a distance near its surface, so cut cells count about the part inside (the error is
+    second order in ``h``, not first as for a plain count). Unlike :func:`mesh_volume` of :func:`muscle_surface`,
+    this stays right when the axis bends more tightly than the muscle is wide: the rings of a swept mesh then cross
+    each other on the inner side and its signed volume counts the overlap wrongly (measured: a forearm muscle of a
+    flailing character read 69 % of its rest volume by the mesh and 99.6 % by this). Where a profile is open at an
+    end (alpha or beta = 1) the region also holds the rounded end beyond the axis's end, which the mesh closes with
+    a flat cap.
     """
     if cells < 4:
         raise ValueError("field_volume needs at least 4 cells per side.")

@@ -27,8 +27,9 @@ and a table like the paper's Table 2 printed at the end (also in ``timings.json`
                              (``demo/arm_demo.py``)
 * ``timings.json``           render times, measured mesh volumes against ``pi w^2 l`` (paper eq. 3), file list
 
-``--quick`` renders tiny, noisy images and fewer sheet frames (for tests); the shots still play every frame. The muscles come from the headless core
-(``core.muscle``, ``core.surface``), imported as the package ``implicit_muscles`` exactly as the core tests do.
+``--quick`` renders tiny, noisy images and fewer sheet frames (for tests); the shots still play every frame. The
+primitive's muscles come from the headless core (``core.muscle``, ``core.surface``), imported as the package
+``implicit_muscles`` exactly as the core tests do.
 """
 from __future__ import annotations
 

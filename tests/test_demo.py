@@ -39,19 +39,13 @@ def test_every_output_exists(demo):
 
 @pytest.mark.parametrize("shot", ["arm_curl", "arm_shake", "character"])
 def test_shots_are_finite_keep_volume_and_the_muscles_show(demo, shot):
-    """No NaN, no fallback; every muscle within 3 % of its rest volume on every frame of the paper's scenes. The
-    character's seizure moves its hands at up to 3 m/s, and its loose forearm muscles fold where they cross the
-    wrist for a few frames (measured: 93.5 % at worst): there 95 % of the muscle-frames are within 3 % and none is
-    beyond 10 % (the demo prints the worst)."""
+    """No NaN, no fallback; every muscle within 3 % of its rest volume on every frame; the skin over the biceps
+    moves away from DQS with the muscles, more than Implicit Skinning alone moves it."""
     _, report, _ = demo
     s = report["shots"][shot]
     assert s["finite"] and s["fallbacks"] == 0
     low, high = s["volume_percent_range"]
-    if shot == "character":
-        assert s["volume_within_3_percent_share"] >= 0.95, s["volume_within_3_percent_share"]
-        assert 90.0 <= low and high <= 110.0, (s["volume_worst_muscle"], low, high)
-    else:
-        assert 100.0 - VOLUME_TOL <= low and high <= 100.0 + VOLUME_TOL, (s["volume_worst_muscle"], low, high)
+    assert 100.0 - VOLUME_TOL <= low and high <= 100.0 + VOLUME_TOL, (s["volume_worst_muscle"], low, high)
     assert s["probe_muscles_vs_dqs_max_mm"] > SKIN_OVER_BICEPS_MM
     assert s["probe_muscles_vs_dqs_max_mm"] > s["probe_implicit_vs_dqs_max_mm"]
 
