@@ -35,26 +35,24 @@ def median_time(fn, repeats: int = 7, warmup: int = 1) -> dict:
             "repeats": repeats}
 
 
+def _proc_field(path: str, key: str) -> str | None:
+    """The value after ``key:`` in a Linux ``/proc`` file (e.g. ``/proc/cpuinfo``), or None where there is none."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 def machine() -> dict:
-    """What ran the benchmark: CPU model, cores, Python and library versions."""
+    """What ran the benchmark: CPU model, cores, memory, Python and library versions."""
     import numba
     import numpy
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    memory_gb = 0.0
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                memory_gb = round(int(line.split()[1]) / 2 ** 20, 1)
-                break
-    except OSError:
-        pass
+    cpu = _proc_field("/proc/cpuinfo", "model name") or platform.processor() or ""
+    memory_kb = _proc_field("/proc/meminfo", "MemTotal")  # "24641176 kB"
+    memory_gb = round(int(memory_kb.split()[0]) / 2 ** 20, 1) if memory_kb else 0.0
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": memory_gb, "python": platform.python_version(),
             "numpy": numpy.__version__, "numba": numba.__version__, "numba_threads": numba.get_num_threads(),
             "platform": platform.platform()}

@@ -76,14 +76,19 @@ def _bone_weights(mesh_obj, group_to_bone: dict, bone_count: int) -> np.ndarray:
     return weights
 
 
+def _owners(weights) -> np.ndarray:
+    """``(B,)`` bool from ``weights (V, B)``: the bones that own vertices (highest weight, as the core partitions
+    the skin)."""
+    owns = np.zeros(weights.shape[1], dtype=bool)
+    owns[np.argmax(weights[weights.max(axis=1) > 0], axis=1)] = True
+    return owns
+
+
 def bones_owning(mesh_obj, armature) -> np.ndarray:
     """``(B,)`` bool: the bones of ``armature`` that own vertices of ``mesh_obj`` (highest weight)."""
     index = {b.name: i for i, b in enumerate(armature.data.bones)}
     group_to_bone = {g.index: index[g.name] for g in mesh_obj.vertex_groups if g.name in index}
-    w = _bone_weights(mesh_obj, group_to_bone, len(index))
-    owns = np.zeros(len(index), dtype=bool)
-    owns[np.argmax(w[w.max(axis=1) > 0], axis=1)] = True
-    return owns
+    return _owners(_bone_weights(mesh_obj, group_to_bone, len(index)))
 
 
 def _normal(frame: Matrix, axis: Vector, twist: float) -> Vector:
@@ -171,9 +176,7 @@ def muscles_on_skin(rig, skin_bones, elsewhere=None) -> np.ndarray:
     those whose skin bone owns vertices of this mesh (highest weight, as the core partitions the skin), or, for a
     skin bone that owns none anywhere (a small bone), whose nearest bone above that owns vertices owns some here.
     ``elsewhere (B,)`` bool: bones owning vertices of the armature's other meshes (``bones_owning``)."""
-    w = rig.weights
-    owns = np.zeros(w.shape[1], dtype=bool)
-    owns[np.argmax(w[w.max(axis=1) > 0], axis=1)] = True
+    owns = _owners(rig.weights)
     elsewhere = np.zeros_like(owns) if elsewhere is None else np.asarray(elsewhere, dtype=bool)
     keep = np.zeros(len(skin_bones), dtype=bool)
     for k, j in enumerate(skin_bones):

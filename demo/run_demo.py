@@ -412,11 +412,8 @@ def shot_summary(shot: dict) -> dict:
         "volume_percent_range": [float(min(r.min() for r in ratios.values())),
                                  float(max(r.max() for r in ratios.values()))],
         "volume_worst_muscle": worst,
-        "volume_within_3_percent_share": float(np.mean(np.abs(np.concatenate(list(ratios.values())) - 100.0)
-                                                       <= 3.0)),
         "probe_muscles_vs_dqs_max_mm": float(max(shot["probe"]["muscles_vs_dqs_mm"])),
         "probe_implicit_vs_dqs_max_mm": float(max(shot["probe"]["implicit_vs_dqs_mm"])),
-        "far_muscles_vs_implicit_max_mm": float(max(shot["probe"]["far_muscles_vs_implicit_mm"])),
         "median_ms": {**stages, "implicit_alone": _median_ms(shot["implicit_total_ms"]),
                       "with_muscles": sum(stages[k] for k in ("pbd", "pose", "field", "tracking")),
                       "blender_frame_three_copies": _median_ms(shot["wall_ms"])},

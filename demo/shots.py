@@ -153,6 +153,7 @@ def build_arm_curl(bpy, scenes, blender_rig, quick):
 def build_arm_shake(bpy, scenes, blender_rig, quick):
     from mathutils import Vector
 
+    fcurves = addon_session.addon_module(REPO_MODULE, "blender.animation").fcurves
     variants = _arm_variants(bpy, scenes, blender_rig, "Shake")
     s = SHAKE
     period = s["shake_frames"] + s["hold_frames"]
@@ -167,7 +168,7 @@ def build_arm_shake(bpy, scenes, blender_rig, quick):
             z = s["amplitude"] * math.sin(2.0 * math.pi * s["hertz"] * within / 24.0) if shaking else 0.0
             shoulder.location = up @ Vector((0.0, 0.0, z))
             shoulder.keyframe_insert("location", frame=frame)
-        for fc in _fcurves(armature):
+        for fc in fcurves(armature):
             for point in fc.keyframe_points:
                 point.interpolation = 'LINEAR'
     armature = variants["muscles"][0]
@@ -175,7 +176,7 @@ def build_arm_shake(bpy, scenes, blender_rig, quick):
         for frame, stiffness in ((1, s["stiffness"][0]), (period + 1, s["stiffness"][1])):
             item.stiffness = stiffness
             armature.keyframe_insert(f"implicit_muscles.muscles[{k}].stiffness", frame=frame)
-    for fc in _fcurves(armature):
+    for fc in fcurves(armature):
         if fc.data_path.endswith("stiffness"):
             for point in fc.keyframe_points:
                 point.interpolation = 'CONSTANT'
@@ -183,17 +184,6 @@ def build_arm_shake(bpy, scenes, blender_rig, quick):
     return Shot("arm_shake", "The paper's arm shake: loose muscles (stiffness 0.1), then tense (0.9)",
                 range(1, last + 1), sheet, variants, "biceps", "Shake Arm.muscles",
                 notes={"loose_frames": [1, period], "tense_frames": [period + 1, last]})
-
-
-def _fcurves(obj):
-    """Every F-curve of the object's action (Blender 4.4+ layered actions and the older flat list)."""
-    action = obj.animation_data.action if obj.animation_data else None
-    if action is None:
-        return []
-    if hasattr(action, "layers") and len(action.layers):
-        return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
-                for fc in bag.fcurves]
-    return list(action.fcurves)
 
 
 def _import_character(bpy, kind):
@@ -264,10 +254,8 @@ def build_character(bpy, scenes, blender_rig, quick):
     for frame in range(first, last + 1, 4 if not quick else 8):
         scene.frame_set(frame)
         for k, item in enumerate(items):
-            preset = item.name.rsplit("_", 1)[0]
-            side = item.name.rsplit("_", 1)[1]
+            preset, side = item.name.rsplit("_", 1)  # e.g. "forearm_flexors", "Right"
             joint, share = next(m[4:6] for m in CHARACTER_MUSCLES if m[0] == preset)
-            side = "Left" if side == "Left" else "Right"
             if joint is None:
                 item.activation = share
             else:
@@ -286,20 +274,25 @@ BUILDERS = {"arm_curl": build_arm_curl, "arm_shake": build_arm_shake, "character
 
 # --- playing, baking, rendering ---------------------------------------------------------------------------------
 
-def _evaluated(obj, depsgraph, armature=None):
-    """Evaluated vertex positions of ``obj`` ``(V, 3)`` [m], in world space, or in ``armature``'s space (the copies
-    differ only by where their armatures stand, so they compare there)."""
+def _evaluated(obj, depsgraph):
+    """Evaluated vertex positions of ``obj`` ``(V, 3)`` [m, world space]."""
     data = obj.evaluated_get(depsgraph).data
     co = np.empty(len(data.vertices) * 3, dtype=np.float32)
     data.vertices.foreach_get("co", co)
-    m = obj.matrix_world if armature is None else armature.matrix_world.inverted() @ obj.matrix_world
-    m = np.array(m, dtype=np.float64)
+    m = np.array(obj.matrix_world, dtype=np.float64)
     return co.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+
+
+def _to_armature(world, armature):
+    """World positions ``(V, 3)`` in ``armature``'s space (the copies differ only by where their armatures stand,
+    so they compare there)."""
+    m = np.array(armature.matrix_world.inverted(), dtype=np.float64)
+    return world @ m[:3, :3].T + m[:3, 3]
 
 
 def _probe_vertices(bound, probe, rest):
     """Vertices of the rest mesh over the middle of muscle ``probe``: within three widths of its rest axis, between
-    20 % and 80 % along it, on the muscle's side of its bone's axis. Returns indices and the muscle's index."""
+    20 % and 80 % along it, on the muscle's side of its bone's axis: their indices."""
     names = [m.name for m in bound.character.muscles]
     m = names.index(probe)
     muscle = bound.character.muscles[m]
@@ -316,7 +309,7 @@ def _probe_vertices(bound, probe, rest):
     outward = (mid - foot) / max(np.linalg.norm(mid - foot), 1e-9)
     side = (rest - mid) @ outward > -0.5 * muscle.width
     keep = (d < 3.0 * muscle.width) & (t > 0.2) & (t < 0.8) & side
-    return np.flatnonzero(keep), m
+    return np.flatnonzero(keep)
 
 
 def play(bpy, shot, runtime, evaluate):
@@ -328,15 +321,14 @@ def play(bpy, shot, runtime, evaluate):
     probe_obj = bpy.data.objects[shot.probe_mesh]
     probe_bound = runtime.bound(probe_obj)
     rest = probe_bound.character.rig.vertices
-    probe_index, _ = _probe_vertices(probe_bound, shot.probe, rest)
+    probe_index = _probe_vertices(probe_bound, shot.probe, rest)
     dqs_obj = next(o for o in kinds["dqs"][1] if o.name.split(".")[0] == probe_obj.name.split(".")[0])
     implicit_obj = next(o for o in kinds["implicit"][1] if o.name.split(".")[0] == probe_obj.name.split(".")[0])
     rec = {"frames": [], "wall_ms": [], "stages_ms": {}, "implicit_total_ms": [], "volumes": {}, "finite": True,
            "probe": {"muscle": shot.probe, "mesh": shot.probe_mesh, "vertices": int(len(probe_index)),
-                     "muscles_vs_dqs_mm": [], "implicit_vs_dqs_mm": [], "far_muscles_vs_implicit_mm": []},
+                     "muscles_vs_dqs_mm": [], "implicit_vs_dqs_mm": []},
            "fallbacks": []}
     stages = ("read", "pbd", "pose", "field", "tracking", "write")
-    far = np.setdiff1d(np.arange(len(rest)), probe_index)
     lo = {kind: np.full(3, np.inf) for kind in kinds}
     hi = {kind: np.full(3, -np.inf) for kind in kinds}
     for f in shot.frames:
@@ -360,20 +352,19 @@ def play(bpy, shot, runtime, evaluate):
             act = evaluate.muscle_values(armature_eval, b.source)[0]
             for name, v in zip((m.name for m in b.character.muscles), b.character.muscle_volumes(act)):
                 rec["volumes"].setdefault(name, []).append(float(v))
-        shown = {kind: _evaluated(obj, depsgraph, kinds[kind][0])
-                 for kind, obj in (("dqs", dqs_obj), ("implicit", implicit_obj), ("muscles", probe_obj))}
+        world = {}
         for kind, (_, meshes) in kinds.items():
             for mesh in meshes:
-                world = _evaluated(mesh, depsgraph)
-                rec["finite"] &= bool(np.isfinite(world).all())
-                lo[kind], hi[kind] = np.minimum(lo[kind], world.min(axis=0)), np.maximum(hi[kind], world.max(axis=0))
+                world[mesh.name] = w = _evaluated(mesh, depsgraph)
+                rec["finite"] &= bool(np.isfinite(w).all())
+                lo[kind], hi[kind] = np.minimum(lo[kind], w.min(axis=0)), np.maximum(hi[kind], w.max(axis=0))
+        shown = {kind: _to_armature(world[obj.name], kinds[kind][0])
+                 for kind, obj in (("dqs", dqs_obj), ("implicit", implicit_obj), ("muscles", probe_obj))}
         p = rec["probe"]
         p["muscles_vs_dqs_mm"].append(1e3 * float(np.median(
             np.linalg.norm(shown["muscles"][probe_index] - shown["dqs"][probe_index], axis=1))))
         p["implicit_vs_dqs_mm"].append(1e3 * float(np.median(
             np.linalg.norm(shown["implicit"][probe_index] - shown["dqs"][probe_index], axis=1))))
-        p["far_muscles_vs_implicit_mm"].append(1e3 * float(np.median(
-            np.linalg.norm(shown["muscles"][far] - shown["implicit"][far], axis=1))))
         rec["frames"].append(f)
         rec["wall_ms"].append(1e3 * wall)
         rec["implicit_total_ms"].append(1e3 * implicit_total)
