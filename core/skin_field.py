@@ -85,6 +85,7 @@ class SkinField:
     grid_binv: np.ndarray = field(default=None)
     node_bounds: np.ndarray = field(default=None)
     muscles: MuscleBatch = field(default=None)
+    muscle_offset: np.ndarray = field(default=None)  # (M,) [m] how far in the skin sees each muscle's surface
 
     @property
     def part_count(self) -> int:
@@ -172,7 +173,15 @@ class SkinField:
         return (self.node_kind, self.node_left, self.node_right, self.node_part, self.node_end, self.node_bounds,
                 self.grid_values, self.grid_offset, self.grid_dims, self.grid_origin, self.grid_inv_h,
                 self.grid_binv, self.part_muscle_start, self.part_muscle_index, ops.table("clean"),
-                ops.table("blend"), float(cos0), float(cos1), self._chord_deviation()) + tuple(self._muscle_arrays())
+                ops.table("blend"), float(cos0), float(cos1), self._chord_deviation(),
+                self._muscle_offsets()) + tuple(self._muscle_arrays())
+
+    def _muscle_offsets(self) -> np.ndarray:
+        m = self.muscles
+        count = 0 if m is None else m.muscle_count
+        if self.muscle_offset is None or len(self.muscle_offset) != count:
+            return np.zeros(count)
+        return self.muscle_offset
 
     def _chord_deviation(self) -> np.ndarray:
         """``(M,)`` [m] each muscle axis's largest distance from its chord (the kernel's cheap rejection test)."""
@@ -223,7 +232,7 @@ class SkinField:
         part_v, part_g, parts_h, parts_mu = [], [], [], []
         mv = mg = None
         if self.muscles is not None and self.muscles.muscle_count:
-            mv, mg = evaluate_muscles(self.muscles, pts, compact=True)
+            mv, mg = _compact_muscles(self.muscles, pts, self._muscle_offsets())
         for p, g in enumerate(self.grids):
             v, gr = g.sample(pts, np.linalg.inv(B[p]))
             mu, mgr = np.zeros(n), np.zeros((n, 3))
@@ -279,18 +288,51 @@ class SkinField:
         return val[0], grad[0]
 
 
-def _muscle_union_at(points, muscles: MuscleBatch, muscle_ids):
-    """The clean union of the compact fields of ``muscle_ids`` at ``points (n, 3)``: the detail operator's ``mu``."""
+def _compact_muscles(muscles: MuscleBatch, points, offsets):
+    """Every muscle's compact field as the skin sees it, ``K((f_M + o) / R)`` with its offset ``o`` [m]
+    (module docstring), and its gradient, at ``points (n, 3)``: ``values (n, M)``, ``grads (n, M, 3)``."""
+    from ..kernels.fusiform import SCALAR_SUPPORT
+    from .hrbf import compact
     from .muscle_batch import evaluate_muscles
 
-    values, _ = evaluate_muscles(muscles, points, compact=True)
+    raw, grads = evaluate_muscles(muscles, points)
+    R = muscles.muscle_scalar[:, SCALAR_SUPPORT]
+    k, dk = compact(raw + offsets[None, :], R[None, :])
+    return k, dk[..., None] * grads
+
+
+def muscle_offsets(vertices, muscles: MuscleBatch, muscle_part) -> np.ndarray:
+    """``(M,)`` [m]: how far in each muscle's surface has to move for the skin to see it at most
+    ``SKIN_MUSCLE_MAX`` on every rest vertex (0 for a muscle that stays under the skin; module docstring)."""
+    from ..kernels.fusiform import SCALAR_SUPPORT
+    from .muscle_batch import evaluate_muscles
+
+    out = np.zeros(muscles.muscle_count)
+    if not muscles.muscle_count or not len(vertices):
+        return out
+    raw, _ = evaluate_muscles(muscles, vertices)
+    R = muscles.muscle_scalar[:, SCALAR_SUPPORT]
+    need = np.max(_SKIN_MUSCLE_DEPTH * R[None, :] - raw, axis=0)
+    return np.where(muscle_part >= 0, np.maximum(need, 0.0), 0.0)
+
+
+SKIN_MUSCLE_MAX = 0.45
+"""The most a muscle's compact field may be on the rest skin (module docstring)."""
+_SKIN_MUSCLE_DEPTH = 0.053435
+"""``K(x) = SKIN_MUSCLE_MAX`` at ``x = f / R = 0.053435`` (thesis eq. 3.1; checked by a test)."""
+
+
+def _muscle_union_at(points, muscles: MuscleBatch, muscle_ids, offsets):
+    """The clean union of the compact fields of ``muscle_ids`` as the skin sees them (with their ``offsets``) at
+    ``points (n, 3)``: the detail operator's ``mu``."""
+    values, _ = _compact_muscles(muscles, points, offsets)
     mu = np.zeros(len(points))
     for k in muscle_ids:
         mu = ops.lookup(ops.table("clean"), mu, values[:, k])[0]
     return mu
 
 
-def _pull_under_muscles(samples: PartSamples, muscles: MuscleBatch, muscle_ids):
+def _pull_under_muscles(samples: PartSamples, muscles: MuscleBatch, muscle_ids, offsets):
     """Move each mesh sample in along its normal so that at the skin ``blend(K(f_H), mu) = 0.5`` (module
     docstring): returns the moved sample points ``(N, 3)``."""
     from .hrbf import compact
@@ -299,7 +341,7 @@ def _pull_under_muscles(samples: PartSamples, muscles: MuscleBatch, muscle_ids):
     if n_mesh <= 0 or not len(muscle_ids):
         return samples.points
     p, nrm = samples.points[:n_mesh], samples.normals[:n_mesh]
-    mu = _muscle_union_at(p, muscles, muscle_ids)
+    mu = _muscle_union_at(p, muscles, muscle_ids, offsets)
     # HRBF value h in [0, 0.5] with blend(h, mu) = 0.5, by bisection (blend is increasing in h; h = 0.5 if mu is
     # too weak to reach the skin's level, nothing to pull then)
     lo, hi = np.zeros(n_mesh), np.full(n_mesh, 0.5)
@@ -431,26 +473,27 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
     start = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(x) for x in lists], out=start[1:])
     index = np.concatenate(lists).astype(np.int64) if lists else np.zeros(0, dtype=np.int64)
+    offsets = muscle_offsets(v, muscles, muscle_part) if M else np.zeros(0)
     hrbfs, grids = [], []
     for p, ps in enumerate(parts):
         points = ps.points
         if s.pull_under_muscles and M and len(lists[p]):
-            points = _pull_under_muscles(ps, muscles, lists[p])
+            points = _pull_under_muscles(ps, muscles, lists[p], offsets)
         h = fit_hrbf(points, ps.normals)
         hrbfs.append(h)
         grids.append(bake_part_grid(h, ps.radius, points, heads[ps.bone], tails[ps.bone], ps.bone,
                                     s.grid_resolution))
     kinds, left, right, part, end = _build_tree(part_of_bone, parents)
-    offsets = np.zeros(len(grids) + 1, dtype=np.int64)
-    np.cumsum([g.values.size for g in grids], out=offsets[1:])
+    grid_offsets = np.zeros(len(grids) + 1, dtype=np.int64)
+    np.cumsum([g.values.size for g in grids], out=grid_offsets[1:])
     field_ = SkinField(
         settings=s, bone_count=B, parts=parts, hrbfs=hrbfs, grids=grids, labels=labels,
         part_bone=np.array([ps.bone for ps in parts], dtype=np.int64), muscle_part=muscle_part,
         part_muscle_start=start, part_muscle_index=index, node_kind=kinds, node_left=left, node_right=right,
         node_part=part, node_end=end,
         grid_values=np.concatenate([g.values.reshape(-1) for g in grids]).astype(np.float32),
-        grid_offset=offsets, grid_dims=np.array([g.values.shape[:3] for g in grids], dtype=np.int64),
+        grid_offset=grid_offsets, grid_dims=np.array([g.values.shape[:3] for g in grids], dtype=np.int64),
         grid_origin=np.array([g.origin for g in grids]), grid_inv_h=np.array([1.0 / g.spacing for g in grids]),
-        muscles=muscles)
+        muscles=muscles, muscle_offset=offsets)
     field_.update()
     return field_

@@ -17,7 +17,9 @@ part's field with the detail operator (``blend`` arc union); an operator node co
 the part grids ``grid_values, grid_offset, grid_dims, grid_origin, grid_inv_h, grid_binv``, the part muscles
 ``part_muscle_start, part_muscle_index``, the operator tables ``clean_table, blend_table``, the contact controller's
 ``cos0, cos1``, each muscle's largest axis deviation from its chord ``chord_dev (M,)`` [m] (a cheap lower bound on
-the distance to the axis skips muscles out of reach), then the muscle arrays of ``kernels/fusiform.py`` (``core/skin_field.SkinField.kernel_field``).
+the distance to the axis skips muscles out of reach), each muscle's skin offset ``skin_offset (M,)`` [m] (the skin
+sees ``K((f_M + o) / R)``: ``core/skin_field.py``), then the muscle arrays of ``kernels/fusiform.py``
+(``core/skin_field.SkinField.kernel_field``).
 Other kernels (the skin tracking) call :func:`evaluate_point` with the same tuple.
 
 Part grids are packed: ``grid_values`` flat float32 (sum of ``nx ny nz 4``), ``grid_offset (P+1,)``, ``grid_dims
@@ -50,7 +52,7 @@ CHUNK = 64
 
 @njit(**_JIT)
 def _part_value(p, qx, qy, qz, grid_values, grid_offset, grid_dims, grid_origin, grid_inv_h, grid_binv,
-                part_muscle_start, part_muscle_index, clean_table, blend_table, chord_dev,
+                part_muscle_start, part_muscle_index, clean_table, blend_table, chord_dev, skin_offset,
                 axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent, seg_length,
                 seg_angle, muscle_scalar, muscle_exponent, muscle_bounds):
     vals = grid_values[grid_offset[p]:grid_offset[p + 1]].reshape(
@@ -72,7 +74,7 @@ def _part_value(p, qx, qy, qz, grid_values, grid_offset, grid_dims, grid_origin,
         f, gx, gy, gz = _field_one(qx, qy, qz, m, axis_start, axis_points, axis_cumulative, axis_tangent,
                                    axis_normal, seg_tangent, seg_length, seg_angle, muscle_scalar, muscle_exponent,
                                    True, cut)
-        f, gx, gy, gz = _compact(f, gx, gy, gz, R)
+        f, gx, gy, gz = _compact(f + skin_offset[m], gx, gy, gz, R)
         if f <= 0.0:
             continue
         G, G1, G2 = table_union(clean_table, mu, f)
@@ -92,8 +94,8 @@ def evaluate_point(qx, qy, qz, val, grad, active, field):
     are per-task scratch; ``field`` is the tuple of :func:`field_arrays` (module docstring)."""
     (node_kind, node_left, node_right, node_part, node_end, node_bounds, grid_values, grid_offset, grid_dims,
      grid_origin, grid_inv_h, grid_binv, part_muscle_start, part_muscle_index, clean_table, blend_table, cos0, cos1,
-     chord_dev, axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent, seg_length, seg_angle,
-     muscle_scalar, muscle_exponent, muscle_bounds) = field
+     chord_dev, skin_offset, axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent,
+     seg_length, seg_angle, muscle_scalar, muscle_exponent, muscle_bounds) = field
     T = node_kind.shape[0]
     i = 0
     while i < T:
@@ -116,8 +118,8 @@ def evaluate_point(qx, qy, qz, val, grad, active, field):
         if kind == NODE_PART:
             f, gx, gy, gz = _part_value(node_part[i], qx, qy, qz, grid_values, grid_offset, grid_dims,
                                         grid_origin, grid_inv_h, grid_binv, part_muscle_start,
-                                        part_muscle_index, clean_table, blend_table, chord_dev, axis_start,
-                                        axis_points, axis_cumulative, axis_tangent, axis_normal,
+                                        part_muscle_index, clean_table, blend_table, chord_dev, skin_offset,
+                                        axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal,
                                         seg_tangent, seg_length, seg_angle, muscle_scalar,
                                         muscle_exponent, muscle_bounds)
         else:

@@ -26,7 +26,8 @@ Each iteration: PROJECTION (Alg. 3.1) of every active vertex that has not stoppe
 (Alg. 3.2): ``v_i <- sum_k cbar_ik (p_k + 1/2 (R_i + R_k)(v_ref_i - v_ref_k))``, projected on the tangent plane at
 the vertex's projected point. Then ARAP sweeps to convergence (Alg. 3.3). Stopped (contact) vertices take no more
 projection steps but still relax on the tangent plane where they stopped, so the crease stays smooth (freezing
-them left folds at the crease's end: 38 crossing triangles at 130 degrees on the arm instead of 22); inactive
+them left more folds at the crease's end: 38 triangles crossing at 130 degrees on the arm instead of 22, by the
+measure of that time); inactive
 vertices keep their start position and act as the boundary of the relaxation.
 """
 from __future__ import annotations

@@ -232,6 +232,32 @@ def test_pull_in_lets_a_shrinking_muscle_show(arm):
     assert shifts[1] > 1.2 * shifts[0] and shifts[1] > 0.0015  # measured 1.5 mm without, 1.9 mm with
 
 
+def test_a_muscle_through_the_rest_skin_is_seen_under_it(arm):
+    """A biceps 1.5 times as wide reaches through the rest skin (as an artist's muscle may; the arm character's
+    settled biceps does by 9 mm): the skin sees it moved in just enough that its compact field is at most
+    ``SKIN_MUSCLE_MAX`` on every rest vertex, so the pull-in can put the skin at 0.5 and the skin vertices keep
+    iso-values near the contact surface's 0.5 (the character's went up to 0.82 over the biceps before, and the skin
+    over an active biceps sank into the forearm at a bent elbow). Muscles under the skin are not moved."""
+    from implicit_muscles.core.hrbf import compact
+    from implicit_muscles.core.skin_field import _SKIN_MUSCLE_DEPTH, SKIN_MUSCLE_MAX, _compact_muscles
+
+    assert compact(_SKIN_MUSCLE_DEPTH, 1.0)[0] == pytest.approx(SKIN_MUSCLE_MAX, abs=1e-6)
+    muscles, bones = scenes.arm_muscles()
+    muscles[0].width_scale = 1.5
+    batch = pack_muscles(muscles)
+    field = bind_skin_field(arm.vertices, arm.faces, arm.weights, arm.heads, arm.tails, arm.parents, muscles=batch,
+                            muscle_bones=bones)
+    raw, _ = evaluate_muscles(batch, arm.vertices, compact=True)
+    seen, _ = _compact_muscles(batch, arm.vertices, field.muscle_offset)
+    through = raw.max(axis=0) > SKIN_MUSCLE_MAX
+    assert through[0] and raw[:, 0].max() > 0.6
+    np.testing.assert_array_equal(field.muscle_offset > 0, through)
+    np.testing.assert_allclose(seen.max(axis=0)[through], SKIN_MUSCLE_MAX, atol=1e-4)
+    np.testing.assert_allclose(seen[:, ~through], raw[:, ~through], atol=1e-12)  # numpy K vs the kernel's
+    F, _ = field.evaluate(arm.vertices)
+    assert F.max() < 0.6  # the detail blend is at least mu: seen as placed, the skin would read over 0.6 there
+
+
 def test_skin_field_memory_is_small(skin, muscled):
     assert skin.nbytes < 10e6
 

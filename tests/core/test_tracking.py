@@ -21,7 +21,10 @@ ISO_VALUE_TOL = 0.005
 ISO_DISTANCE_TOL = 5e-4
 """A vertex is on its iso-value if |F - e| < 0.005 or |F - e| / |grad F| < 0.5 mm."""
 CROSSING_DEPTH = 1e-3
-"""Skins crossing each other by more than 1 mm count as an intersection (touching on a contact surface does not)."""
+"""Skins crossing each other by more than 1 mm count as an intersection (touching on a contact surface does not;
+tests/core/mesh_checks.deep_crossings)."""
+CROSSING_SHARE = 0.15
+"""Implicit Skinning leaves at most this share of the triangles DQS has crossing the other side of the elbow."""
 
 
 @pytest.fixture(scope="module")
@@ -144,9 +147,11 @@ def test_open_borders_keep_their_dqs_position_so_meshes_meeting_there_stay_close
     assert gap[False] > 1e-4
 
 
-@pytest.mark.parametrize("angle", [90.0, 110.0])
+@pytest.mark.parametrize("angle", [90.0, 110.0, 130.0])
 def test_elbow_contact_removes_skin_intersections(arm, plain, angle, record_property):
-    """DQS pushes the forearm's skin into the upper arm's; Implicit Skinning stops it on the contact surface."""
+    """DQS pushes the forearm's skin into the upper arm's (3 cm deep at 130 degrees); Implicit Skinning stops it on
+    the contact surface. Measured: 24 -> 3 triangles at 90 degrees, 46 -> 2 at 110, 65 -> 6 at 130 (the ones left
+    are where the two skins part at the crease's end)."""
     A, B = _elbow_sets(arm)
     x = plain.deform(scenes.arm_pose(angle)).copy()
     dqs = plain.dqs_positions.copy()
@@ -155,20 +160,28 @@ def test_elbow_contact_removes_skin_intersections(arm, plain, angle, record_prop
     record_property(f"crossing_triangles_dqs_{angle:.0f}", int(theirs))
     record_property(f"crossing_triangles_is_{angle:.0f}", int(ours))
     assert theirs >= 20
-    assert ours <= 0.35 * theirs
+    assert ours <= CROSSING_SHARE * theirs
     assert np.sum(plain.state == STATE_CONTACT) > 10  # vertices stopped on the contact surface
 
 
-def test_elbow_at_130_degrees_has_fewer_intersections_than_dqs(arm, plain, record_property):
-    """At 130 degrees DQS sinks the forearm 3 cm deep into the upper arm; most of it is resolved, not all (the
-    crease's end, where the two skins part, keeps small folds: see the README's known limits; measured 65 -> 22)."""
+@pytest.mark.parametrize("angle", [90.0, 110.0])
+def test_elbow_contact_with_the_muscles(character, angle, record_property):
+    """The four muscles crossing the elbow, settled in the pose with the curl's activation: the skin over the
+    biceps meets the forearm's on the contact surface too. Measured 24 -> 3 at 90 degrees and 46 -> 0 at 110; at
+    130 degrees (65 -> 56) the active biceps and the brachioradialis, whose field belongs to the forearm's part but
+    starts on the upper arm, press through the other part: a known limit (README)."""
+    arm = character.rig
     A, B = _elbow_sets(arm)
-    x = plain.deform(scenes.arm_pose(130.0)).copy()
+    bend = angle / 130.0
+    activation = [bend, 0.0, 0.8 * bend, 0.3 * bend]
+    character.reset()
+    character.settle(scenes.arm_pose(angle), activation=activation)
+    x = character.frame(scenes.arm_pose(angle), activation=activation).copy()
     ours = sum(h.sum() for h in deep_crossings(x, arm.faces, A, B, CROSSING_DEPTH))
-    theirs = sum(h.sum() for h in deep_crossings(plain.dqs_positions, arm.faces, A, B, CROSSING_DEPTH))
-    record_property("crossing_triangles_dqs_130", int(theirs))
-    record_property("crossing_triangles_is_130", int(ours))
-    assert ours < 0.5 * theirs
+    theirs = sum(h.sum() for h in deep_crossings(character.deformer.dqs_positions, arm.faces, A, B, CROSSING_DEPTH))
+    record_property(f"crossing_triangles_muscles_dqs_{angle:.0f}", int(theirs))
+    record_property(f"crossing_triangles_muscles_is_{angle:.0f}", int(ours))
+    assert ours <= CROSSING_SHARE * theirs
 
 
 def test_vertices_reach_their_iso_values_and_triangles_stay_good(arm, plain, record_property):
