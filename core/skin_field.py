@@ -21,6 +21,14 @@ moves in along its normal to the depth ``d`` with ``blend(K(d / R_j), mu) = 0.5`
 its value depends on both, and a muscle that swells, shrinks or slides moves the skin; the skin vertices keep
 iso-values near 0.5, which the contact handling of the tracking needs (a deeper pull we tried left the skin at
 values down to 0.26, below the contact surface's 0.5, and skins of two parts passed through each other).
+
+**Muscles through the rest skin.** No pull-in can bring the skin to 0.5 where a muscle's own compact field is
+already above 0.5 on it: a muscle that reaches through the rest skin (the arm character's settled biceps by 9 mm;
+an artist's muscle may) left those skin vertices with iso-values up to 0.82, and at a bent elbow they settled on
+that level inside the other part, through its skin. So the skin sees each muscle ``K((f_M + o) / R)``, moved in by
+the smallest offset ``o >= 0`` [m] that keeps it at most ``SKIN_MUSCLE_MAX`` = 0.45 on every rest vertex
+(:func:`muscle_offsets`, at bind, kept for the bind). The muscle itself (its simulation, its volume, its
+collisions) is as placed; a muscle under the skin has ``o = 0`` and is seen unchanged.
 """
 from __future__ import annotations
 
