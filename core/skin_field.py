@@ -93,7 +93,7 @@ class SkinField:
     grid_binv: np.ndarray = field(default=None)
     node_bounds: np.ndarray = field(default=None)
     muscles: MuscleBatch = field(default=None)
-    muscle_offset: np.ndarray = field(default=None)  # (M,) [m] how far in the skin sees each muscle's surface
+    muscle_offset: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (M,) [m] muscle_offsets()
 
     @property
     def part_count(self) -> int:
@@ -167,7 +167,8 @@ class SkinField:
         return dataclasses.replace(
             self, muscle_part=np.full(0, -1, dtype=np.int64),
             part_muscle_start=np.zeros(len(self.parts) + 1, dtype=np.int64),
-            part_muscle_index=np.zeros(0, dtype=np.int64), muscles=None, grid_binv=None, node_bounds=None)
+            part_muscle_index=np.zeros(0, dtype=np.int64), muscles=None, muscle_offset=np.zeros(0), grid_binv=None,
+            node_bounds=None)
 
     def _muscle_arrays(self):
         m = self.muscles if self.muscles is not None else MuscleBatch.allocate([], np.zeros((0, 4)), [])
@@ -182,14 +183,7 @@ class SkinField:
                 self.grid_values, self.grid_offset, self.grid_dims, self.grid_origin, self.grid_inv_h,
                 self.grid_binv, self.part_muscle_start, self.part_muscle_index, ops.table("clean"),
                 ops.table("blend"), float(cos0), float(cos1), self._chord_deviation(),
-                self._muscle_offsets()) + tuple(self._muscle_arrays())
-
-    def _muscle_offsets(self) -> np.ndarray:
-        m = self.muscles
-        count = 0 if m is None else m.muscle_count
-        if self.muscle_offset is None or len(self.muscle_offset) != count:
-            return np.zeros(count)
-        return self.muscle_offset
+                self.muscle_offset) + tuple(self._muscle_arrays())
 
     def _chord_deviation(self) -> np.ndarray:
         """``(M,)`` [m] each muscle axis's largest distance from its chord (the kernel's cheap rejection test)."""
@@ -240,7 +234,7 @@ class SkinField:
         part_v, part_g, parts_h, parts_mu = [], [], [], []
         mv = mg = None
         if self.muscles is not None and self.muscles.muscle_count:
-            mv, mg = _compact_muscles(self.muscles, pts, self._muscle_offsets())
+            mv, mg = _compact_muscles(self.muscles, pts, self.muscle_offset)
         for p, g in enumerate(self.grids):
             v, gr = g.sample(pts, np.linalg.inv(B[p]))
             mu, mgr = np.zeros(n), np.zeros((n, 3))

@@ -57,6 +57,12 @@ def _elbow_sets(arm):
     return np.flatnonzero((cx > 0.16) & (cx < 0.27)), np.flatnonzero((cx > 0.33) & (cx < 0.44))
 
 
+def _elbow_crossings(arm, positions) -> int:
+    """Triangles on either side of the elbow that the other side's skin passes through (``deep_crossings``)."""
+    A, B = _elbow_sets(arm)
+    return int(sum(h.sum() for h in deep_crossings(positions, arm.faces, A, B, CROSSING_DEPTH)))
+
+
 def test_dqs_kernel_matches_reference_and_handles_antipodal_quaternions(arm):
     infl = skinning.influences(arm.weights)
     B = scenes.arm_pose(110.0, 40.0)
@@ -155,13 +161,10 @@ def test_elbow_contact_removes_skin_intersections(arm, plain, angle, record_prop
     """DQS pushes the forearm's skin into the upper arm's (3 cm deep at 130 degrees); Implicit Skinning stops it on
     the contact surface. Measured: 24 -> 3 triangles at 90 degrees, 46 -> 2 at 110, 65 -> 6 at 130 (the ones left
     are where the two skins part at the crease's end)."""
-    A, B = _elbow_sets(arm)
     x = plain.deform(scenes.arm_pose(angle)).copy()
-    dqs = plain.dqs_positions.copy()
-    ours = sum(h.sum() for h in deep_crossings(x, arm.faces, A, B, CROSSING_DEPTH))
-    theirs = sum(h.sum() for h in deep_crossings(dqs, arm.faces, A, B, CROSSING_DEPTH))
-    record_property(f"crossing_triangles_dqs_{angle:.0f}", int(theirs))
-    record_property(f"crossing_triangles_is_{angle:.0f}", int(ours))
+    ours, theirs = _elbow_crossings(arm, x), _elbow_crossings(arm, plain.dqs_positions)
+    record_property(f"crossing_triangles_dqs_{angle:.0f}", theirs)
+    record_property(f"crossing_triangles_is_{angle:.0f}", ours)
     assert theirs >= 20
     assert ours <= CROSSING_SHARE * theirs
     # the crease lies on the contact surface: the vertices stopped there are where the upper arm's and the
@@ -188,17 +191,15 @@ def test_elbow_contact_with_the_muscles(character, angle, record_property):
     biceps meets the forearm's on the contact surface too. Measured 24 -> 3 at 90 degrees and 46 -> 0 at 110; at
     130 degrees (65 -> 56) the active biceps and the brachioradialis, whose field belongs to the forearm's part but
     starts on the upper arm, press through the other part: a known limit (README)."""
-    arm = character.rig
-    A, B = _elbow_sets(arm)
     bend = angle / 130.0
     activation = [bend, 0.0, 0.8 * bend, 0.3 * bend]
     character.reset()
     character.settle(scenes.arm_pose(angle), activation=activation)
     x = character.frame(scenes.arm_pose(angle), activation=activation).copy()
-    ours = sum(h.sum() for h in deep_crossings(x, arm.faces, A, B, CROSSING_DEPTH))
-    theirs = sum(h.sum() for h in deep_crossings(character.deformer.dqs_positions, arm.faces, A, B, CROSSING_DEPTH))
-    record_property(f"crossing_triangles_muscles_dqs_{angle:.0f}", int(theirs))
-    record_property(f"crossing_triangles_muscles_is_{angle:.0f}", int(ours))
+    ours = _elbow_crossings(character.rig, x)
+    theirs = _elbow_crossings(character.rig, character.deformer.dqs_positions)
+    record_property(f"crossing_triangles_muscles_dqs_{angle:.0f}", theirs)
+    record_property(f"crossing_triangles_muscles_is_{angle:.0f}", ours)
     assert ours <= CROSSING_SHARE * theirs
 
 
