@@ -273,6 +273,7 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
     if fresh:  # the shot's first pose is rarely the rest pose: the muscles start at rest in it, not with a jump
         ch.settle(B, act, stiff, scale, ecc, dt=1.0 / _fps(scene))
     t2 = time.perf_counter()
+    ch.deformer.keep_volume = skin.keep_volume  # switched live, no new bind
     positions = ch.frame(B, activation=act, stiffness=stiff, width_scale=scale, dt=1.0 / _fps(scene), frame=frame,
                          eccentricity=ecc)
     t3 = time.perf_counter()

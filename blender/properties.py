@@ -126,6 +126,16 @@ def _enabled_changed(self, context):
         evaluate.set_active(mesh_obj, False)
 
 
+def _keep_volume_changed(self, context):
+    """Show the current frame again with the new setting (it needs no new bind)."""
+    from . import evaluate
+    if self.enabled and self.bound and not self.baked and context.scene is not None:
+        try:
+            evaluate.evaluate_mesh(self.id_data, context.scene, context.evaluated_depsgraph_get())
+        except ValueError:
+            pass  # the frame handler reports it on the next frame, as for any other failing frame
+
+
 class ImplicitSkinSettings(PropertyGroup):
     """Implicit Skinning of one mesh."""
 
@@ -156,6 +166,9 @@ class ImplicitSkinSettings(PropertyGroup):
     temporal: BoolProperty(name="Use Previous Frame", default=False, **STATIC,
                            description="Start each frame from the last one when playing forward (faster, but "
                                        "the shape then depends on how playback got there)")
+    keep_volume: BoolProperty(name="Keep Joint Volume", default=True, update=_keep_volume_changed, **STATIC,
+                              description="Give back the volume the skin loses at bent joints, with a bulge around "
+                                          "the joint that stays clear of the crease (off: the tracked skin as is)")
     bound: BoolProperty(name="Bound", default=False, **STATIC,
                         description="The skin has been bound to its armature in the rest pose")
     bind_signature: StringProperty(name="Bind Signature", default="", **STATIC,

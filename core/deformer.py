@@ -8,7 +8,10 @@ DQS (``core/skinning.py``) and the one-rings with clamped cotangent weights (``c
 
 * ``pose``: checks the transforms, DQS positions and rotations (numba);
 * ``field``: places the part grids and node boxes, takes the muscles' new state;
-* ``tracking``: ``kernels/tracking.py`` (projection, contact stop, ARAP).
+* ``tracking``: ``kernels/tracking.py`` (projection, contact stop, ARAP), then, with ``keep_volume`` (default),
+  ``kernels/joint_volume.py``: the volume the tracked skin lost at each bent joint is given back
+  (``core/joint_volume.py``). ``tracked`` keeps the positions before that step, ``volume_deficits (J,)`` [m^3]
+  what each joint of ``joint_regions`` had lost (zeros when ``keep_volume`` is off).
 
 Positions are in the armature's (unscaled) space, the same space as the rest vertices and the bone transforms.
 A frame whose result would hold a non-finite coordinate raises ``ValueError`` and leaves ``out`` as the DQS result
@@ -21,6 +24,8 @@ import time
 import numpy as np
 
 from . import validation
+from .joint_volume import (FULL_BEND, MAX_BULGE, NEWTON_STEPS, NEWTON_TOL, VOLUME_TOL, bind_joint_regions,
+                           no_joint_regions)
 from .mesh_rings import border_vertices, cotangent_rings
 from .skin_field import SkinField
 from .skinning import check_rigid, dqs, influences
@@ -47,6 +52,13 @@ class ImplicitSkinDeformer:
         self.pinned = border_vertices(faces, len(self.rest)) if self.settings.pin_borders \
             else np.zeros(len(self.rest), dtype=np.bool_)
         self.mesh_size = float(np.linalg.norm(np.ptp(self.rest, axis=0)))
+        self.faces = np.ascontiguousarray(np.asarray(faces, dtype=np.int64).reshape(-1, 3))
+        self.joint_regions = no_joint_regions() if skin.heads is None else bind_joint_regions(
+            self.rest, self.faces, weights, skin.labels, skin.heads, skin.tails, skin.parents,
+            self.settings.volume_region)
+        self.keep_volume = self.settings.keep_volume
+        """Give back the volume lost at bent joints (``settings.keep_volume`` at bind; may be switched between
+        frames, the Blender panel's *Keep Joint Volume* does)."""
         skin.update(None)
         self.iso, _ = skin.evaluate(self.rest)
         V = len(self.rest)
@@ -58,6 +70,11 @@ class ImplicitSkinDeformer:
         self.state = np.zeros(V, dtype=np.int8)
         self.active = np.zeros(V, dtype=np.bool_)
         self.dqs_positions = np.empty((V, 3))
+        self.tracked = np.empty((V, 3))
+        self.volume_deficits = np.zeros(self.joint_regions.count)
+        self._ring_dist = np.empty(V, dtype=np.int64)
+        self._bulge_normal = np.zeros((V, 3))
+        self._grad = np.zeros((V, 3))
         self.timings: dict = {}
         self.last_sweeps = 0
         self._previous = None
@@ -74,6 +91,7 @@ class ImplicitSkinDeformer:
         ``out``: optional ``(V, 3)`` float64 array to write into. ``frame``: the frame number, used only by the
         temporal mode (start from the previous result when ``frame`` follows the previous call's).
         """
+        from ..kernels.joint_volume import restore
         from ..kernels.tracking import track
 
         s = self.settings
@@ -97,6 +115,15 @@ class ImplicitSkinDeformer:
                                  s.final_sweeps, s.final_tolerance * self.mesh_size,
                                  self._p, self._anchor, self._normal, self._g_prev, self.state, self.active,
                                  self.pinned)
+        self.tracked[:] = x
+        regions = self.joint_regions
+        self.volume_deficits[:] = 0.0
+        if self.keep_volume and regions.count:
+            restore(x, self.faces, B, regions.bones, regions.parent_bones, FULL_BEND, regions.face_part,
+                    regions.centres, regions.rest_volume, MAX_BULGE * regions.radii, regions.face_start,
+                    regions.faces, regions.vertex_start, regions.vertices, regions.profile, self.state,
+                    self.rings.start, self.rings.neighbour, self.pinned, s.volume_gap, s.volume_rings, VOLUME_TOL,
+                    NEWTON_STEPS, NEWTON_TOL, self._ring_dist, self._bulge_normal, self._grad, self.volume_deficits)
         t3 = time.perf_counter()
         self.timings = {"pose": t1 - t0, "field": t2 - t1, "tracking": t3 - t2}
         if not np.all(np.isfinite(x)):
@@ -104,6 +131,6 @@ class ImplicitSkinDeformer:
             raise ValueError("Implicit Skinning produced non-finite positions this frame; the DQS result is "
                              "given instead.")
         if s.temporal:
-            self._previous = x.copy()
+            self._previous = self.tracked.copy()
             self._previous_frame = frame
         return x

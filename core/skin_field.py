@@ -94,6 +94,9 @@ class SkinField:
     node_bounds: np.ndarray = field(default=None)
     muscles: MuscleBatch = field(default=None)
     muscle_offset: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (M,) [m] muscle_offsets()
+    heads: np.ndarray = field(default=None)  # (B, 3) [m] rest bone heads (the joints, core/joint_volume.py)
+    tails: np.ndarray = field(default=None)  # (B, 3) [m] rest bone tails
+    parents: np.ndarray = field(default=None)  # (B,) int64, -1 for a root
 
     @property
     def part_count(self) -> int:
@@ -496,6 +499,7 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         grid_values=np.concatenate([g.values.reshape(-1) for g in grids]).astype(np.float32),
         grid_offset=grid_offsets, grid_dims=np.array([g.values.shape[:3] for g in grids], dtype=np.int64),
         grid_origin=np.array([g.origin for g in grids]), grid_inv_h=np.array([1.0 / g.spacing for g in grids]),
-        muscles=muscles, muscle_offset=offsets)
+        muscles=muscles, muscle_offset=offsets, heads=heads, tails=tails,
+        parents=parents)
     field_.update()
     return field_

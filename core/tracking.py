@@ -27,7 +27,9 @@ Defaults (the thesis gives no numbers; chosen on the arm and full-body scenes, s
   character made of several meshes (BCN_Epileptic's head, torso and legs) meets at such borders, each mesh is
   tracked in its own field, and tracked borders opened gaps of centimetres at the neck and the waist; DQS moves
   both sides of a seam alike (same rest positions, same weights), so pinned borders stay closed. The rings next to
-  a border relax against it.
+  a border relax against it;
+* the volume the tracked skin lost at each bent joint is given back after tracking (``keep_volume``, on; region
+  2.5 limb radii, taper 2 to 5 rings from the contact: ``core/joint_volume.py``, which has the measurements).
 """
 from __future__ import annotations
 
@@ -44,7 +46,9 @@ class TrackingSettings:
     bisect_steps, trust [fraction of the mesh's bounding-box diagonal], dilation [rings], quiet [fraction of the mesh's bounding-box diagonal],
     final_sweeps, final_tolerance [fraction of the mesh's bounding-box diagonal], temporal (start from the previous
     frame's result when frames are consecutive; off by default so results do not depend on playback history),
-    pin_borders (vertices on an open border keep their DQS position, module docstring)."""
+    pin_borders (vertices on an open border keep their DQS position, module docstring), keep_volume (give back the
+    volume lost at bent joints after tracking, ``core/joint_volume.py``) with its region [joint radii] and its taper
+    from the contact: 0 up to volume_gap rings, full from volume_rings rings."""
 
     iterations: int = 8
     first_step: float = 1.0
@@ -60,6 +64,10 @@ class TrackingSettings:
     final_tolerance: float = 1e-5
     temporal: bool = False
     pin_borders: bool = True
+    keep_volume: bool = True
+    volume_region: float = 2.5
+    volume_gap: int = 2
+    volume_rings: int = 5
 
     def lambdas(self) -> np.ndarray:
         """``(iterations,)`` step factors ``lambda_n``, linear from ``first_step`` to ``last_step``."""
@@ -80,6 +88,14 @@ class TrackingSettings:
                 raise ValueError(f"{name.replace('_', ' ')} must be a whole number of at least 0, got {value!r}.")
         if not self.eps > 0.0 or not self.final_tolerance > 0.0:
             raise ValueError("tracking tolerances must be greater than 0.")
+        if not (0.5 <= self.volume_region <= 10.0):
+            raise ValueError(f"the joint volume region must be from 0.5 to 10 joint radii, got {self.volume_region!r}.")
+        for name in ("volume_gap", "volume_rings"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or not 0 <= value <= 50:
+                raise ValueError(f"{name.replace('_', ' ')} must be a whole number from 0 to 50, got {value!r}.")
+        if not self.volume_gap < self.volume_rings:
+            raise ValueError("the joint volume's taper must end (volume rings) after it starts (volume gap).")
         return self
 
 

@@ -36,6 +36,25 @@ def test_bound_playback_differs_from_armature_and_disabling_gives_it_back(bpy):
     assert np.abs(evaluated(bpy, mesh) - plain).max() < 1e-6
 
 
+def test_keep_joint_volume_switches_live_around_the_elbow_only(bpy):
+    """*Keep Joint Volume* off shows the tracked skin without the joint volume step, no new bind needed: the skin
+    near the bent elbow moves in, the hand does not move; on again gives the same frame back."""
+    rig, mesh = animated_arm(bpy)
+    rest = np.array([v.co[:] for v in mesh.data.vertices])
+    bind(bpy, mesh)
+    for f in range(1, 31):
+        bpy.context.scene.frame_set(f)
+    kept = evaluated(bpy, mesh)
+    mesh.implicit_skin.keep_volume = False
+    loose = evaluated(bpy, mesh)
+    moved = np.linalg.norm(kept - loose, axis=1)
+    near_elbow = np.abs(rest[:, 0] - 0.4) < 0.1  # the rig is offset by 0.1 m in x
+    assert moved[near_elbow].max() > 2e-4
+    assert moved[~near_elbow].max() < 1e-6
+    mesh.implicit_skin.keep_volume = True
+    assert np.abs(evaluated(bpy, mesh) - kept).max() < SAME_TOL
+
+
 def test_frame_30_is_the_same_however_it_is_reached(bpy, tmp_path):
     rig, mesh = animated_arm(bpy)
     bind(bpy, mesh)

@@ -82,9 +82,13 @@ def deep_crossings(vertices, faces, set_a, set_b, depth):
     return hit_a, hit_b
 
 
-def enclosed_volume(vertices, faces, lo, hi, step):
-    """Volume [m^3] of the region inside the mesh (generalised winding number > 1/2) within the box ``lo..hi``,
-    sampled at cell centres ``step`` [m] apart: overlapping parts of a self-intersecting skin count once."""
+_WINDING = []
+
+
+def _winding_kernel():
+    """The winding-number kernel, compiled on first use (this module must import without numba's compile)."""
+    if _WINDING:
+        return _WINDING[0]
     from numba import njit, prange
 
     @njit(parallel=True, cache=False)
@@ -104,8 +108,27 @@ def enclosed_volume(vertices, faces, lo, hi, step):
                 total += 2.0 * np.arctan2(num, den)
             out[n] = total / (4.0 * np.pi)
 
+    _WINDING.append(winding)
+    return winding
+
+
+def _winding_numbers(vertices, faces, points) -> np.ndarray:
+    """Generalised winding number ``(N,)`` of the closed (or nearly closed) mesh at each point ``(N, 3)``."""
+    out = np.empty(len(points))
+    _winding_kernel()(np.ascontiguousarray(points, dtype=np.float64),
+            np.ascontiguousarray(np.asarray(vertices, dtype=np.float64)[faces]), out)
+    return out
+
+
+def _cell_centres(lo, hi, step):
     axes = [np.arange(lo[c] + step / 2, hi[c], step) for c in range(3)]
-    pts = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
-    out = np.empty(len(pts))
-    winding(pts, np.ascontiguousarray(np.asarray(vertices, dtype=np.float64)[faces]), out)
-    return float(np.sum(out > 0.5)) * step ** 3
+    return np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
+
+
+def enclosed_volume_in_ball(vertices, faces, centre, radius, step):
+    """As :func:`enclosed_volume`, within the ball of ``radius`` [m] about ``centre``: a measure about a joint
+    that its two bones' rigid rotations about it leave unchanged, whatever the bend."""
+    c = np.asarray(centre, dtype=np.float64)
+    pts = _cell_centres(c - radius, c + radius, step)
+    pts = pts[np.linalg.norm(pts - c, axis=1) < radius]
+    return float(np.sum(_winding_numbers(vertices, faces, pts) > 0.5)) * step ** 3

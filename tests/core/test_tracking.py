@@ -11,7 +11,7 @@ from implicit_muscles.core.deformer import ImplicitSkinDeformer
 from implicit_muscles.core.skin_field import bind_skin_field
 from implicit_muscles.core.tracking import STATE_CONTACT, TrackingSettings, track_reference
 
-from mesh_checks import deep_crossings, enclosed_volume, min_angles
+from mesh_checks import deep_crossings, enclosed_volume_in_ball, min_angles
 
 EXACT_TOL = 1e-6
 """Rest pose and rigid motion: largest vertex error as a fraction of the character's size."""
@@ -26,6 +26,9 @@ tests/core/mesh_checks.deep_crossings)."""
 CREASE_TOL = 1.5e-3
 """Median distance [m] from the vertices stopped at the contact to the contact surface (measured 0.8 / 1.0 / 0.8 mm
 at 90 / 110 / 130 degrees; steps and ARAP sweeps leave them near it, not on it)."""
+ELBOW_BALL, VOLUME_STEP = 0.1, 0.004
+"""The volume near the elbow: within this radius [m] of it, sampled this many metres apart (0.3 % of the ball's
+volume is about 50 cells)."""
 CROSSING_SHARE = 0.15
 """Implicit Skinning leaves at most this share of the triangles DQS has crossing the other side of the elbow."""
 
@@ -105,7 +108,8 @@ def test_rigid_motion_of_the_whole_rig_moves_the_mesh_rigidly(arm, plain):
 
 def test_tracking_kernel_matches_numpy_reference(arm, plain):
     plain.deform(scenes.arm_pose(100.0))
-    x_kernel, state_kernel = plain.deform(scenes.arm_pose(100.0)).copy(), plain.state.copy()
+    plain.deform(scenes.arm_pose(100.0))
+    x_kernel, state_kernel = plain.tracked.copy(), plain.state.copy()  # before the joint volume step
     s = plain.settings
     x_ref, state_ref, active_ref, _ = track_reference(
         plain.dqs_positions, plain._rot, plain.rest, plain.iso, plain.rings, plain.skin.evaluate, s, plain.mesh_size,
@@ -149,7 +153,7 @@ def test_open_borders_keep_their_dqs_position_so_meshes_meeting_there_stay_close
                 x_ref, _, _, _ = track_reference(deformer.dqs_positions, deformer._rot, deformer.rest, deformer.iso,
                                                  deformer.rings, skin.evaluate, deformer.settings,
                                                  deformer.mesh_size, deformer.pinned)
-                assert np.abs(x_ref - x[used]).max() < KERNEL_TOL
+                assert np.abs(x_ref - deformer.tracked).max() < KERNEL_TOL
         gap[pin] = float(np.linalg.norm(shown[0][seam] - shown[1][seam], axis=1).max())
     print(f"seam gap at 110 degrees: pinned borders {1e3 * gap[True]:.4f} mm, tracked borders {1e3 * gap[False]:.2f} mm")
     assert gap[True] < 1e-9
@@ -208,7 +212,7 @@ def test_vertices_reach_their_iso_values_and_triangles_stay_good(arm, plain, rec
     for angle in (45.0, 90.0):
         x = plain.deform(scenes.arm_pose(angle))
         assert np.all(np.isfinite(x))
-        F, G = plain.skin.evaluate(x)
+        F, G = plain.skin.evaluate(plain.tracked)  # the joint volume step then moves some off on purpose
         dv = np.abs(F - plain.iso)
         on = (dv < ISO_VALUE_TOL) | (dv / np.linalg.norm(G, axis=1) < ISO_DISTANCE_TOL)
         free = plain.state != STATE_CONTACT
@@ -219,18 +223,24 @@ def test_vertices_reach_their_iso_values_and_triangles_stay_good(arm, plain, rec
         assert np.median(ma) > 0.9 * np.median(ma_rest)
 
 
-def test_volume_near_the_elbow_beats_linear_blend(arm, plain, record_property):
-    """Enclosed volume (winding number, overlaps counted once) within 10 cm of the elbow at 90 degrees."""
-    lo, hi = scenes.ARM_HEADS[1] - 0.1, scenes.ARM_HEADS[1] + 0.1
-    rest = enclosed_volume(arm.vertices, arm.faces, lo, hi, 0.005)
-    B = scenes.arm_pose(90.0)
+@pytest.mark.parametrize("angle", [90.0, 110.0, 130.0])
+def test_volume_near_the_elbow_stays_closer_to_rest_than_dqs_and_linear_blend(arm, plain, angle, record_property):
+    """Enclosed volume (winding number, overlaps counted once) within 10 cm of the elbow, a ball the bones' rotations
+    about the elbow leave unchanged. Measured (rest = 0): Implicit Skinning +0.0 / +1.1 / -0.6 %, without the joint
+    volume step -2.2 / -4.4 / -10.0 %, DQS -1.1 / -2.7 / -8.0 %."""
+    B = scenes.arm_pose(angle)
+    centre = (B[1] @ np.append(scenes.ARM_HEADS[1], 1.0))[:3]
+    rest = enclosed_volume_in_ball(arm.vertices, arm.faces, scenes.ARM_HEADS[1], ELBOW_BALL, VOLUME_STEP)
     x = plain.deform(B).copy()
+    tracked = plain.tracked.copy()
     lbs = skinning.lbs_reference(arm.vertices, plain.influences, B)
-    change = {name: enclosed_volume(pos, arm.faces, lo, hi, 0.005) / rest - 1.0
-              for name, pos in (("is", x), ("dqs", plain.dqs_positions), ("lbs", lbs))}
+    change = {name: enclosed_volume_in_ball(pos, arm.faces, centre, ELBOW_BALL, VOLUME_STEP) / rest - 1.0
+              for name, pos in (("is", x), ("tracked", tracked), ("dqs", plain.dqs_positions), ("lbs", lbs))}
     for name, value in change.items():
-        record_property(f"elbow_volume_change_{name}", value)
+        record_property(f"elbow_volume_change_{name}_{angle:.0f}", value)
+    assert abs(change["is"]) < abs(change["dqs"])
     assert abs(change["is"]) < abs(change["lbs"])
+    assert change["tracked"] < change["is"]  # the step gave volume back
 
 
 def test_activating_the_biceps_moves_the_skin_over_it_outwards(character):
