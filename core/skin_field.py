@@ -499,7 +499,6 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         grid_values=np.concatenate([g.values.reshape(-1) for g in grids]).astype(np.float32),
         grid_offset=grid_offsets, grid_dims=np.array([g.values.shape[:3] for g in grids], dtype=np.int64),
         grid_origin=np.array([g.origin for g in grids]), grid_inv_h=np.array([1.0 / g.spacing for g in grids]),
-        muscles=muscles, muscle_offset=offsets, heads=heads, tails=tails,
-        parents=parents)
+        muscles=muscles, muscle_offset=offsets, heads=heads, tails=tails, parents=parents)
     field_.update()
     return field_

@@ -1,6 +1,7 @@
 """Implicit Skinning deformation (core/skinning.py, core/tracking.py, core/deformer.py, core/character.py): DQS,
-rest and rigid motion reproduced exactly, kernel vs numpy reference, contact at the elbow, iso-values reached,
-muscles moving the skin, temporal mode, bad input."""
+rest and rigid motion reproduced exactly, kernel vs numpy reference, contact at the elbow, volume near the elbow
+(with the joint volume step, tests/core/test_joint_volume.py), iso-values reached, muscles moving the skin, temporal
+mode, bad input."""
 import dataclasses
 
 import numpy as np
