@@ -112,28 +112,31 @@ class ImplicitMuscleRig(PropertyGroup):
         return None
 
 
+def _show_current_frame(mesh_obj, context):
+    """Deform ``mesh_obj`` for the current frame now; a failing frame is left to the frame handler, which reports
+    it on the next frame like any other."""
+    from . import evaluate
+    if context.scene is not None:
+        try:
+            evaluate.evaluate_mesh(mesh_obj, context.scene, context.evaluated_depsgraph_get())
+        except ValueError:
+            pass
+
+
 def _enabled_changed(self, context):
     from . import evaluate
     mesh_obj = self.id_data
     if self.enabled and self.bound:
         evaluate.install(mesh_obj)
-        if context.scene is not None:
-            try:
-                evaluate.evaluate_mesh(mesh_obj, context.scene, context.evaluated_depsgraph_get())
-            except ValueError:
-                pass
+        _show_current_frame(mesh_obj, context)
     else:
         evaluate.set_active(mesh_obj, False)
 
 
 def _keep_volume_changed(self, context):
     """Show the current frame again with the new setting (it needs no new bind)."""
-    from . import evaluate
-    if self.enabled and self.bound and not self.baked and context.scene is not None:
-        try:
-            evaluate.evaluate_mesh(self.id_data, context.scene, context.evaluated_depsgraph_get())
-        except ValueError:
-            pass  # the frame handler reports it on the next frame, as for any other failing frame
+    if self.enabled and self.bound and not self.baked:
+        _show_current_frame(self.id_data, context)
 
 
 class ImplicitSkinSettings(PropertyGroup):

@@ -181,23 +181,30 @@ def no_joint_regions() -> JointRegions:
                         face_part=empty)
 
 
-def region_volume(x, faces, regions: JointRegions, k: int, bone_transforms) -> float:
-    """``V_k(x)`` [m^3] (module docstring) of joint ``k`` for positions ``x (V, 3)`` and ``B (B, 4, 4)``."""
-    tri = np.asarray(faces, dtype=np.int64)[regions.faces[regions.face_start[k]:regions.face_start[k + 1]]]
+def _region_triangles(faces, regions: JointRegions, k: int):
+    """Face indices ``(n,)`` and corner vertices ``(n, 3)`` of joint ``k``'s faces."""
     fid = regions.faces[regions.face_start[k]:regions.face_start[k + 1]]
+    return fid, np.asarray(faces, dtype=np.int64)[fid]
+
+
+def _cone_edges(x, faces, regions: JointRegions, k: int, bone_transforms):
+    """Corner indices ``(n, 3)`` of joint ``k``'s faces and their corners minus each face's moved centre
+    ``a, b, e (n, 3)`` [m]."""
+    fid, tri = _region_triangles(faces, regions, k)
     B = np.asarray(bone_transforms, dtype=np.float64)[regions.face_part[fid]]
     c = np.einsum("fij,j->fi", B[:, :3, :3], regions.centres[k]) + B[:, :3, 3]
-    a, b, e = x[tri[:, 0]] - c, x[tri[:, 1]] - c, x[tri[:, 2]] - c
+    return tri, x[tri[:, 0]] - c, x[tri[:, 1]] - c, x[tri[:, 2]] - c
+
+
+def region_volume(x, faces, regions: JointRegions, k: int, bone_transforms) -> float:
+    """``V_k(x)`` [m^3] (module docstring) of joint ``k`` for positions ``x (V, 3)`` and ``B (B, 4, 4)``."""
+    _, a, b, e = _cone_edges(x, faces, regions, k, bone_transforms)
     return float(np.sum(np.einsum("ij,ij->i", a, np.cross(b, e)))) / 6.0
 
 
 def region_volume_gradient(x, faces, regions: JointRegions, k: int, bone_transforms) -> np.ndarray:
     """``dV_k/dx (V, 3)`` [m^2]: ``1/6 (b - c) x (e - c)`` summed over the region's faces at each corner."""
-    fid = regions.faces[regions.face_start[k]:regions.face_start[k + 1]]
-    tri = np.asarray(faces, dtype=np.int64)[fid]
-    B = np.asarray(bone_transforms, dtype=np.float64)[regions.face_part[fid]]
-    c = np.einsum("fij,j->fi", B[:, :3, :3], regions.centres[k]) + B[:, :3, 3]
-    a, b, e = x[tri[:, 0]] - c, x[tri[:, 1]] - c, x[tri[:, 2]] - c
+    tri, a, b, e = _cone_edges(x, faces, regions, k, bone_transforms)
     g = np.zeros_like(np.asarray(x, dtype=np.float64))
     np.add.at(g, tri[:, 0], np.cross(b, e) / 6.0)
     np.add.at(g, tri[:, 1], np.cross(e, a) / 6.0)
@@ -225,8 +232,7 @@ def taper(ring_distance, gap: int, rings: int) -> np.ndarray:
 
 def vertex_normals_on(x, faces, regions: JointRegions, k: int) -> np.ndarray:
     """Unit area-weighted normals ``(V, 3)`` from the region's faces (zero off the region)."""
-    fid = regions.faces[regions.face_start[k]:regions.face_start[k + 1]]
-    tri = np.asarray(faces, dtype=np.int64)[fid]
+    _, tri = _region_triangles(faces, regions, k)
     n = np.cross(x[tri[:, 1]] - x[tri[:, 0]], x[tri[:, 2]] - x[tri[:, 0]])
     N = np.zeros_like(np.asarray(x, dtype=np.float64))
     for corner in range(3):
@@ -253,13 +259,12 @@ def restore_reference(x, faces, regions: JointRegions, bone_transforms, contact,
     deficits = np.zeros(regions.count)
     for k in range(regions.count):
         share = bend_share(bone_transforms, regions.bones[k], regions.parent_bones[k])
-        target = regions.rest_volume[k]
-        lost = target - region_volume(y, faces, regions, k, bone_transforms)
-        if not share * lost > VOLUME_TOL * abs(target):
+        rest = regions.rest_volume[k]
+        lost = rest - region_volume(y, faces, regions, k, bone_transforms)
+        if not share * lost > VOLUME_TOL * abs(rest):
             continue
         deficits[k] = lost
-        target -= (1.0 - share) * lost
-        V0 = target
+        V0 = rest - (1.0 - share) * lost  # the volume to reach
         deficit = share * lost
         idx = regions.vertices[regions.vertex_start[k]:regions.vertex_start[k + 1]]
         w = regions.profile[regions.vertex_start[k]:regions.vertex_start[k + 1]] * free[idx]

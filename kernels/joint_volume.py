@@ -68,6 +68,26 @@ def _volume(x, faces, B, face_part, c, face_ids, grad, want_grad):
 
 
 @njit(**_JIT)
+def _zero_corners(arr, faces, face_ids):
+    """Zero the rows of ``arr (V, 3)`` of every corner of the faces ``face_ids``."""
+    for q in range(face_ids.shape[0]):
+        for corner in range(3):
+            v = faces[face_ids[q], corner]
+            arr[v, 0] = 0.0
+            arr[v, 1] = 0.0
+            arr[v, 2] = 0.0
+
+
+@njit(**_JIT)
+def _bulge_weight(ring_distance, gap, span, pinned, profile):
+    """A vertex's share of the bulge: its profile times the taper from the contact (0 if pinned)."""
+    if pinned:
+        return 0.0
+    s = min(max((ring_distance - gap) / span, 0.0), 1.0)
+    return profile * s * s
+
+
+@njit(**_JIT)
 def _contact_rings(state, ring_start, ring_neighbour, limit, dist):
     V = state.shape[0]
     for v in range(V):
@@ -112,12 +132,7 @@ def restore(x, faces, B, bones, parent_bones, full_bend, face_part, centres, res
         V0 = rest_volume[jn] - (1.0 - share) * lost
         deficit = share * lost
         restored += 1
-        for q in range(face_ids.shape[0]):  # area-weighted normals from the region's faces
-            for corner in range(3):
-                v = faces[face_ids[q], corner]
-                normal[v, 0] = 0.0
-                normal[v, 1] = 0.0
-                normal[v, 2] = 0.0
+        _zero_corners(normal, faces, face_ids)  # area-weighted normals from the region's faces
         for q in range(face_ids.shape[0]):
             f = face_ids[q]
             i, j, k = faces[f, 0], faces[f, 1], faces[f, 2]
@@ -135,18 +150,12 @@ def restore(x, faces, B, bones, parent_bones, full_bend, face_part, centres, res
                 normal[v, r] = normal[v, r] / length if length > 0.0 else 0.0
         room = max_move[jn]
         for _ in range(newton_steps):
-            for q in range(face_ids.shape[0]):
-                for corner in range(3):
-                    v = faces[face_ids[q], corner]
-                    grad[v, 0] = 0.0
-                    grad[v, 1] = 0.0
-                    grad[v, 2] = 0.0
+            _zero_corners(grad, faces, face_ids)
             _volume(x, faces, B, face_part, c, face_ids, grad, True)
             slope = 0.0
             for q in range(verts.shape[0]):
                 v = verts[q]
-                s = min(max((dist[v] - gap) / span, 0.0), 1.0)
-                w = 0.0 if pinned[v] else weight[q] * s * s
+                w = _bulge_weight(dist[v], gap, span, pinned[v], weight[q])
                 slope += w * (grad[v, 0] * normal[v, 0] + grad[v, 1] * normal[v, 1] + grad[v, 2] * normal[v, 2])
             if not slope > 0.0 or not room > 0.0:
                 break
@@ -154,8 +163,7 @@ def restore(x, faces, B, bones, parent_bones, full_bend, face_part, centres, res
             room -= t
             for q in range(verts.shape[0]):
                 v = verts[q]
-                s = min(max((dist[v] - gap) / span, 0.0), 1.0)
-                w = 0.0 if pinned[v] else weight[q] * s * s
+                w = _bulge_weight(dist[v], gap, span, pinned[v], weight[q])
                 for r in range(3):
                     x[v, r] += t * w * normal[v, r]
             deficit = V0 - _volume(x, faces, B, face_part, c, face_ids, grad, False)

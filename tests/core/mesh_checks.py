@@ -1,4 +1,6 @@
 """Mesh measurements for the skinning tests: skins crossing each other, minimum angles, enclosed volume."""
+import functools
+
 import numpy as np
 
 
@@ -82,13 +84,9 @@ def deep_crossings(vertices, faces, set_a, set_b, depth):
     return hit_a, hit_b
 
 
-_WINDING = []
-
-
+@functools.cache
 def _winding_kernel():
     """The winding-number kernel, compiled on first use (this module must import without numba's compile)."""
-    if _WINDING:
-        return _WINDING[0]
     from numba import njit, prange
 
     @njit(parallel=True, cache=False)
@@ -108,7 +106,6 @@ def _winding_kernel():
                 total += 2.0 * np.arctan2(num, den)
             out[n] = total / (4.0 * np.pi)
 
-    _WINDING.append(winding)
     return winding
 
 
@@ -116,7 +113,7 @@ def _winding_numbers(vertices, faces, points) -> np.ndarray:
     """Generalised winding number ``(N,)`` of the closed (or nearly closed) mesh at each point ``(N, 3)``."""
     out = np.empty(len(points))
     _winding_kernel()(np.ascontiguousarray(points, dtype=np.float64),
-            np.ascontiguousarray(np.asarray(vertices, dtype=np.float64)[faces]), out)
+                      np.ascontiguousarray(np.asarray(vertices, dtype=np.float64)[faces]), out)
     return out
 
 
@@ -126,8 +123,9 @@ def _cell_centres(lo, hi, step):
 
 
 def enclosed_volume_in_ball(vertices, faces, centre, radius, step):
-    """As :func:`enclosed_volume`, within the ball of ``radius`` [m] about ``centre``: a measure about a joint
-    that its two bones' rigid rotations about it leave unchanged, whatever the bend."""
+    """Volume [m^3] of the region inside the mesh (generalised winding number > 1/2, so overlapping parts of a
+    self-intersecting skin count once) within the ball of ``radius`` [m] about ``centre``, sampled at cell centres
+    ``step`` [m] apart: a measure about a joint that its two bones' rigid rotations about it leave unchanged."""
     c = np.asarray(centre, dtype=np.float64)
     pts = _cell_centres(c - radius, c + radius, step)
     pts = pts[np.linalg.norm(pts - c, axis=1) < radius]
