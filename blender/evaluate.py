@@ -274,6 +274,7 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
         ch.settle(B, act, stiff, scale, ecc, dt=1.0 / _fps(scene))
     t2 = time.perf_counter()
     ch.deformer.keep_volume = skin.keep_volume  # switched live, no new bind
+    ch.deformer.land_on_contact = skin.land_on_contact
     positions = ch.frame(B, activation=act, stiffness=stiff, width_scale=scale, dt=1.0 / _fps(scene), frame=frame,
                          eccentricity=ecc)
     t3 = time.perf_counter()

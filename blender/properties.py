@@ -133,7 +133,7 @@ def _enabled_changed(self, context):
         evaluate.set_active(mesh_obj, False)
 
 
-def _keep_volume_changed(self, context):
+def _live_setting_changed(self, context):
     """Show the current frame again with the new setting (it needs no new bind)."""
     if self.enabled and self.bound and not self.baked:
         _show_current_frame(self.id_data, context)
@@ -169,7 +169,11 @@ class ImplicitSkinSettings(PropertyGroup):
     temporal: BoolProperty(name="Use Previous Frame", default=False, **STATIC,
                            description="Start each frame from the last one when playing forward (faster, but "
                                        "the shape then depends on how playback got there)")
-    keep_volume: BoolProperty(name="Keep Joint Volume", default=True, update=_keep_volume_changed, **STATIC,
+    land_on_contact: BoolProperty(name="Land on Contact", default=True, update=_live_setting_changed, **STATIC,
+                                  description="Move skin that passed through another part's skin back onto the "
+                                              "contact surface between them, so a bent joint creases instead of "
+                                              "crossing itself (off: the contact stop alone)")
+    keep_volume: BoolProperty(name="Keep Joint Volume", default=True, update=_live_setting_changed, **STATIC,
                               description="Give back the volume the skin loses at bent joints, with a bulge around "
                                           "the joint that stays clear of the crease (off: the tracked skin as is)")
     bound: BoolProperty(name="Bound", default=False, **STATIC,

@@ -218,7 +218,7 @@ def bind(mesh_obj, armature) -> Bound:
     skin = SkinSettings(samples_per_part=s.samples_per_part, grid_resolution=s.grid_resolution,
                         unweighted="nearest" if s.unweighted == 'NEAREST' else "error")
     tracking = TrackingSettings(iterations=s.iterations, contact_angle=float(np.degrees(s.contact_angle)),
-                                temporal=s.temporal, keep_volume=s.keep_volume)
+                                temporal=s.temporal, keep_volume=s.keep_volume, land_on_contact=s.land_on_contact)
     setup = setup_digest(armature)
     stored = _stored_rest(mesh_obj, setup)
     character = MuscledCharacter(rig, muscles, o_b, i_b, s_b, skin=skin, tracking=tracking, settled_rest=stored)

@@ -8,7 +8,9 @@ DQS (``core/skinning.py``) and the one-rings with clamped cotangent weights (``c
 
 * ``pose``: checks the transforms, DQS positions and rotations (numba);
 * ``field``: places the part grids and node boxes, takes the muscles' new state;
-* ``tracking``: ``kernels/tracking.py`` (projection, contact stop, ARAP), then, with ``keep_volume`` (default),
+* ``tracking``: ``kernels/tracking.py`` (projection, contact stop, contact landing, ARAP; ``land_on_contact``,
+  default on, may be switched between frames; ``landable (V,)`` the vertices it may move: not those past a contact
+  surface at rest), then, with ``keep_volume`` (default),
   ``kernels/joint_volume.py``: the volume the tracked skin lost at each bent joint is given back
   (``core/joint_volume.py``). ``tracked`` keeps the positions before that step, ``volume_deficits (J,)`` [m^3]
   what each joint of ``joint_regions`` had lost (zeros when ``keep_volume`` is off).
@@ -27,7 +29,7 @@ from . import validation
 from .joint_volume import (FULL_BEND, MAX_BULGE, NEWTON_STEPS, NEWTON_TOL, VOLUME_TOL, bind_joint_regions,
                            no_joint_regions)
 from .mesh_rings import border_vertices, cotangent_rings
-from .skin_field import SkinField
+from .skin_field import NODE_PART, SkinField
 from .skinning import check_rigid, dqs, influences
 from .tracking import TrackingSettings
 
@@ -77,6 +79,18 @@ class ImplicitSkinDeformer:
         self._grad = np.zeros((V, 3))
         self.timings: dict = {}
         self.last_sweeps = 0
+        part_of_bone = np.full(skin.bone_count, -1)
+        part_of_bone[skin.part_bone] = np.arange(skin.part_count)
+        self.own_part = part_of_bone[skin.labels].astype(np.int64)
+        """``(V,)`` each vertex's part (the part of the bone it is labelled with)."""
+        self.leaf_nodes = leaf_nodes(skin)
+        self.landable = ~contact_passed_at(skin, self.rest, self.own_part, self.settings.landing_angle)
+        """``(V,)`` vertices the contact landing may move: all but those already past a contact surface at rest
+        (two parts a model builds overlapping, like legs pressed together)."""
+        self.land_on_contact = self.settings.land_on_contact
+        """Land vertices that pass a contact surface on it (``settings.land_on_contact`` at bind; may be switched
+        between frames, the Blender panel's *Land on Contact* does)."""
+        self._nowhere = np.zeros(V, dtype=np.bool_)
         self._previous = None
         self._previous_frame = None
 
@@ -110,11 +124,14 @@ class ImplicitSkinDeformer:
         x[:] = self._previous if consecutive else self.dqs_positions
         self.last_sweeps = track(x, self._rot, self.rest, self.iso, self.rings.start, self.rings.neighbour,
                                  self.rings.weight, field, s.lambdas(), s.eps, np.cos(np.radians(s.contact_angle)),
-                                 s.contact_band, s.bisect_steps, s.trust * self.mesh_size, s.dilation,
+                                 s.contact_band, s.bisect_steps, s.trust * self.mesh_size,
+                                 s.max_step * self.mesh_size, s.dilation,
                                  s.quiet * self.mesh_size,
                                  s.final_sweeps, s.final_tolerance * self.mesh_size,
                                  self._p, self._anchor, self._normal, self._g_prev, self.state, self.active,
-                                 self.pinned)
+                                 self.pinned, self.leaf_nodes[self.own_part], self.leaf_nodes,
+                                 self.landable if self.land_on_contact else self._nowhere,
+                                 np.cos(np.radians(s.landing_angle)), s.landing_steps)
         self.tracked[:] = x
         regions = self.joint_regions
         self.volume_deficits[:] = 0.0
@@ -134,3 +151,24 @@ class ImplicitSkinDeformer:
             self._previous = self.tracked.copy()
             self._previous_frame = frame
         return x
+
+
+def contact_passed_at(skin: SkinField, points, own_part, landing_angle: float) -> np.ndarray:
+    """``(n,)`` bool: whether each of ``points (n, 3)`` [m], a vertex of part ``own_part (n,)``, has passed a
+    contact surface in the skin field's current pose (``kernels/tracking.beyond_contact``, gradients facing by more
+    than ``landing_angle`` [deg])."""
+    from ..kernels.tracking import contact_passed
+
+    leaves = leaf_nodes(skin)
+    pts = np.ascontiguousarray(points, dtype=np.float64)
+    out = np.zeros(len(pts), dtype=np.bool_)
+    contact_passed(pts, leaves[own_part], leaves, np.cos(np.radians(landing_angle)), skin.kernel_field(), out)
+    return out
+
+
+def leaf_nodes(skin: SkinField) -> np.ndarray:
+    """``(P,)`` int64: the composition tree's leaf node of each part."""
+    out = np.empty(skin.part_count, dtype=np.int64)
+    leaves = np.flatnonzero(skin.node_kind == NODE_PART)
+    out[skin.node_part[leaves]] = leaves
+    return out

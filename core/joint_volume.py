@@ -35,10 +35,11 @@ tried in ours moved the volume by less than 0.1 % (README), so the volume is giv
 Defaults (``core/tracking.TrackingSettings``): ``region = 2.5`` joint radii (10 cm on the arm's elbow, where the
 tracking moves vertices up to 7 cm from the joint), ``gap = 2`` and ``rings = 5``. Measured on the arm at 90 / 110
 / 130 degrees (``tests/core/test_tracking.py``), the volume within 10 cm of the elbow goes from -2.2 / -4.4 /
--10.0 % of rest to +0.0 / +1.1 / -0.6 % (dual quaternions: -1.1 / -2.7 / -8.0 %) with the same number of skin
-triangles crossing the other side (3 / 2 / 6), the largest move 1.1 / 2.6 / 4.4 mm (at 130 degrees ``t`` reaches
-its cap, 6.2 mm, before the whole loss is back). A taper from the contact's first ring instead of its third left 4
-and 10 crossing triangles at 110 and 130 degrees.
+-9.9 % of rest to +0.1 / +0.8 / -2.0 % (dual quaternions: -1.1 / -2.7 / -8.0 %) with no skin triangle crossing the
+other side, before or after the step, the largest move 1.2 / 2.6 / 4.4 mm (at 130 degrees ``t`` reaches its cap,
+6.2 mm, before the whole loss is back; before the contact landing the step reached +0.0 / +1.1 / -0.6 %). A taper
+from the contact's first ring instead of its third left 4 and 10 crossing triangles at 110 and 130 degrees (before
+the contact landing).
 
 Arrays (``JointRegions``, ``J`` joints): ``centres (J, 3)`` [m] rest; ``rest_volume (J,)`` [m^3];
 ``face_start (J+1,)``, ``faces (sum,) int64`` CSR of ``S_j`` (face indices); ``vertex_start (J+1,)``,

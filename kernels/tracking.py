@@ -15,11 +15,15 @@ Inputs (``V`` vertices; reference and defaults: ``core/tracking.py``):
     bisect_steps          most dichotomy steps (regula falsi) when a step crosses the iso-value
     trust [m]             a projection step shorter than this is taken without evaluating the field at its end
                           (Alg. 3.1's checks guard long steps; at this scale the field is linear)
+    max_step [m]          a longer projection or landing step is shortened to this length
     dilation              rings around the vertices that start off their iso-value that are worked on too (ARAP
                           spreads the correction); all other vertices keep their start position
     quiet [m]             a vertex found on its iso-value that the following ARAP sweep moved less than this takes
                           no projection step in the next iteration (only vertices whose value can have moved work)
     final_sweeps, final_tol [m]   ARAP sweeps after the loop, until the largest move is below final_tol
+    own_leaf (V,)         the composition tree's leaf node of each vertex's part; leaf_nodes (P,) every leaf node
+    landable (V,) bool    vertices the contact landing may move (all False: no landing)
+    cos_land, land_steps  the landing's gradient angle (:func:`beyond_contact`) and its most Newton steps
 Scratch/outputs: p, anchor, normal, g_prev (V, 3); state (V,) int8 (see STATE_*); active (V,) bool.
 
 Each iteration: PROJECTION (Alg. 3.1) of every active vertex that has not stopped, then one ARAP Jacobi sweep
@@ -27,8 +31,18 @@ Each iteration: PROJECTION (Alg. 3.1) of every active vertex that has not stoppe
 the vertex's projected point. Then ARAP sweeps to convergence (Alg. 3.3). Stopped (contact) vertices take no more
 projection steps but still relax on the tangent plane where they stopped, so the crease stays smooth (freezing
 them left more folds at the crease's end: 38 triangles crossing at 130 degrees on the arm instead of 22, by the
-measure of that time); inactive
-vertices keep their start position and act as the boundary of the relaxation.
+measure of that time); inactive vertices keep their start position and act as the boundary of the relaxation.
+
+CONTACT LANDING (ours; the thesis has only the gradient-angle stop). The contact operator is 0.5 on the contact
+surface ``f_own = f_other`` and rises on both sides of it, so a vertex whose iso-value is above 0.5 finds it before
+reaching the surface, from either side, and the gradient-angle stop catches a vertex wherever its gradient happens
+to turn (near a muscle it turns for other reasons). On the arm bent 130 degrees with its four muscles that left
+vertices up to 8 mm past the surface and 56 skin triangles crossing the other side. So a projection first checks
+whether the vertex has passed a contact surface (:func:`beyond_contact`: inside the other part where its field
+is the larger, the two gradients facing each other) and if so lands it on that surface by Newton steps on
+``h = f_own - f_other`` (:func:`_land`): it stops there with the surface's tangent plane, which the ARAP sweeps
+keep it on. Once more after the loop, as a sweep can carry a vertex across. The leaves' values and gradients are
+the ones :func:`evaluate_point` computes anyway, so a vertex that has not passed costs nothing more.
 """
 from __future__ import annotations
 
@@ -37,6 +51,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .blend import CONTACT_LOW
 from .skin_field import evaluate_point
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
@@ -54,9 +69,21 @@ CHUNK = 64
 
 
 @njit(**_JIT)
-def _project(i, x, iso, lam, eps, cos_stop, contact_band, bisect_steps, trust, first, p, anchor, normal, g_prev,
-             state, val, grad, active_nodes, field):
-    """Algorithm 3.1 for vertex ``i``: writes ``p[i]``, ``anchor[i]``, ``normal[i]``, ``state[i]``."""
+def _stop_at(i, y0, y1, y2, p, anchor):
+    """Vertex ``i``'s projected point and the anchor of its tangent plane are ``(y0, y1, y2)``."""
+    p[i, 0] = y0
+    p[i, 1] = y1
+    p[i, 2] = y2
+    anchor[i, 0] = y0
+    anchor[i, 1] = y1
+    anchor[i, 2] = y2
+
+
+@njit(**_JIT)
+def _project(i, x, iso, lam, eps, cos_stop, contact_band, bisect_steps, trust, max_step, first, p, anchor, normal,
+             g_prev, state, val, grad, active_nodes, field, own_leaf, leaf_nodes, landable, cos_land, land_steps):
+    """Algorithm 3.1 for vertex ``i``, with the contact landing first: writes ``p[i]``, ``anchor[i]``,
+    ``normal[i]``, ``state[i]``."""
     x0 = x[i, 0]
     x1 = x[i, 1]
     x2 = x[i, 2]
@@ -65,6 +92,12 @@ def _project(i, x, iso, lam, eps, cos_stop, contact_band, bisect_steps, trust, f
     p[i, 0] = x0
     p[i, 1] = x1
     p[i, 2] = x2
+    if landable[i]:
+        b = beyond_contact(own_leaf[i], leaf_nodes, cos_land, val, grad, active_nodes)
+        if b >= 0:
+            _land(i, own_leaf[i], b, land_steps, trust, max_step, p, anchor, normal, state, val, grad, active_nodes,
+                  field)
+            return
     if g2 < 1e-16:
         state[i] = STATE_FLAT
         return
@@ -89,17 +122,17 @@ def _project(i, x, iso, lam, eps, cos_stop, contact_band, bisect_steps, trust, f
         state[i] = STATE_ON_ISO
         return
     s = -lam * d / g2
+    if abs(s) * gn > max_step:
+        # a long step leaves the region where the field is close to linear: it can cross a thin part of the field
+        # and bracket the iso-value on the far side of the limb, so the vertex jumps there (spikes of 6-8 cm on the
+        # arm's curl before this bound)
+        s *= max_step / (abs(s) * gn)
     y0 = x0 + s * gx
     y1 = x1 + s * gy
     y2 = x2 + s * gz
     if abs(s) * gn < trust:
         # a step shorter than `trust`: the field is linear at that scale, take it without checking it
-        p[i, 0] = y0
-        p[i, 1] = y1
-        p[i, 2] = y2
-        anchor[i, 0] = y0
-        anchor[i, 1] = y1
-        anchor[i, 2] = y2
+        _stop_at(i, y0, y1, y2, p, anchor)
         state[i] = STATE_FREE
         return
     f2, hx, hy, hz = evaluate_point(y0, y1, y2, val, grad, active_nodes, field)
@@ -142,18 +175,109 @@ def _project(i, x, iso, lam, eps, cos_stop, contact_band, bisect_steps, trust, f
         state[i] = STATE_CROSSED
     else:
         state[i] = STATE_FREE
-    p[i, 0] = y0
-    p[i, 1] = y1
-    p[i, 2] = y2
-    anchor[i, 0] = y0
-    anchor[i, 1] = y1
-    anchor[i, 2] = y2
+    _stop_at(i, y0, y1, y2, p, anchor)
     h2 = hx * hx + hy * hy + hz * hz
     if h2 > 1e-16:
         hn = math.sqrt(h2)
         normal[i, 0] = hx / hn
         normal[i, 1] = hy / hn
         normal[i, 2] = hz / hn
+
+
+@njit(**_JIT)
+def beyond_contact(o, leaf_nodes, cos_land, val, grad, nodes):
+    """After :func:`evaluate_point` filled ``val, grad, nodes``: the leaf node of the other part whose contact
+    surface a vertex of leaf ``o`` has passed, or -1. Passed means: inside that part's volume (its field above 0.5)
+    where its field exceeds the vertex's own part's (``h = f_own - f_other < 0``), the own field in the contact
+    range (above ``CONTACT_LOW``), and the two gradients facing each other by more than ``acos(cos_land)`` (two
+    parts of one joint at rest overlap with nearly parallel gradients: that is no contact)."""
+    if o < 0 or not nodes[o] or val[o] <= CONTACT_LOW:
+        return -1
+    b = -1
+    fb = 0.5
+    for k in range(leaf_nodes.shape[0]):
+        n = leaf_nodes[k]
+        if n != o and nodes[n] and val[n] > fb:
+            b = n
+            fb = val[n]
+    if b < 0 or fb <= val[o]:
+        return -1
+    go = math.sqrt(grad[o, 0] ** 2 + grad[o, 1] ** 2 + grad[o, 2] ** 2)
+    gb = math.sqrt(grad[b, 0] ** 2 + grad[b, 1] ** 2 + grad[b, 2] ** 2)
+    dot = grad[o, 0] * grad[b, 0] + grad[o, 1] * grad[b, 1] + grad[o, 2] * grad[b, 2]
+    if go < 1e-12 or gb < 1e-12 or dot > cos_land * go * gb:
+        return -1
+    return b
+
+
+@njit(**_JIT)
+def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, val, grad, nodes, field):
+    """Land vertex ``i`` (at ``p[i]``, where ``val, grad`` were evaluated) on the contact surface ``h = f_o - f_b
+    = 0`` of leaves ``o`` and ``b``: at most ``steps`` Newton steps along ``grad h``, until a step is shorter than
+    ``tol`` [m]. The vertex stops there (STATE_CONTACT), its anchor and normal are the contact surface's, so the
+    ARAP sweeps slide it on that surface."""
+    y0 = p[i, 0]
+    y1 = p[i, 1]
+    y2 = p[i, 2]
+    for it in range(steps):
+        hx = grad[o, 0] - grad[b, 0]
+        hy = grad[o, 1] - grad[b, 1]
+        hz = grad[o, 2] - grad[b, 2]
+        h2 = hx * hx + hy * hy + hz * hz
+        if h2 < 1e-16:
+            break
+        hn = math.sqrt(h2)
+        normal[i, 0] = hx / hn
+        normal[i, 1] = hy / hn
+        normal[i, 2] = hz / hn
+        s = -(val[o] - val[b]) / h2
+        if abs(s) * hn > max_step:
+            s *= max_step / (abs(s) * hn)
+        y0 += s * hx
+        y1 += s * hy
+        y2 += s * hz
+        if abs(s) * hn < tol or it == steps - 1:
+            break
+        evaluate_point(y0, y1, y2, val, grad, nodes, field)
+        if val[o] <= 0.0 or val[b] <= 0.0:
+            break
+    _stop_at(i, y0, y1, y2, p, anchor)
+    state[i] = STATE_CONTACT
+
+
+@njit(parallel=True, **_JIT)
+def _land_pass(x, active, landable, own_leaf, leaf_nodes, cos_land, steps, tol, max_step, anchor, normal, state,
+               field):
+    """Land every active vertex that has passed a contact surface (:func:`_land`), in place in ``x`` (checking only
+    the vertices the last sweep moved by ``quiet`` or more saved no measurable time and left a few more skin
+    triangles crossing)."""
+    V = x.shape[0]
+    T = field[0].shape[0]
+    for chunk in prange((V + CHUNK - 1) // CHUNK):
+        val = np.empty(T)
+        grad = np.empty((T, 3))
+        nodes = np.empty(T, dtype=np.bool_)
+        for i in range(chunk * CHUNK, min(V, (chunk + 1) * CHUNK)):
+            if active[i] and landable[i]:
+                evaluate_point(x[i, 0], x[i, 1], x[i, 2], val, grad, nodes, field)
+                b = beyond_contact(own_leaf[i], leaf_nodes, cos_land, val, grad, nodes)
+                if b >= 0:
+                    _land(i, own_leaf[i], b, steps, tol, max_step, x, anchor, normal, state, val, grad, nodes, field)
+
+
+@njit(parallel=True, **_JIT)
+def contact_passed(points, own_leaf, leaf_nodes, cos_land, field, out):
+    """``out (n,)`` bool: whether each point, a vertex of leaf ``own_leaf[n]``, has passed a contact surface
+    (:func:`beyond_contact`)."""
+    n = points.shape[0]
+    T = field[0].shape[0]
+    for chunk in prange((n + CHUNK - 1) // CHUNK):
+        val = np.empty(T)
+        grad = np.empty((T, 3))
+        nodes = np.empty(T, dtype=np.bool_)
+        for q in range(chunk * CHUNK, min(n, (chunk + 1) * CHUNK)):
+            evaluate_point(points[q, 0], points[q, 1], points[q, 2], val, grad, nodes, field)
+            out[q] = beyond_contact(own_leaf[q], leaf_nodes, cos_land, val, grad, nodes) >= 0
 
 
 @njit(**_JIT)
@@ -207,8 +331,8 @@ def _relax(src, dst, active, state, rot, rest, ring_start, ring_neighbour, ring_
 
 @njit(parallel=True, **_JIT)
 def track(x, rot, rest, iso, ring_start, ring_neighbour, ring_weight, field, lambdas, eps, cos_stop, contact_band,
-          bisect_steps, trust, dilation, quiet, final_sweeps, final_tol, p, anchor, normal, g_prev, state, active,
-          pinned):
+          bisect_steps, trust, max_step, dilation, quiet, final_sweeps, final_tol, p, anchor, normal, g_prev, state,
+          active, pinned, own_leaf, leaf_nodes, landable, cos_land, land_steps):
     """One frame of tracking (module docstring); ``pinned (V,)`` bool: vertices that keep their start position (open
     borders, ``core/tracking.py``). Returns the number of final ARAP sweeps run."""
     V = x.shape[0]
@@ -258,9 +382,14 @@ def track(x, rot, rest, iso, ring_start, ring_neighbour, ring_weight, field, lam
                     for c in range(3):
                         p[i, c] = x[i, c]
                     continue
-                _project(i, x, iso, lambdas[n], eps, cos_stop, contact_band, bisect_steps, trust, n == 0, p, anchor,
-                         normal, g_prev, state, val, grad, nodes, field)
+                _project(i, x, iso, lambdas[n], eps, cos_stop, contact_band, bisect_steps, trust, max_step, n == 0, p,
+                         anchor, normal, g_prev, state, val, grad, nodes, field, own_leaf, leaf_nodes, landable,
+                         cos_land, land_steps)
         _relax(p, x, active, state, rot, rest, ring_start, ring_neighbour, ring_weight, anchor, normal, moves)
+    # a sweep can carry a vertex across a contact surface after its last projection: land those once more, so the
+    # final sweeps slide them on it
+    _land_pass(x, active, landable, own_leaf, leaf_nodes, cos_land, land_steps, trust, max_step, anchor, normal, state,
+               field)
     sweeps = 0
     for sweep in range(final_sweeps):
         src, dst = (x, p) if sweep % 2 == 0 else (p, x)

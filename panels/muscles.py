@@ -121,6 +121,7 @@ def draw_skin(layout, context, mesh_obj):
     col.prop(skin, "iterations")
     col.prop(skin, "contact_angle")
     col.prop(skin, "temporal")
+    col.prop(skin, "land_on_contact")
     col.prop(skin, "keep_volume")
     row = layout.row(align=True)
     row.operator("implicit_muscles.bind_skin", icon='LINKED')
