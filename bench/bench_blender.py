@@ -7,7 +7,7 @@ resident memory and the muscle-state cache (reported, not a target).
 Issue targets: reading the pose and writing the result cost under 10 % of the frame, under 2 ms for the full body;
 the first frame after opening a file (compiled kernels cached) under 3 s.
 
-Scenes, built in Blender from ``core/scenes.py`` by ``demo/blender_rig.py`` (armature, weighted skin mesh with an
+Scenes, built in Blender from ``scenes/paper.py`` by ``demo/blender_rig.py`` (armature, weighted skin mesh with an
 Armature modifier, muscle items):
 
 * **arm**: ``arm_rig()`` (2172 vertices, 3 bones) and the four ``arm_muscles()``, added with the public operator
@@ -336,7 +336,7 @@ def _measure_scene(bpy, name, build, frames, timer, files):
     import numpy as np
 
     runtime = _addon("blender.runtime")
-    scenes = _addon("core.scenes")
+    scenes = _addon("scenes.paper")
     sys.path.insert(0, str(REPO / "demo"))
     import blender_rig
 

@@ -1,7 +1,7 @@
 """Per-frame Implicit Skinning with muscles, by stage, as the paper's Table 2 (issue 5 targets on this 2-core
 machine: 5x the paper's 6-core times, arm <= 13 ms and full body <= 110 ms per frame; goals 5 ms and 40 ms).
 
-Scenes (``core/scenes.py``, ``core/character.py``): the paper's arm (2172 vertices, 3 bones, 4 muscles of 30
+Scenes (``scenes/paper.py``, ``core/character.py``): the paper's arm (2172 vertices, 3 bones, 4 muscles of 30
 particles) playing the biceps curl (48 frames, activation keyed with the flexion) and the arm shake (a loose
 muscle, stiffness 0.1); the full body (19,498 vertices, 14 bones, 50 muscles) in a run-like swing of arms and legs.
 Stages: PBD (axis dynamics), pose (DQS and checks), field (grids placed, muscles taken), tracking. Baseline in the
@@ -22,7 +22,7 @@ STAGES = ("pbd", "pose", "field", "tracking")
 
 
 def _body_pose(names, heads, parents, t):
-    from implicit_muscles.core.scenes import rotation_about
+    from implicit_muscles.scenes.paper import rotation_about
 
     B = np.broadcast_to(np.eye(4), (len(names), 4, 4)).copy()
     for i, n in enumerate(names):  # upper limbs first, then the lower limbs on their parents
@@ -47,7 +47,7 @@ def _run(character, frames, poses, dt, warmup=3):
 
 
 def _dqs_ms(character, B, repeats=20):
-    from implicit_muscles.core.skinning import dqs
+    from implicit_muscles.core.skin.skinning import dqs
 
     d = character.deformer
     dqs(d.rest, d.influences, B, d.dqs_positions, d._rot)
@@ -61,7 +61,7 @@ def _dqs_ms(character, B, repeats=20):
 
 def run() -> dict:
     import_package()
-    from implicit_muscles.core import scenes
+    from implicit_muscles.scenes import paper as scenes
     from implicit_muscles.core.character import MuscledCharacter
 
     arm = scenes.arm_character()

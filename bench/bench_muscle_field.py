@@ -3,7 +3,7 @@
 A 30-particle biceps bent by 60 degrees (eccentric cross-section, half activated), query points spread around it
 as skin vertices would be (mostly within a few widths of the surface). Ours: the numba kernel (reparameterised
 projection of Algorithm 1, slerped normals, ellipse, analytic gradient), on all cores and on one. Baseline in the
-same run: the plain-numpy reference of the same computation (core/fusiform.py).
+same run: the plain-numpy reference of the same computation (core/muscle/field.py).
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ TARGET_PER_SECOND = 5e6
 def run() -> dict:
     import_package()
     import numba
-    from implicit_muscles.core.muscle import FusiformMuscle, MuscleShape
-    from implicit_muscles.core.muscle_batch import evaluate_muscles, pack_muscles
+    from implicit_muscles.core.muscle.primitive import FusiformMuscle, MuscleShape
+    from implicit_muscles.core.muscle.batch import evaluate_muscles, pack_muscles
 
     length, width, particles = 0.3, 0.03, 30
     m = FusiformMuscle((0, 0, 0), (0, 0, length), width=width, particles=particles,

@@ -30,14 +30,14 @@ TARGET_MS = 3.0
 def skeleton():
     """14 bones (head, tail) [m] of a standing 1.8 m figure and a nominal limb radius per bone [m]
     (``core/scenes.body_skeleton``)."""
-    from implicit_muscles.core.scenes import body_skeleton
+    from implicit_muscles.scenes.paper import body_skeleton
     names, heads, tails, _, limb = body_skeleton()
     return names, heads, tails, limb
 
 
 def full_body_muscles(particles=30):
     """50 muscles around the bones with their collision groups and owner bones (``core/scenes.body_muscles``)."""
-    from implicit_muscles.core.scenes import body_muscles
+    from implicit_muscles.scenes.paper import body_muscles
     return body_muscles(particles)
 
 
@@ -109,7 +109,7 @@ def _skin_field(heads, tails, limb):
 
 def run_full_body(collisions: bool, threads: int) -> dict:
     import numba
-    from implicit_muscles.core.pbd import (PBDControl, PBDSettings, PBDSolver, build_pbd_model,
+    from implicit_muscles.core.pbd.solver import (PBDControl, PBDSettings, PBDSolver, build_pbd_model,
                                            rest_state)
     numba.set_num_threads(threads)
     names, heads, tails, limb = skeleton()
@@ -145,8 +145,8 @@ def run_full_body(collisions: bool, threads: int) -> dict:
 def run_chains_ours(threads: int, n_chains=50, particles=30, substeps=10, iterations=1) -> dict:
     """The pypbd baseline's scene in our solver: PBD mode, no collisions, no damping difference hidden (ours damps)."""
     import numba
-    from implicit_muscles.core.muscle import FusiformMuscle
-    from implicit_muscles.core.pbd import PBDControl, PBDSettings, PBDSolver, build_pbd_model, initial_state
+    from implicit_muscles.core.muscle.primitive import FusiformMuscle
+    from implicit_muscles.core.pbd.solver import PBDControl, PBDSettings, PBDSolver, build_pbd_model, initial_state
     numba.set_num_threads(threads)
     side = int(math.ceil(math.sqrt(n_chains)))
     muscles = []

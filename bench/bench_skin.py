@@ -1,7 +1,7 @@
 """Implicit skin fields (issue 4 targets on this machine: full-body bind under 3 s once kernels are compiled;
 grid-part evaluations, value + gradient, above 20 million per second; full-body field data under 150 MB).
 
-Scenes (``core/scenes.py``): the paper's arm (2172 vertices, 3 bones, 4 muscles) and the full body (19,498
+Scenes (``scenes/paper.py``): the paper's arm (2172 vertices, 3 bones, 4 muscles) and the full body (19,498
 vertices, 14 bones, 50 muscles); the real character BCN_Epileptic (3014 vertices, 54 bones) when the set-up has
 fetched it and bpy is importable. Bind = partition, Poisson samples, HRBF pull-in under muscles, HRBF fits, grids,
 tree. Evaluations: one part grid read at random points of its box (``kernels/part_grid.py``), and the composed field
@@ -24,8 +24,8 @@ TARGETS = {"bind_s": 3.0, "grid_evals_per_s": 20e6, "field_bytes": 150e6}
 
 
 def _bind(rig, muscles=None, owner=None):
-    from implicit_muscles.core.muscle_batch import pack_muscles
-    from implicit_muscles.core.skin_field import bind_skin_field
+    from implicit_muscles.core.muscle.batch import pack_muscles
+    from implicit_muscles.core.skin.field import bind_skin_field
 
     batch = pack_muscles(muscles) if muscles else None
     return bind_skin_field(rig.vertices, rig.faces, rig.weights, rig.heads, rig.tails, rig.parents, muscles=batch,
@@ -46,7 +46,7 @@ def _character():
 def run() -> dict:
     import_package()
     import numba
-    from implicit_muscles.core import scenes
+    from implicit_muscles.scenes import paper as scenes
     from implicit_muscles.kernels.part_grid import sample_part_many
 
     threads = numba.get_num_threads()

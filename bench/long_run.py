@@ -2,7 +2,7 @@
 
 One continuous simulation (never reset), frame after frame, as a long shot or an endless game-like loop plays it.
 Every loop it records: whether all vertex positions stayed finite, the muscles' largest kinetic energy in the loop,
-each muscle's volume at the loop's first frame (its surface mesh, ``core/surface.py``, with its simulated axis,
+each muscle's volume at the loop's first frame (its surface mesh, ``core/muscle/surface.py``, with its simulated axis,
 activation and flatness) against the same muscle at rest, and the process's resident memory. Two volume numbers:
 ``volume_drift``, the largest change of a muscle's volume from the second loop to the last (what a long run adds),
 and ``volume_vs_rest_max``, the largest difference from rest at any loop (what bending an axis costs, paper §8.2). The suite runs it
@@ -22,7 +22,7 @@ SURFACE = dict(rings=48, sides=24)
 
 def arm_scene():
     """``(character, poses)``: the paper's arm and its biceps curl (0 -> 130 -> 0 degrees with activation)."""
-    from implicit_muscles.core import scenes
+    from implicit_muscles.scenes import paper as scenes
 
     def poses(f):
         B, activation = scenes.biceps_curl(f, LOOP)
@@ -33,7 +33,7 @@ def arm_scene():
 
 def body_scene():
     """``(character, poses)``: the full body (50 muscles) swinging arms and legs three times per loop."""
-    from implicit_muscles.core import scenes
+    from implicit_muscles.scenes import paper as scenes
     from implicit_muscles.core.character import MuscledCharacter
 
     rig = scenes.body_rig()
@@ -49,7 +49,7 @@ def body_scene():
 def body_pose(names, heads, parents, phase):
     """``B (bones, 4, 4)``: thighs and upper arms swing +-0.6 rad (left and right opposite), shins and forearms
     bent 0.8 rad; ``phase`` in cycles (periodic in 1)."""
-    from implicit_muscles.core.scenes import rotation_about
+    from implicit_muscles.scenes.paper import rotation_about
 
     B = np.broadcast_to(np.eye(4), (len(names), 4, 4)).copy()
     for i, n in enumerate(names):  # upper limbs first, then the lower limbs on their parents
@@ -81,7 +81,7 @@ def run(character, poses, frames: int, dt: float = 1.0 / 24.0, progress=None) ->
     """Simulate ``frames`` frames of ``poses(f) -> (B, keywords of MuscledCharacter.frame)`` from rest without a
     reset; per loop of ``LOOP`` frames: finite, largest kinetic energy [J], volume ratio to rest per muscle, memory.
     ``progress(frame)`` is called after each loop."""
-    from implicit_muscles.core.pbd import kinetic_energy
+    from implicit_muscles.core.pbd.solver import kinetic_energy
 
     character.reset()
     rest = muscle_volumes(character)

@@ -3,7 +3,7 @@
 A bake plays the frames in order through the live evaluation (``blender/evaluate.py``: the muscles are simulated
 from the armature's start frame, so a bake of frames 51-100 in a fresh process simulates 1-50 first) and writes
 each mesh's positions (mesh local space) to ``//implicit_muscles_cache/<mesh>.pc2`` next to the .blend file
-(``core/pc2.py``). Then a Mesh Cache modifier "Implicit Skinning Cache" (PC2, frame mode, its ``frame_start`` the
+(``core/io/pc2.py``). Then a Mesh Cache modifier "Implicit Skinning Cache" (PC2, frame mode, its ``frame_start`` the
 first baked frame, since the modifier ignores the file's own start) takes the place of the live evaluation: the
 Armature and the live Geometry Nodes modifiers are switched off, so the file renders the same on a machine without
 this add-on. ``clear`` switches back to the live evaluation and keeps the file.
@@ -60,7 +60,7 @@ def bake_steps(scene, frame_start: int, frame_end: int, meshes=None, part: bool 
     """Bake frames ``frame_start..frame_end`` of ``meshes`` (default: ``bake_targets``); yields ``(done, total)``
     after each frame. Closing the generator early (ESC) writes nothing and leaves an earlier bake in place.
     Returns (as ``StopIteration.value``) ``{mesh name: file}``."""
-    from ..core.pc2 import PC2Writer
+    from ..core.io.pc2 import PC2Writer
 
     check(scene, frame_start, frame_end)
     targets = bake_targets(scene, meshes)
@@ -122,9 +122,9 @@ PART = re.compile(r"^(?P<stem>.+)\.(?P<first>\d{6})-(?P<last>\d{6})\.pc2$")
 
 def merge(scene, frame_start: int, frame_end: int, meshes=None, keep_parts: bool = False) -> dict:
     """Join each mesh's part files that lie within ``frame_start..frame_end`` into its bake and set the Mesh Cache
-    up (``core.pc2.merge`` checks, before writing, that they cover exactly the range without gaps); the parts are removed unless
+    up (``core.io.pc2.merge`` checks, before writing, that they cover exactly the range without gaps); the parts are removed unless
     ``keep_parts``. Returns ``{mesh name: file}``."""
-    from ..core import pc2
+    from ..core.io import pc2
 
     check(scene, frame_start, frame_end)
     out = {}

@@ -1,7 +1,7 @@
 """Muscles in the viewport: a display mesh per armature, and handle empties to move origins and insertions.
 
 **Display mesh.** Each armature with muscles and "Show Muscles" on gets a mesh object ``<armature>.muscles``
-(wireframe-over-solid, not rendered, not selectable) holding every muscle's surface (``core/surface.py``, coarse
+(wireframe-over-solid, not rendered, not selectable) holding every muscle's surface (``core/muscle/surface.py``, coarse
 rings) and its axis through the simulation particles, in the current pose: the axis is the simulated one when the armature's skin is bound (the muscles' PBD
 state), else the straight line between origin and insertion, with the current activation, flatness and width scale
 (the volume law bulges a shortened muscle). It is rebuilt on frame change and after edits, only when something it
@@ -48,8 +48,8 @@ def _signature(armature) -> int:
 def muscle_meshes(armature):
     """Vertices (armature space), edges and faces of every valid muscle in the current pose: its surface, and its
     axis with the simulation particles as a polyline of loose edges."""
-    from ..core.muscle import FusiformMuscle, MuscleShape
-    from ..core.surface import muscle_surface
+    from ..core.muscle.primitive import FusiformMuscle, MuscleShape
+    from ..core.muscle.surface import muscle_surface
 
     verts, faces, edges, offset = [], [], [], 0
     for m in armature.implicit_muscles.muscles:

@@ -5,7 +5,7 @@
 1. numba's cache goes to the extension's user folder,
    ``bpy.utils.extension_path_user(__package__, path="numba_cache/<fingerprint>", create=True)``, so compiled
    kernels survive a restart and an extension update never loads stale machine code from the read-only install
-   folder; the fingerprint of the kernel sources (``core/kernel_cache.py``) starts a fresh cache whenever a kernel
+   folder; the fingerprint of the kernel sources (``core/io/kernel_cache.py``) starts a fresh cache whenever a kernel
    changes. When the
    add-on is not loaded as an extension (``extension_path_user`` raises ``ValueError``, e.g. a legacy add-on
    install or a plain import), the cache location is left to numba's default: ``__pycache__`` beside the kernel
@@ -86,7 +86,7 @@ def setup(package: str) -> EngineStatus:
 
 
 def _set_cache_dir(package: str) -> str:
-    from ..core.kernel_cache import kernel_fingerprint
+    from ..core.io.kernel_cache import kernel_fingerprint
 
     try:
         path = bpy.utils.extension_path_user(package, path=f"{CACHE_FOLDER}/{kernel_fingerprint()}", create=True)

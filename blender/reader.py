@@ -1,7 +1,7 @@
 """Read a rigged mesh and its armature's muscles into the headless core's arrays (armature space, metres).
 
-``read_rig`` gives a ``core.scenes.Rig`` (rest vertices, triangles, weights per bone, bone heads/tails/parents);
-``read_muscles`` gives ``core.muscle.FusiformMuscle`` objects at rest with their origin, insertion and skin bone
+``read_rig`` gives a ``core.rig.Rig`` (rest vertices, triangles, weights per bone, bone heads/tails/parents);
+``read_muscles`` gives ``core.muscle.primitive.FusiformMuscle`` objects at rest with their origin, insertion and skin bone
 indices (a muscle with several fibres becomes that many muscles, spread across). Problems raise ``ValueError``
 with a sentence that names the object and the fix; nothing in the scene is changed.
 """
@@ -12,7 +12,7 @@ import math
 import numpy as np
 from mathutils import Matrix, Vector
 
-from ..core.scenes import Rig
+from ..core.rig import Rig
 from . import rig as rig_utils
 
 
@@ -129,7 +129,7 @@ def read_muscles(armature, names: tuple, frame=None):
     """``(muscles, origin_bones, insertion_bones, skin_bones, source)``: core muscles at rest and their bone
     indices; ``source[k]`` is the index of the Blender muscle fibre ``k`` comes from. Animated values are taken at
     ``frame`` (default: the armature's simulation start frame, ``values_at``)."""
-    from ..core.muscle import FusiformMuscle, MuscleShape
+    from ..core.muscle.primitive import FusiformMuscle, MuscleShape
 
     index = {n: i for i, n in enumerate(names)}
     out, o_b, i_b, s_b, source = [], [], [], [], []

@@ -196,8 +196,8 @@ def _key(mesh_obj) -> str:
 
 def bind(mesh_obj, armature) -> Bound:
     from ..core.character import MuscledCharacter
-    from ..core.skin_field import SkinSettings
-    from ..core.tracking import TrackingSettings
+    from ..core.skin.field import SkinSettings
+    from ..core.skin.tracking import TrackingSettings
 
     follow_renames(armature)
     for m in armature.implicit_muscles.muscles:  # the muscles' set-up first: a deleted bone explains more there

@@ -1,6 +1,7 @@
 """Headless core of Implicit Muscles: numpy only, never imports bpy or mathutils.
 
-Modules are named after what they compute: ``profile`` (beta profiles, activation, cross-section, volume law),
-``axis`` (axis polyline and normals), ``fusiform`` (numpy reference of the muscle field), ``muscle`` (the muscle
-primitive), ``muscle_batch`` (packing many muscles for the numba kernels), ``surface`` (display/volume mesh).
+Subjects: ``muscle/`` (the fusiform muscle primitive: profiles, axis, field, packed batches, surface mesh),
+``pbd/`` (the muscle axes' Position Based Dynamics), ``skin/`` (Implicit Skinning: HRBF part fields, composition,
+DQS, tracking, joint volume), ``io/`` (point-cache files, the compiled-kernel cache). On top: ``rig`` (a mesh and
+its skeleton at rest) and ``character`` (the per-frame pipeline of a character with muscles).
 """

@@ -1,7 +1,7 @@
 """A skinned character with muscles, one frame at a time: the whole per-frame pipeline of paper §7.2 (Fig. 10).
 
-:class:`MuscledCharacter` owns the muscles' PBD system (``core/pbd.py``), the implicit skin field
-(``core/skin_field.py``) and the Implicit Skinning deformer (``core/deformer.py``). Muscles are attached to bones:
+:class:`MuscledCharacter` owns the muscles' PBD system (``core/pbd/solver.py``), the implicit skin field
+(``core/skin/field.py``) and the Implicit Skinning deformer (``core/skin/deformer.py``). Muscles are attached to bones:
 the origin follows ``origin_bones[m]``, the insertion ``insertion_bones[m]``, and the muscle joins the skin part of
 ``skin_bones[m]``. Bone capsules (radius from the skin, ``capsule_radius_from_skin``) are the muscles' bone
 collisions; muscles sharing a skin bone form a collision group; the axes are kept inside the skin's parts (the
@@ -12,7 +12,7 @@ Per frame, :meth:`MuscledCharacter.frame` takes the bones' rest -> posed transfo
 muscles' animated values and runs: **pose** (DQS), **PBD** (one frame of axis dynamics from the muscles' cached
 state), **field** (grids placed, the muscles' new widths and axes), **tracking**; ``timings`` [s] has each stage.
 Vertices at the same rest place (a mesh split at its seams) are welded for all of this and move as one
-(``core/weld.py``). The PBD state is kept between calls: ``state()`` / ``restore()`` snapshot and resume it,
+(``core/skin/weld.py``). The PBD state is kept between calls: ``state()`` / ``restore()`` snapshot and resume it,
 ``reset()`` goes back to the settled rest state, ``settle(B)`` then lets the muscles come to rest in a shot's first
 pose. Bind happens with the axes settled under their own tension (``rest_state``), so a rig at rest gives back its
 rest mesh.
@@ -23,15 +23,15 @@ import time
 
 import numpy as np
 
-from .deformer import ImplicitSkinDeformer
-from .muscle_batch import pack_muscles
-from .pbd import (AxisCollapsed, PBDControl, PBDSettings, PBDSolver, PBDState, build_pbd_model,
-                  capsule_radius_from_skin, initial_state, rest_state)
-from .scenes import Rig
-from .skin_field import SkinSettings, bind_skin_field
-from .skinning import REACH_FACTOR, check_rigid
-from .tracking import TrackingSettings
-from .weld import weld
+from .skin.deformer import ImplicitSkinDeformer
+from .muscle.batch import pack_muscles
+from .pbd.solver import (AxisCollapsed, PBDControl, PBDSettings, PBDSolver, PBDState, build_pbd_model,
+                         capsule_radius_from_skin, initial_state, rest_state)
+from .rig import Rig
+from .skin.field import SkinSettings, bind_skin_field
+from .skin.skinning import REACH_FACTOR, check_rigid
+from .skin.tracking import TrackingSettings
+from .skin.weld import weld
 
 
 START_SETTLE_FRAMES = 24
@@ -40,7 +40,7 @@ leaves less than 1e-10 of a jump's velocity)."""
 KEEP_INSIDE_ISO = 0.4
 """Muscle axes are kept where the skin's parts without the muscles are at least this (paper §6.3, muscle-skin
 collision; ``None`` turns it off). Below 0.5 on purpose: under a muscle the parts' HRBF is pulled in under the
-muscle (``core/skin_field.py``), so its 0.5-iso lies under the muscle; 0.4 lies a few millimetres further out, near
+muscle (``core/skin/field.py``), so its 0.5-iso lies under the muscle; 0.4 lies a few millimetres further out, near
 the skin, and only an axis that leaves the skin (a muscle cutting across a bent joint's fold) is pushed back. At
 0.6 the constraint pushed resting axes deep and rippled the skin."""
 
@@ -53,7 +53,7 @@ def _empty_state() -> PBDState:
 
 class MuscledCharacter:
     """See the module docstring. ``rig``: an object with vertices, faces, weights, heads, tails, parents, names
-    (``core/scenes.Rig``); ``muscles``: :class:`core.muscle.FusiformMuscle` at rest, or none at all (Implicit
+    (``core/scenes.Rig``); ``muscles``: :class:`core.muscle.primitive.FusiformMuscle` at rest, or none at all (Implicit
     Skinning alone: a mesh of the character that no muscle lies on, e.g. the head; the state is then empty)."""
 
     def __init__(self, rig, muscles, origin_bones, insertion_bones, skin_bones, pbd: PBDSettings | None = None,
@@ -61,7 +61,7 @@ class MuscledCharacter:
                  muscle_collisions: bool = True, keep_inside: float | None = KEEP_INSIDE_ISO, rest_hint=None,
                  settled_rest=None):
         self.rig = rig
-        self.weld = weld(rig.vertices, rig.faces, rig.weights)  # split vertices move as one (core/weld.py)
+        self.weld = weld(rig.vertices, rig.faces, rig.weights)  # split vertices move as one (core/skin/weld.py)
         if not self.weld.identity:
             rig = Rig(self.weld.vertices, self.weld.faces, self.weld.weights, rig.heads, rig.tails, rig.parents,
                       rig.names)
@@ -142,7 +142,7 @@ class MuscledCharacter:
 
     def rest_hint(self) -> tuple:
         """``(x (P, 3), particle_s (P,))`` where the rest settle started: pass it back as ``rest_hint`` to bind the
-        same character again in a fraction of the time (``core.pbd.rest_state``) and bit for bit the same (the
+        same character again in a fraction of the time (``core.pbd.solver.rest_state``) and bit for bit the same (the
         tracking's stop rules are not continuous, so nanometres at rest can become millimetres many frames on)."""
         return self._rest_hint[0].copy(), self._rest_hint[1].copy()
 
@@ -203,7 +203,7 @@ class MuscledCharacter:
                      dt: float = 1.0 / 24.0, eccentricity=None) -> None:
         """One frame of the muscles' PBD only (what :meth:`frame` does before the skin): for a host that
         simulates the frames it does not show (a jump forward in the timeline). ``ValueError`` naming the bone
-        for a NaN, scaled or far-flung pose (``core.skinning.check_rigid``), before anything is stepped."""
+        for a NaN, scaled or far-flung pose (``core.skin.skinning.check_rigid``), before anything is stepped."""
         B = check_rigid(bone_transforms, self.rig.names, self.reach)
         if B.shape[0] != len(self.rig.heads):
             raise ValueError(f"expected transforms for {len(self.rig.heads)} bones, got {B.shape[0]}.")
@@ -237,11 +237,11 @@ class MuscledCharacter:
     def muscle_volumes(self, activation=None, measure: str = "field", rings: int = 48, sides: int = 24) -> np.ndarray:
         """``(M,)`` volume [m^3] of each muscle with its current simulated axis and ``activation (M,)`` (default: each
         muscle's own), what paper Fig. 13 plots against the rest volume. ``measure``: ``"field"``, the region
-        ``f_M < 0`` the skin sees (``core.surface.field_volume``), or ``"mesh"``, the swept surface mesh
+        ``f_M < 0`` the skin sees (``core.muscle.surface.field_volume``), or ``"mesh"``, the swept surface mesh
         (``rings`` x ``sides``), which reads wrong where the axis bends more tightly than the muscle is wide."""
         import copy
 
-        from .surface import field_volume, mesh_volume, muscle_surface
+        from .muscle.surface import field_volume, mesh_volume, muscle_surface
 
         if measure not in ("field", "mesh"):
             raise ValueError(f"measure must be 'field' or 'mesh', got {measure!r}.")

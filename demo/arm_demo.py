@@ -1,7 +1,7 @@
 """Demo: the paper's arm with the elbow bent, side by side: dual-quaternion skinning | Implicit Skinning |
 Implicit Skinning with the four muscles (biceps activated), same frame, same camera (``make demo``).
 
-The arm and its muscles come from ``core/scenes.py``; Implicit Skinning runs through ``core/character.py`` (the
+The arm and its muscles come from ``scenes/paper.py``; Implicit Skinning runs through ``core/character.py`` (the
 muscles are simulated from rest while the elbow bends over ``RAMP_FRAMES`` frames, then held). The figure is seen
 from the side (the elbow's inner fold faces the camera's left), so the contact crease and the biceps' bulge show.
 """
@@ -20,9 +20,9 @@ GAP = 0.12
 
 def arm_positions():
     """``(faces, {label: positions (V, 3)}, timings)`` for the three panels."""
-    from implicit_muscles.core import scenes
-    from implicit_muscles.core.deformer import ImplicitSkinDeformer
-    from implicit_muscles.core.skin_field import bind_skin_field
+    from implicit_muscles.scenes import paper as scenes
+    from implicit_muscles.core.skin.deformer import ImplicitSkinDeformer
+    from implicit_muscles.core.skin.field import bind_skin_field
 
     rig = scenes.arm_rig()
     plain_skin = bind_skin_field(rig.vertices, rig.faces, rig.weights, rig.heads, rig.tails, rig.parents)

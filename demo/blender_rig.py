@@ -1,4 +1,4 @@
-"""A headless core scene (``core/scenes.py``: a ``Rig`` and ``FusiformMuscle`` objects) built as Blender data:
+"""A headless core scene (``scenes/paper.py``: a ``Rig`` and ``FusiformMuscle`` objects) built as Blender data:
 an armature, a skin mesh weighted to it with an Armature modifier, and the muscles as the add-on's muscle items.
 
 Used by the benchmarks (``bench/bench_blender.py``) and the demo. Everything talks to ``bpy`` (the add-on must be
@@ -96,7 +96,7 @@ def build_skin(rig, armature, name: str = "Skin", collection=None):
 
 
 def build_rig(rig, name: str = "Rig", skin_name: str = "Skin", collection=None):
-    """``(armature object, skin mesh object)`` for a ``core.scenes.Rig``; the armature is left active."""
+    """``(armature object, skin mesh object)`` for a ``core.rig.Rig``; the armature is left active."""
     armature = build_armature(rig, name, collection)
     skin = build_skin(rig, armature, skin_name, collection)
     bpy.context.view_layer.objects.active = armature
@@ -190,6 +190,6 @@ def add_arm_muscles(armature, scenes) -> list:
 
 def bone_rotation(armature, bone_name: str, axis, angle: float):
     """The pose bone's local quaternion for a rotation by ``angle`` [rad] about the armature-space ``axis`` through
-    the bone's head, applied after its parent's pose (``B_child = B_parent R``, as ``core/scenes.py`` composes)."""
+    the bone's head, applied after its parent's pose (``B_child = B_parent R``, as ``scenes/paper.py`` composes)."""
     local_axis = armature.data.bones[bone_name].matrix_local.to_3x3().inverted() @ Vector(tuple(axis))
     return Matrix.Rotation(angle, 3, local_axis.normalized()).to_quaternion()

@@ -28,7 +28,7 @@ and a table like the paper's Table 2 printed at the end (also in ``timings.json`
 * ``timings.json``           render times, measured mesh volumes against ``pi w^2 l`` (paper eq. 3), file list
 
 ``--quick`` renders tiny, noisy images and fewer sheet frames (for tests); the shots still play every frame. The
-primitive's muscles come from the headless core (``core.muscle``, ``core.surface``), imported as the package
+primitive's muscles come from the headless core (``core.muscle.primitive``, ``core.muscle.surface``), imported as the package
 ``implicit_muscles`` exactly as the core tests do.
 """
 from __future__ import annotations
@@ -84,10 +84,10 @@ sys.path.insert(0, str(DEMO_DIR))
 
 import numpy as np  # noqa: E402
 
-from implicit_muscles import kernels  # noqa: E402
+from implicit_muscles.core.io import kernel_cache  # noqa: E402
 from implicit_muscles.core import profile  # noqa: E402
-from implicit_muscles.core.muscle import FusiformMuscle, MuscleShape  # noqa: E402
-from implicit_muscles.core.surface import mesh_volume, muscle_surface  # noqa: E402
+from implicit_muscles.core.muscle.primitive import FusiformMuscle, MuscleShape  # noqa: E402
+from implicit_muscles.core.muscle.surface import mesh_volume, muscle_surface  # noqa: E402
 
 BICEPS = MuscleShape(alpha_rest=3, beta_rest=3, alpha_active=4, beta_active=7,
                      eccentricity_rest=0.0, eccentricity_active=0.0)
@@ -397,7 +397,7 @@ def _median_ms(values) -> float:
 
 def shot_summary(shot: dict) -> dict:
     """The numbers a reader checks: finite, fallbacks, volume range, the skin over the probe muscle, medians."""
-    from implicit_muscles.core.scenes import PAPER_TABLE2
+    from implicit_muscles.scenes.paper import PAPER_TABLE2
     import plots
 
     ratios = plots.volume_ratios(shot)
@@ -457,7 +457,7 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     t_start = time.perf_counter()
-    warm = kernels.warm_up()
+    warm = kernel_cache.warm_up()
     print(warm["message"])
 
     import studio

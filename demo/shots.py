@@ -8,7 +8,7 @@ Three shots, each holding three copies of one character side by side, on the sam
 
 Shots:
 
-* **arm_curl**: the paper's arm (``core/scenes.py``: 2172 vertices, 3 bones, its four muscles added with their
+* **arm_curl**: the paper's arm (``scenes/paper.py``: 2172 vertices, 3 bones, its four muscles added with their
   presets and set to the paper's shapes), the elbow keyed 0 -> 130 -> 0 degrees over 48 frames; the biceps'
   activation keyed with the flexion (brachialis at 0.8 of it, brachioradialis at 0.3), as the core's
   ``biceps_curl``.
@@ -60,7 +60,7 @@ CHARACTER_PATH = REPO / ".cache" / "character" / "bcn_epileptic.glb"
 CURL_KEYS = ((1, 0.0, 0.0), (25, 130.0, 1.0), (49, 0.0, 0.0))
 """The curl: (frame, elbow flexion [deg], biceps activation), Blender's smooth (Bezier) keys between."""
 CURL_SHARES = {"biceps": 1.0, "brachialis": 0.8, "brachioradialis": 0.3, "triceps": 0.0}
-"""Each arm muscle's activation as a share of the biceps' (``core.scenes.biceps_curl``)."""
+"""Each arm muscle's activation as a share of the biceps' (``scenes.paper.biceps_curl``)."""
 SHAKE = dict(elbow_degrees=70.0, amplitude=0.04, hertz=4.0, shake_frames=24, hold_frames=24,
              stiffness=(0.1, 0.9))
 """The shake: elbow angle, shoulder motion [m] and frequency, frames shaken then held, then again tense."""
@@ -449,7 +449,7 @@ def render_crease(bpy, studio, shot, out_dir, quality):
 def run_shot(bpy, name, out_dir, quick, quality):
     import studio
 
-    scenes = addon_session.addon_module(REPO_MODULE, "core.scenes")
+    scenes = addon_session.addon_module(REPO_MODULE, "scenes.paper")
     runtime = addon_session.addon_module(REPO_MODULE, "blender.runtime")
     evaluate = addon_session.addon_module(REPO_MODULE, "blender.evaluate")
     import blender_rig

@@ -1,6 +1,6 @@
 """Numba kernel: axis geometry of many muscles at once (arc lengths, tangents, control normals, bounds).
 
-The same computation as ``core/axis.py`` (``axis_geometry``, ``vertex_tangents``, ``control_normals``, ``slerp``),
+The same computation as ``core/muscle/axis.py`` (``axis_geometry``, ``vertex_tangents``, ``control_normals``, ``slerp``),
 for all muscles of a character after every PBD step (paper §6: "each muscle updates its control normals and its
 width from the new axis length"). Parallel over muscles; allocates one scratch array per call.
 
@@ -14,24 +14,17 @@ import math
 
 import numpy as np
 from numba import njit, prange
+from .constants import (JIT, MIN_SEGMENT_LENGTH, SCALAR_COUNT, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT,
+                        SCALAR_WIDTH, SLERP_SMALL_ANGLE, STATUS_INSERTION_NORMAL_PARALLEL, STATUS_NOT_FINITE,
+                        STATUS_NO_NORMAL, STATUS_OK, STATUS_ORIGIN_NORMAL_PARALLEL, STATUS_ZERO_LENGTH)
 
-from .fusiform import MIN_SEGMENT_LENGTH, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_WIDTH
 
-SLERP_SMALL_ANGLE = 1e-6
 DEGENERATE_NORMAL = 1e-6
-STATUS_OK = 0
-STATUS_ZERO_LENGTH = 1
-STATUS_ORIGIN_NORMAL_PARALLEL = 2
-STATUS_INSERTION_NORMAL_PARALLEL = 3
-STATUS_NO_NORMAL = 4
-STATUS_NOT_FINITE = 5
-
-_JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _slerp(ax, ay, az, bx, by, bz, t, kx, ky, kz):
-    """``core.axis.slerp`` on scalars; ``k`` is the fallback rotation axis for opposite vectors."""
+    """``core.muscle.axis.slerp`` on scalars; ``k`` is the fallback rotation axis for opposite vectors."""
     dot = ax * bx + ay * by + az * bz
     dot = min(max(dot, -1.0), 1.0)
     if dot < -1.0 + 1e-9:
@@ -61,7 +54,7 @@ def _slerp(ax, ay, az, bx, by, bz, t, kx, ky, kz):
     return ca * ax + cb * bx, ca * ay + cb * by, ca * az + cb * bz
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _slerp_angle(ax, ay, az, bx, by, bz):
     """The clipped ``cos`` and the angle ``omega`` between two unit vectors, and ``sin(omega)``: what
     :func:`_slerp` computes before ``t`` enters, for slerping many ``t`` between the same two vectors."""
@@ -73,7 +66,7 @@ def _slerp_angle(ax, ay, az, bx, by, bz):
     return dot, omega, math.sin(omega)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _slerp_at(ax, ay, az, bx, by, bz, t, kx, ky, kz, dot, omega, so):
     """:func:`_slerp` with ``dot, omega, so`` from :func:`_slerp_angle` (the same arithmetic, so the same bits)."""
     if dot < -1.0 + 1e-9 or omega < SLERP_SMALL_ANGLE:
@@ -83,7 +76,7 @@ def _slerp_at(ax, ay, az, bx, by, bz, t, kx, ky, kz, dot, omega, so):
     return ca * ax + cb * bx, ca * ay + cb * by, ca * az + cb * bz
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _project_out(nx, ny, nz, tx, ty, tz):
     """``n - (n.t) t`` and its length."""
     d = nx * tx + ny * ty + nz * tz
@@ -93,7 +86,7 @@ def _project_out(nx, ny, nz, tx, ty, tz):
     return mx, my, mz, math.sqrt(mx * mx + my * my + mz * mz)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _one_axis(a, b, P, end_normals, m, cum, T, N, seg_t, seg_l, seg_a, bounds, defined):
     """Geometry of muscle ``m`` (axis points ``P[a:b]``) into the output rows ``a .. b-1`` and ``bounds[m]``.
     ``defined (P,) bool`` is scratch, rows ``a .. b-1`` used. Returns ``(length [m], status)``."""
@@ -127,7 +120,7 @@ def _one_axis(a, b, P, end_normals, m, cum, T, N, seg_t, seg_l, seg_a, bounds, d
     length = cum[b - 1]
     if length <= MIN_SEGMENT_LENGTH:
         return length, STATUS_ZERO_LENGTH
-    # overall direction (fallback for collapsed chords), then vertex tangents (core.axis.vertex_tangents)
+    # overall direction (fallback for collapsed chords), then vertex tangents (core.muscle.axis.vertex_tangents)
     ox = P[b - 1, 0] - P[a, 0]
     oy = P[b - 1, 1] - P[a, 1]
     oz = P[b - 1, 2] - P[a, 2]
@@ -189,7 +182,7 @@ def _one_axis(a, b, P, end_normals, m, cum, T, N, seg_t, seg_l, seg_a, bounds, d
         chx = T[a, 0]
         chy = T[a, 1]
         chz = T[a, 2]
-    # control normals (core.axis.control_normals); the endpoint normals' angle once per muscle
+    # control normals (core.muscle.axis.control_normals); the endpoint normals' angle once per muscle
     dot, omega, so = _slerp_angle(n0x, n0y, n0z, n1x, n1y, n1z)
     n_defined = 0
     for k in range(a, b):
@@ -246,7 +239,7 @@ def _one_axis(a, b, P, end_normals, m, cum, T, N, seg_t, seg_l, seg_a, bounds, d
     return length, STATUS_OK
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def axis_geometry(axis_start, points, end_normals, out_cumulative, out_tangent, out_normal, out_seg_tangent,
                   out_seg_length, out_seg_angle, out_bounds, out_length, out_status):
     """Geometry of every muscle axis (see the module docstring). Parallel over muscles."""
@@ -261,7 +254,7 @@ def axis_geometry(axis_start, points, end_normals, out_cumulative, out_tangent, 
         out_status[m] = status
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def axis_update(axis_start, points, end_normals, width_scale, volume, out_points, out_cumulative, out_tangent,
                 out_normal, out_seg_tangent, out_seg_length, out_seg_angle, out_bounds, out_scalar, out_length,
                 out_status):
@@ -269,7 +262,7 @@ def axis_update(axis_start, points, end_normals, width_scale, volume, out_points
     :func:`axis_geometry`, and rescale each muscle's width, support and reach in ``out_scalar (M, SCALAR_COUNT)``
     to its new length ``l`` by the volume law ``w = width_scale sqrt(V / (pi l))`` (``volume (M,)`` [m^3]);
     ``SCALAR_LENGTH`` becomes ``l``. Muscles whose status is not ``STATUS_OK`` keep their scalars. One parallel
-    pass over muscles (``core.muscle_batch.MuscleBatch.update_axes``)."""
+    pass over muscles (``core.muscle.batch.MuscleBatch.update_axes``)."""
     n_muscles = axis_start.shape[0] - 1
     defined = np.empty(points.shape[0], dtype=np.bool_)
     for m in prange(n_muscles):
@@ -291,7 +284,7 @@ def axis_update(axis_start, points, end_normals, width_scale, volume, out_points
             out_scalar[m, SCALAR_LENGTH] = length
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def arc_length(P, a, b):
     """Length [m] of the polyline ``P[a:b]`` (an axis: the volume law's ``l``)."""
     total = 0.0
@@ -303,7 +296,7 @@ def arc_length(P, a, b):
     return total
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def chord_distance(px, py, pz, P, a, b):
     """Distance [m] from ``p`` to the segment ``[P_a, P_b]`` (an axis's chord: with the axis's largest deviation
     from it, a cheap lower bound of the distance to the axis)."""

@@ -1,4 +1,4 @@
-"""Numba kernels of the composition operators (reference and equations: ``core/blend_operators.py``).
+"""Numba kernels of the composition operators (reference and equations: ``core/skin/blend_operators.py``).
 
 ``table (n, n, 3) float64``: an arc union tabulated over ``(f1, f2)`` in [0, 1]^2 with its two partials, read
 bilinearly. Every function returns ``(G, dG/df1, dG/df2)``.
@@ -6,14 +6,10 @@ bilinearly. Every function returns ``(G, dG/df1, dG/df2)``.
 from __future__ import annotations
 
 from numba import njit
-
-CONTACT_LOW = 0.3
-"""``core/blend_operators.CONTACT_LOW``."""
-
-_JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
+from .constants import JIT_FAST, CONTACT_LOW
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_FAST)
 def table_union(table, f1, f2):
     """Bilinear read of a tabulated arc union."""
     n = table.shape[0] - 1
@@ -33,26 +29,26 @@ def table_union(table, f1, f2):
     return G, Gx, Gy
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_FAST)
 def max_union(f1, f2):
     if f1 >= f2:
         return f1, 1.0, 0.0
     return f2, 0.0, 1.0
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_FAST)
 def _smoothstep(t):
     t = min(max(t, 0.0), 1.0)
     return t * t * (3.0 - 2.0 * t)
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_FAST)
 def controller(cos_theta, cos0, cos1):
     """``alpha = kappa(theta)``: 0 for ``cos theta >= cos0``, 1 for ``cos theta <= cos1``, smoothstep between."""
     return _smoothstep((cos0 - cos_theta) / (cos0 - cos1))
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_FAST)
 def contact(clean_table, f1, f2, alpha):
     """Contact operator ``G = (1 - beta) U + beta C`` (``core/blend_operators.contact``)."""
     U, Ux, Uy = table_union(clean_table, f1, f2)

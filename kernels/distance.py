@@ -3,18 +3,17 @@
 Unsigned distance: closest point on each triangle (Ericson, *Real-Time Collision Detection*, 5.1.5). Sign: the
 generalised winding number (sum of the triangles' solid angles, Van Oosterom & Strackee 1983) is about 1 inside a
 closed mesh and 0 outside; it also tolerates small holes. Brute force over triangles, parallel over nodes: this
-runs once at bind time. Reference: ``core/distance_grid.py`` (``signed_distance_reference``).
+runs once at bind time. Reference: ``core/pbd/distance_grid.py`` (``signed_distance_reference``).
 """
 from __future__ import annotations
 
 import math
 
 from numba import njit, prange
+from .constants import JIT
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy")
 
-
-@njit(**_JIT)
+@njit(**JIT)
 def _closest_on_triangle(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
     """Squared distance from p to triangle abc."""
     abx, aby, abz = bx - ax, by - ay, bz - az
@@ -58,7 +57,7 @@ def _closest_on_triangle(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
     return dx * dx + dy * dy + dz * dz
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _solid_angle(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
     """Signed solid angle of triangle abc seen from p (Van Oosterom & Strackee)."""
     ax -= px
@@ -79,7 +78,7 @@ def _solid_angle(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
     return 2.0 * math.atan2(det, den)
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def signed_distance(points, vertices, faces, out):
     """``out[n]`` = signed distance [m] from ``points[n]`` to the mesh: negative inside (winding number > 0.5)."""
     for n in prange(points.shape[0]):

@@ -1,54 +1,45 @@
 """Numba kernel: fusiform muscle field value and gradient at many points for many muscles (paper §5.1).
 
-Line-for-line the computation of ``core/fusiform.py`` (the plain-numpy reference, with the equations), written on
-scalars so the inner loop allocates nothing. Muscles are packed as flat arrays with CSR offsets
-(see ``core/muscle_batch.py``):
-
-    axis_start: (M+1,) int64          muscle m owns axis vertices axis_start[m] .. axis_start[m+1]-1
-    axis_points: (P, 3) float64 [m]   axis vertices P_k
-    axis_cumulative: (P,) float64 [m] arc length S_k from the muscle's origin
-    axis_tangent: (P, 3) float64      vertex tangents T_k
-    axis_normal: (P, 3) float64       control normals n_k
-    seg_tangent: (P, 3) float64       t_k of the segment starting at vertex k (last row of a muscle unused)
-    seg_length: (P,) float64 [m]      L_k
-    seg_angle: (P,) float64 [rad]     angle between n_k and n_{k+1}
-    muscle_scalar: (M, NS) float64    length l, c0, c1, width w, u, v, support R, reach (see SCALAR_*)
-    muscle_exponent: (M, 4) int64     alpha0-1, beta0-1, alpha1-1, beta1-1
-    muscle_bounds: (M, 6) float64 [m] axis bounding box (min xyz, max xyz)
+The computation of ``core/muscle/field.py`` (the plain-numpy reference, with the equations), written on scalars so
+the inner loop allocates nothing. Muscles come packed as one :class:`MuscleArrays` (flat arrays with CSR offsets,
+built by ``core/muscle/batch.py``).
 
 Outputs ``values (Q, M)`` and ``grads (Q, M, 3)`` are written in place. Parallel over query points.
 """
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
+from .constants import (JIT_FAST_LIBM, MIN_SEGMENT_LENGTH, SCALAR_C0, SCALAR_C1, SCALAR_LENGTH, SCALAR_REACH,
+                        SCALAR_SUPPORT, SCALAR_U, SCALAR_V, SCALAR_WIDTH, SLERP_SMALL_ANGLE)
 
-MIN_SEGMENT_LENGTH = 1e-12
 MIN_DISTANCE = 1e-12
-"""A query closer than this to the axis [m] is on it (``core/fusiform.py``)."""
-SLERP_SMALL_ANGLE = 1e-6
-
-SCALAR_LENGTH = 0
-SCALAR_C0 = 1
-SCALAR_C1 = 2
-SCALAR_WIDTH = 3
-SCALAR_U = 4
-SCALAR_V = 5
-SCALAR_SUPPORT = 6
-SCALAR_REACH = 7
-"""Largest surface radius ``w v max(Phi)`` [m]: beyond ``reach + support`` from the axis box, ``K(f_M) = 0``."""
-SCALAR_COUNT = 8
-
-_JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "arcp", "nsz", "afn"})
-"""Fast-math subset that keeps IEEE semantics for NaN/inf (no ``nnan``/``ninf``), so guards still work: fused
-multiply-add, reciprocal multiplication, approximate libm functions. Kernel vs reference stays within 1e-12."""
+"""A query closer than this to the axis [m] is on it (``core/muscle/field.py``)."""
 
 
-@njit(inline="always", **_JIT)
+
+class MuscleArrays(NamedTuple):
+    """``M`` muscles with ``P`` axis points in all, as the kernels read them (CSR offsets: muscle ``m`` owns axis
+    points ``axis_start[m] .. axis_start[m+1]-1``)."""
+
+    axis_start: np.ndarray       # (M+1,) int64
+    axis_points: np.ndarray      # (P, 3) float64 [m] axis vertices P_k
+    axis_cumulative: np.ndarray  # (P,) float64 [m] arc length S_k from the muscle's origin
+    axis_tangent: np.ndarray     # (P, 3) float64 vertex tangents T_k
+    axis_normal: np.ndarray      # (P, 3) float64 control normals n_k
+    seg_tangent: np.ndarray      # (P, 3) float64 t_k of the segment starting at vertex k (last row of a muscle unused)
+    seg_length: np.ndarray       # (P,) float64 [m] L_k
+    seg_angle: np.ndarray        # (P,) float64 [rad] angle between n_k and n_{k+1}
+    muscle_scalar: np.ndarray    # (M, SCALAR_COUNT) float64: length l, c0, c1, width w, u, v, support R, reach
+    muscle_exponent: np.ndarray  # (M, 4) int64: alpha0-1, beta0-1, alpha1-1, beta1-1
+    muscle_bounds: np.ndarray    # (M, 6) float64 [m] axis bounding box (min xyz, max xyz)
+
+@njit(inline="always", **JIT_FAST_LIBM)
 def _monomial(ea, eb, s):
-    """``s^ea (1-s)^eb`` with its first and second derivatives, no negative powers (``core.profile._mono``).
+    """``s^ea (1-s)^eb`` with its first and second derivatives, no negative powers (``core.muscle.profile._mono``).
     Inlined: callers that drop a derivative do not compute it."""
     t = 1.0 - s
     value = s ** ea * t ** eb
@@ -67,7 +58,7 @@ def _monomial(ea, eb, s):
     return value, d1, d2
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST_LIBM)
 def _project(qx, qy, qz, P, L, t, S, l, start, end, reparam, cut):
     """Algorithm 1 on vertices ``start..end-1``. Returns ``(s, gsx, gsy, gsz)``, or ``s = -1`` when the point is
     farther than ``cut`` [m] from the polyline (callers that only need the field near the surface skip the rest)."""
@@ -165,13 +156,15 @@ def _project(qx, qy, qz, P, L, t, S, l, start, end, reparam, cut):
     return s_j, 0.0, 0.0, 0.0
 
 
-@njit(**_JIT)
-def _field_one(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, reparam, cut):
-    """``f_M`` and its gradient for muscle ``m`` at ``q``: ``(f, gx, gy, gz)``.
+@njit(**JIT_FAST_LIBM)
+def _field_one(qx, qy, qz, m, mu, reparam, cut):
+    """``f_M`` and its gradient for muscle ``m`` of ``mu`` (:class:`MuscleArrays`) at ``q``: ``(f, gx, gy, gz)``.
 
     If ``q`` is farther than ``cut`` [m] from the axis, returns ``(inf, 0, 0, 0)`` without the rest of the work
     (pass ``inf`` for the exact field everywhere).
     """
+    axis_start, P, S, T, N = mu.axis_start, mu.axis_points, mu.axis_cumulative, mu.axis_tangent, mu.axis_normal
+    t, L, A, scal, expo = mu.seg_tangent, mu.seg_length, mu.seg_angle, mu.muscle_scalar, mu.muscle_exponent
     start = axis_start[m]
     end = axis_start[m + 1]
     l = scal[m, SCALAR_LENGTH]
@@ -179,7 +172,7 @@ def _field_one(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, repar
     if s < 0.0:
         return np.inf, 0.0, 0.0, 0.0
 
-    # --- frame at s (core/fusiform.py: frame_at) ---
+    # --- frame at s (core/muscle/field.py: frame_at) ---
     arc = s * l
     k = start
     while k < end - 2 and S[k + 1] <= arc:
@@ -273,7 +266,7 @@ def _field_one(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, repar
     dby = (dTz * nx - dTx * nz) + (Tz * dpx - Tx * dpz)
     dbz = (dTx * ny - dTy * nx) + (Tx * dpy - Ty * dpx)
 
-    # --- field (core/fusiform.py: field) ---
+    # --- field (core/muscle/field.py: field) ---
     Dx = qx - hx
     Dy = qy - hy
     Dz = qz - hz
@@ -331,7 +324,7 @@ def _field_one(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, repar
     return f, gx, gy, gz
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_FAST_LIBM)
 def _compact(f, gx, gy, gz, R):
     """Thesis eq. (3.1): ``K(f)`` and ``K'(f) grad f``."""
     x = f / R
@@ -346,7 +339,7 @@ def _compact(f, gx, gy, gz, R):
     return k, dk * gx, dk * gy, dk * gz
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_FAST_LIBM)
 def _box_distance2(qx, qy, qz, box):
     dx = max(box[0] - qx, 0.0, qx - box[3])
     dy = max(box[1] - qy, 0.0, qy - box[4])
@@ -354,17 +347,16 @@ def _box_distance2(qx, qy, qz, box):
     return dx * dx + dy * dy + dz * dz
 
 
-@njit(parallel=True, **_JIT)
-def muscle_field(queries, axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent,
-                 seg_length, seg_angle, muscle_scalar, muscle_exponent, muscle_bounds, compact, reparam,
-                 out_values, out_grads):
-    """Field value and gradient of every muscle at every query point.
+@njit(parallel=True, **JIT_FAST_LIBM)
+def muscle_field(queries, mu, compact, reparam, out_values, out_grads):
+    """Field value and gradient of every muscle of ``mu`` (:class:`MuscleArrays`) at every query point.
 
     queries: (Q, 3) float64 [m]. compact: bool, apply ``K`` of thesis eq. (3.1) with radius ``R`` (then points
     farther than ``reach + R`` from a muscle's axis box get exactly 0 without evaluation). reparam: bool, use
     Algorithm 1 (``False``: plain orthogonal projection, for comparison only).
     out_values: (Q, M) float64, out_grads: (Q, M, 3) float64.
     """
+    muscle_scalar, muscle_bounds = mu.muscle_scalar, mu.muscle_bounds
     n_muscles = muscle_scalar.shape[0]
     for i in prange(queries.shape[0]):
         qx = queries[i, 0]
@@ -379,9 +371,7 @@ def muscle_field(queries, axis_start, axis_points, axis_cumulative, axis_tangent
                     out_grads[i, m, 1] = 0.0
                     out_grads[i, m, 2] = 0.0
                     continue
-            f, gx, gy, gz = _field_one(qx, qy, qz, m, axis_start, axis_points, axis_cumulative, axis_tangent,
-                                       axis_normal, seg_tangent, seg_length, seg_angle, muscle_scalar,
-                                       muscle_exponent, reparam, np.inf)
+            f, gx, gy, gz = _field_one(qx, qy, qz, m, mu, reparam, np.inf)
             if compact:
                 f, gx, gy, gz = _compact(f, gx, gy, gz, muscle_scalar[m, SCALAR_SUPPORT])
             out_values[i, m] = f

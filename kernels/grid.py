@@ -4,18 +4,17 @@ A grid stores ``values (nx, ny, nz) float64`` at nodes ``origin + (i, j, k) * sp
 its bone. The interpolant is trilinear; its gradient is the exact derivative of that interpolant (piecewise
 bilinear per component), so value and gradient are consistent for Newton steps. Outside the grid the sample reports
 ``inside = False`` and the caller decides (a bone distance grid then means "far from the bone").
-Reference: ``core/distance_grid.py`` (``sample``).
+Reference: ``core/pbd/distance_grid.py`` (``sample``).
 """
 from __future__ import annotations
 
 import math
 
 from numba import njit, prange
+from .constants import JIT_FAST
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
 
-
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def sample_trilinear(values, ox, oy, oz, hx, hy, hz, px, py, pz):
     """Trilinear value and gradient at ``p`` (grid-local coordinates [m]). Returns ``(inside, f, gx, gy, gz)``."""
     nx, ny, nz = values.shape
@@ -60,7 +59,7 @@ def sample_trilinear(values, ox, oy, oz, hx, hy, hz, px, py, pz):
     return True, f, gx, gy, gz
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_FAST)
 def sample_many(values, origin, spacing, points, out_values, out_grads, out_inside):
     """``sample_trilinear`` at ``points (n, 3)``; outside points get value 0, gradient 0, ``inside = False``."""
     for n in prange(points.shape[0]):

@@ -1,4 +1,4 @@
-"""Numba kernel: HRBF value and gradient at many points (thesis §3.1.1; reference ``core/hrbf.py``).
+"""Numba kernel: HRBF value and gradient at many points (thesis §3.1.1; reference ``core/skin/hrbf.py``).
 
 Arrays: ``centres (N, 3)`` unit-box sample positions, ``alpha (N,)``, ``beta (N, 3)``, ``poly (4,)``, ``centre (3,)``
 [m], ``scale`` [m]; ``points (n, 3)`` [m]; outputs ``values (n,)`` [m] and ``grads (n, 3)`` written in place.
@@ -9,11 +9,10 @@ from __future__ import annotations
 import math
 
 from numba import njit, prange
+from .constants import JIT_FAST
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
 
-
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_FAST)
 def hrbf_field(points, centres, alpha, beta, poly, centre, scale, out_values, out_grads):
     """``f_H`` [m] and its gradient at world ``points``; see the module docstring."""
     inv = 1.0 / scale

@@ -1,4 +1,4 @@
-"""Numba kernel: give back the volume lost at the bent joints after tracking (``core/joint_volume.py`` has the
+"""Numba kernel: give back the volume lost at the bent joints after tracking (``core/skin/joint_volume.py`` has the
 method, the defaults and the numpy reference ``restore_reference``).
 
 Inputs (``V`` vertices, ``F`` faces, ``J`` joints):
@@ -27,13 +27,10 @@ import math
 
 import numpy as np
 from numba import njit
-
-from .tracking import STATE_CONTACT
-
-_JIT = dict(cache=True, nogil=True, error_model="numpy")
+from .constants import JIT, STATE_CONTACT
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _centre(B, part, c):
     out = np.empty(3)
     for r in range(3):
@@ -41,7 +38,7 @@ def _centre(B, part, c):
     return out
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _volume(x, faces, B, face_part, c, face_ids, grad, want_grad):
     """Cone volume of the faces ``face_ids`` about their moved centres; adds ``dV/dx`` into ``grad`` if asked."""
     total = 0.0
@@ -67,7 +64,7 @@ def _volume(x, faces, B, face_part, c, face_ids, grad, want_grad):
     return total / 6.0
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _zero_corners(arr, faces, face_ids):
     """Zero the rows of ``arr (V, 3)`` of every corner of the faces ``face_ids``."""
     for q in range(face_ids.shape[0]):
@@ -78,7 +75,7 @@ def _zero_corners(arr, faces, face_ids):
             arr[v, 2] = 0.0
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _bulge_weight(ring_distance, gap, span, pinned, profile):
     """A vertex's share of the bulge: its profile times the taper from the contact (0 if pinned)."""
     if pinned:
@@ -87,7 +84,7 @@ def _bulge_weight(ring_distance, gap, span, pinned, profile):
     return profile * s * s
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _contact_rings(state, ring_start, ring_neighbour, limit, dist):
     V = state.shape[0]
     for v in range(V):
@@ -104,7 +101,7 @@ def _contact_rings(state, ring_start, ring_neighbour, limit, dist):
                 dist[v] = -dist[v]
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def restore(x, faces, B, bones, parent_bones, full_bend, face_part, centres, rest_volume, max_move, face_start,
             region_faces, vertex_start, region_vertices, profile, state, ring_start, ring_neighbour, pinned, gap,
             rings, volume_tol, newton_steps, newton_tol, dist, normal, grad, deficits):

@@ -5,23 +5,22 @@ channels 1-3 its gradient [1/m], at nodes ``origin + (i, j, k) * h`` [m] in the 
 are interpolated trilinearly (the gradient is the interpolated gradient, smooth across cells, not the derivative of
 the interpolated value). Outside the grid the field is 0 with gradient 0 (compact support). Per frame the grid moves
 rigidly with its bone: ``f_j(p) = f_j(B_j^-1 p)``, ``grad = R_j grad f_j(B_j^-1 p)`` with ``B_j = M_j M_ref_j^-1``
-(column vectors). Reference: ``core/part_grid.py``.
+(column vectors). Reference: ``core/skin/part_grid.py``.
 """
 from __future__ import annotations
 
 from numba import njit, prange
+from .constants import JIT_FAST
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
 
-
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_FAST)
 def _corners(values, i, j, k, c, w000, w100, w010, w110, w001, w101, w011, w111):
     return (w000 * values[i, j, k, c] + w100 * values[i + 1, j, k, c] + w010 * values[i, j + 1, k, c]
             + w110 * values[i + 1, j + 1, k, c] + w001 * values[i, j, k + 1, c] + w101 * values[i + 1, j, k + 1, c]
             + w011 * values[i, j + 1, k + 1, c] + w111 * values[i + 1, j + 1, k + 1, c])
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_FAST)
 def sample_part(values, ox, oy, oz, inv_h, px, py, pz):
     """Trilinear value and gradient of one part grid at rest-space ``p`` [m]: ``(f, gx, gy, gz)``."""
     nx = values.shape[0]
@@ -55,7 +54,7 @@ def sample_part(values, ox, oy, oz, inv_h, px, py, pz):
             _corners(values, i, j, k, 3, w000, w100, w010, w110, w001, w101, w011, w111))
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_FAST)
 def sample_part_world(values, origin, inv_h, Binv, px, py, pz):
     """Part field at world ``p``: ``Binv (3, 4)`` world -> rest (rigid); gradient rotated back to world."""
     lx = Binv[0, 0] * px + Binv[0, 1] * py + Binv[0, 2] * pz + Binv[0, 3]
@@ -69,7 +68,7 @@ def sample_part_world(values, origin, inv_h, Binv, px, py, pz):
     return f, wx, wy, wz
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_FAST)
 def sample_part_many(values, origin, inv_h, Binv, points, out_values, out_grads):
     """:func:`sample_part_world` at ``points (n, 3)``; ``out_values (n,)``, ``out_grads (n, 3)``."""
     for n in prange(points.shape[0]):
@@ -80,7 +79,7 @@ def sample_part_many(values, origin, inv_h, Binv, points, out_values, out_grads)
         out_grads[n, 2] = gz
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_FAST)
 def compact_field(values, grads, R, out_values, out_grads):
     """Thesis eq. (3.1) applied to ``values (n,)`` [m] with gradients ``grads (n, 3)``: ``K(f)``, ``K'(f) grad f``."""
     for n in prange(values.shape[0]):

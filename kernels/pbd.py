@@ -63,17 +63,17 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .axis import STATUS_OK, STATUS_ZERO_LENGTH, _one_axis, arc_length, chord_distance
-from .fusiform import (SCALAR_C0, SCALAR_C1, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_WIDTH, _box_distance2, _field_one,
-                       _monomial)
+from .axis import _one_axis, arc_length, chord_distance
+from .fusiform import MuscleArrays, _box_distance2, _field_one, _monomial
 from .grid import sample_trilinear
+from .constants import (JIT_FAST, SCALAR_C0, SCALAR_C1, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_WIDTH, STATUS_OK,
+                        STATUS_ZERO_LENGTH)
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
 
 MIN_DISTANCE = 1e-12
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def _radius(m, s, expo, scal):
     """Particle radius ``D = w Phi_a(s)`` (paper §6.3)."""
     v0, _, _ = _monomial(expo[m, 0], expo[m, 1], s)
@@ -81,7 +81,7 @@ def _radius(m, s, expo, scal):
     return scal[m, SCALAR_WIDTH] * (scal[m, SCALAR_C0] * v0 + scal[m, SCALAR_C1] * v1)
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def _push(x, x_prev, k, cx, gx, gy, gz, share, friction):
     """Resolve ``C = cx < 0`` along gradient ``g`` (Newton step, ``share`` of it), then tangential friction."""
     g2 = gx * gx + gy * gy + gz * gz
@@ -104,7 +104,7 @@ def _push(x, x_prev, k, cx, gx, gy, gz, share, friction):
     x[k, 2] -= friction * (dz - dn * nz)
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def _constraint_gains(m, inv_mass, w_ref, rest_length, tendon, belly_stiffness, tendon_stiffness, xpbd,
                       reference_iterations, dt, dt_ref, axis_start, gain, alpha):
     """Per distance constraint ``k`` of muscle ``m``, what does not change within a frame: PBD
@@ -134,7 +134,7 @@ def _constraint_gains(m, inv_mass, w_ref, rest_length, tendon, belly_stiffness, 
                 gain[k] = stiff / W
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def _integrate(m, x, v, x_prev, lam, inv_mass, dt, damp, gravity, f1, end_prev, end_cur, axis_start, xpbd):
     """Start of a substep for muscle ``m``: ``x_prev <- x``; inner particles ``v <- damp v + g dt``,
     ``p <- p + v dt``; kinematic endpoints to their targets at ``f1`` of the frame; XPBD ``lambda <- 0``."""
@@ -161,7 +161,7 @@ SWEEP_LAG = 2
 its constraint ``c + 1`` last moves."""
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def _distance_sweeps(j0, j1, members, axis_start, x, lam, inv_mass, rest_length, gain, alpha, xpbd, iterations):
     """``iterations`` Gauss-Seidel sweeps of the distance constraints ``C = |p_k p_{k+1}| - d0`` of muscles
     ``members[j0:j1]`` (module docstring), interleaved.
@@ -214,7 +214,7 @@ def _distance_sweeps(j0, j1, members, axis_start, x, lam, inv_mass, rest_length,
                 x[k + 1, 2] -= sj * nz
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def _collide(m, x, x_prev, inv_mass, particle_s, friction, f1, muscle_group, group_start, group_members,
              cap_start, cap_index, cap_prev, cap_cur, cap_radius,
              grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
@@ -225,6 +225,7 @@ def _collide(m, x, x_prev, inv_mass, particle_s, friction, f1, muscle_group, gro
     a = axis_start[m]
     b = axis_start[m + 1]
     group = muscle_group[m]
+    snapshot = MuscleArrays(axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds)
     n_caps = cap_start[m + 1] - cap_start[m]
     if n_caps == 0 and grid_start[m + 1] == grid_start[m] and group < 0:
         return
@@ -303,13 +304,12 @@ def _collide(m, x, x_prev, inv_mass, particle_s, friction, f1, muscle_group, gro
                 if chord_distance(x[k, 0], x[k, 1], x[k, 2], snap_points, axis_start[o],
                                    axis_start[o + 1] - 1) - chord_dev[o] > cut:
                     continue
-                f, gx, gy, gz = _field_one(x[k, 0], x[k, 1], x[k, 2], o, axis_start, snap_points, cum, tang,
-                                           nrm, seg_t, seg_l, seg_a, scal, expo, True, cut)
+                f, gx, gy, gz = _field_one(x[k, 0], x[k, 1], x[k, 2], o, snapshot, True, cut)
                 if f - D < 0.0:
                     _push(x, x_prev, k, f - D, gx, gy, gz, 0.5, friction)
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def _finish(m, x, v, x_prev, inv_mass, dt, axis_start, check):
     """End of a substep for muscle ``m``: ``v <- (p - p_prev) / dt``; with ``check``, the count of non-finite
     coordinates."""
@@ -338,7 +338,7 @@ BLOCK_MULTIPLE = 4
 threads, which each take a contiguous share of the blocks, get as many islands each."""
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def _island_blocks(island_start, iterations):
     """Consecutive islands gathered into parallel tasks, as a CSR over islands ``(n_blocks + 1,)``: about
     ``BLOCK_SWEEPS / iterations`` islands each, as evenly as possible. Islands are independent, so the blocking
@@ -353,7 +353,7 @@ def _island_blocks(island_start, iterations):
     return blocks
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_FAST)
 def pbd_substeps(k0, k1, n_sub, dt, dt_ref, xpbd, iterations, reference_iterations, mu, gravity, friction,
                  tendon_stiffness, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length, tendon,
                  belly_stiffness, end_prev, end_cur, normal_prev, normal_cur,
@@ -447,7 +447,7 @@ def pbd_substeps(k0, k1, n_sub, dt, dt_ref, xpbd, iterations, reference_iteratio
                 bad_count[m] = _finish(m, x, v, x_prev, inv_mass, dt, axis_start, sub == n_sub - 1)
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_FAST)
 def keep_inside(x, v, inv_mass, values, grads, iso, dt, max_step):
     """Muscle-skin constraint (paper §6.3, thesis §5.3.2): ``C = f_skin(p) - iso >= 0`` with radius 0.
 

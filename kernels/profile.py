@@ -4,7 +4,7 @@ For each muscle, from its shape exponents, activation ``a``, eccentricity ``e``,
 current axis length ``l``: ``F(a)``, the coefficients ``c0, c1`` of ``Phi_a``, the ellipse semi-axes ``u, v``, the
 width ``w = scale sqrt(V / (pi l))``, the support ``R = w u max(Phi_a)`` and the reach ``w v max(Phi_a)``, written
 into ``out_scalar (M, SCALAR_COUNT)`` in the layout of ``kernels/fusiform.py``. Same computation as
-``core/profile.py`` (``profile_coefficients``, ``ellipse_axes``, ``width_from_volume``, ``profile_max``).
+``core/muscle/profile.py`` (``profile_coefficients``, ``ellipse_axes``, ``width_from_volume``, ``profile_max``).
 """
 from __future__ import annotations
 
@@ -14,16 +14,15 @@ from numba import njit, prange
 
 from .axis import arc_length
 
-from .fusiform import (SCALAR_C0, SCALAR_C1, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_U, SCALAR_V,
-                       SCALAR_WIDTH, _monomial)
+from .fusiform import _monomial
+from .constants import (JIT, SCALAR_C0, SCALAR_C1, SCALAR_COUNT, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT,
+                        SCALAR_U, SCALAR_V, SCALAR_WIDTH)
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy")
 
-
-@njit(**_JIT)
+@njit(**JIT)
 def profile_max(ea0, eb0, ea1, eb1, c0, c1, samples, newton):
     """``max Phi_a``: best of ``samples`` evenly spaced values, refined by Newton on ``Phi_a' = 0`` inside its
-    bracket (``core.profile.profile_max``)."""
+    bracket (``core.muscle.profile.profile_max``)."""
     best = -1.0
     best_i = 0
     for i in range(samples):
@@ -53,7 +52,7 @@ def profile_max(ea0, eb0, ea1, eb1, c0, c1, samples, newton):
     return max(c0 * v0 + c1 * v1, best)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _profile_one(m, exponents, activation, eccentricity, volume, width_scale, length, normaliser, k_table, samples,
                  newton, out_scalar):
     """Row ``m`` of ``out_scalar`` for an axis of length ``length`` [m] (see :func:`profile_scalars`)."""
@@ -82,7 +81,7 @@ def _profile_one(m, exponents, activation, eccentricity, volume, width_scale, le
     out_scalar[m, SCALAR_REACH] = w * v * phi_max
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def profile_scalars(exponents, activation, eccentricity, volume, width_scale, length, normaliser, k_table,
                     samples, newton, out_scalar):
     """Fill ``out_scalar (M, SCALAR_COUNT)``. ``exponents (M, 4) int64``: alpha0-1, beta0-1, alpha1-1, beta1-1."""
@@ -91,7 +90,7 @@ def profile_scalars(exponents, activation, eccentricity, volume, width_scale, le
                      samples, newton, out_scalar)
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def frame_scalars(axis_start, points, min_length, exponents, activation, eccentricity, volume, width_scale,
                   normaliser, k_table, samples, newton, out_length, out_scalar):
     """:func:`profile_scalars` at the start of a PBD frame, with each axis's arc length ``l`` taken from

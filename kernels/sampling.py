@@ -1,4 +1,4 @@
-"""Numba kernel: greedy Poisson-disc selection (dart throwing over given candidates; ``core/skin_parts.py``).
+"""Numba kernel: greedy Poisson-disc selection (dart throwing over given candidates; ``core/skin/parts.py``).
 
 ``points (n, 3)`` [m]; ``order (n,) int64`` the visiting order; ``radius`` [m]; ``out_keep (n,) bool`` written in
 place. A candidate is kept if no kept point is closer than ``radius``; kept points are looked up in a uniform hash
@@ -10,11 +10,10 @@ import math
 
 import numpy as np
 from numba import njit
+from .constants import JIT
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy")
 
-
-@njit(**_JIT)
+@njit(**JIT)
 def poisson_select(points, order, radius, out_keep):
     n = points.shape[0]
     if n == 0:

@@ -18,7 +18,7 @@ the part grids ``grid_values, grid_offset, grid_dims, grid_origin, grid_inv_h, g
 ``part_muscle_start, part_muscle_index``, the operator tables ``clean_table, blend_table``, the contact controller's
 ``cos0, cos1``, each muscle's largest axis deviation from its chord ``chord_dev (M,)`` [m] (a cheap lower bound on
 the distance to the axis skips muscles out of reach), each muscle's skin offset ``skin_offset (M,)`` [m] (the skin
-sees ``K((f_M + o) / R)``: ``core/skin_field.py``), then the muscle arrays of ``kernels/fusiform.py``
+sees ``K((f_M + o) / R)``: ``core/skin/field.py``), then the muscle arrays of ``kernels/fusiform.py``
 (``core/skin_field.SkinField.kernel_field``).
 Other kernels (the skin tracking) call :func:`evaluate_point` with the same tuple.
 
@@ -36,21 +36,16 @@ from numba import njit, prange
 
 from .axis import chord_distance
 from .blend import contact, controller, max_union, table_union
-from .fusiform import SCALAR_REACH, SCALAR_SUPPORT, _box_distance2, _compact, _field_one
+from .fusiform import MuscleArrays, _box_distance2, _compact, _field_one
 from .part_grid import sample_part_world
+from .constants import JIT_FAST, NODE_CLEAN, NODE_CONTACT, NODE_MAX, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
-
-NODE_PART = 0
-NODE_CONTACT = 1
-NODE_CLEAN = 2
-NODE_MAX = 3
 
 CHUNK = 64
 """Points per parallel task (each task allocates its per-node scratch once)."""
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def _part_value(p, qx, qy, qz, grid_values, grid_offset, grid_dims, grid_origin, grid_inv_h, grid_binv,
                 part_muscle_start, part_muscle_index, clean_table, blend_table, chord_dev, skin_offset,
                 axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent, seg_length,
@@ -71,9 +66,10 @@ def _part_value(p, qx, qy, qz, grid_values, grid_offset, grid_dims, grid_origin,
         # lower bound of the distance to the axis: distance to its chord minus the axis's largest deviation
         if chord_distance(qx, qy, qz, axis_points, axis_start[m], axis_start[m + 1] - 1) - chord_dev[m] > cut:
             continue
-        f, gx, gy, gz = _field_one(qx, qy, qz, m, axis_start, axis_points, axis_cumulative, axis_tangent,
-                                   axis_normal, seg_tangent, seg_length, seg_angle, muscle_scalar, muscle_exponent,
-                                   True, cut)
+        f, gx, gy, gz = _field_one(qx, qy, qz, m, MuscleArrays(axis_start, axis_points, axis_cumulative,
+                                                               axis_tangent, axis_normal, seg_tangent, seg_length,
+                                                               seg_angle, muscle_scalar, muscle_exponent,
+                                                               muscle_bounds), True, cut)
         f, gx, gy, gz = _compact(f + skin_offset[m], gx, gy, gz, R)
         if f <= 0.0:
             continue
@@ -88,7 +84,7 @@ def _part_value(p, qx, qy, qz, grid_values, grid_offset, grid_dims, grid_origin,
     return G, G1 * hx + G2 * mx, G1 * hy + G2 * my, G1 * hz + G2 * mz
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def evaluate_point(qx, qy, qz, val, grad, active, field):
     """Composed field at one point: ``(F, dF/dx, dF/dy, dF/dz)``. ``val (T,)``, ``grad (T, 3)``, ``active (T,)``
     are per-task scratch; ``field`` is the tuple of :func:`field_arrays` (module docstring)."""
@@ -154,7 +150,7 @@ def evaluate_point(qx, qy, qz, val, grad, active, field):
     return val[0], grad[0, 0], grad[0, 1], grad[0, 2]
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_FAST)
 def skin_field(points, field, out_values, out_grads):
     """Composed skin field at ``points (n, 3)`` [m]; ``field``: the tuple of arrays (module docstring)."""
     n = points.shape[0]

@@ -1,4 +1,4 @@
-"""Numba kernel: dual-quaternion skinning (Kavan et al. 2008; reference and conventions ``core/skinning.py``).
+"""Numba kernel: dual-quaternion skinning (Kavan et al. 2008; reference and conventions ``core/skin/skinning.py``).
 
 ``rest (V, 3)`` [m]; influences CSR ``start (V+1,)``, ``bone (nnz,)``, ``value (nnz,)`` (rows sum to 1); bone unit
 dual quaternions ``real (B, 4)``, ``dual (B, 4)`` as (w, x, y, z). Writes ``out_x (V, 3)`` posed positions and
@@ -9,11 +9,10 @@ from __future__ import annotations
 import math
 
 from numba import njit, prange
+from .constants import JIT_FAST
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
 
-
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_FAST)
 def dual_quaternion_skinning(rest, start, bone, value, real, dual, out_x, out_R):
     for i in prange(rest.shape[0]):
         a = start[i]

@@ -1,6 +1,6 @@
 """Numba kernel: one frame of Implicit Skinning's iso-surface tracking (thesis Algorithms 3.1-3.3, Vaillant 2013).
 
-Inputs (``V`` vertices; reference and defaults: ``core/tracking.py``):
+Inputs (``V`` vertices; reference and defaults: ``core/skin/tracking.py``):
     x (V, 3) [m]          start positions (the DQS guess, or the previous frame's result), overwritten by the result
     rot (V, 3, 3)         each vertex's DQS rotation R_i
     rest (V, 3) [m]       rest positions; iso (V,): each vertex's iso-value e_i = F_0(v_ref_i)
@@ -51,24 +51,15 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .blend import CONTACT_LOW
 from .skin_field import evaluate_point
+from .constants import (JIT_FAST, CONTACT_LOW, STATE_CONTACT, STATE_CROSSED, STATE_FLAT, STATE_FREE, STATE_ON_ISO,
+                        STATE_WORSE)
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
-
-STATE_FREE = 0
-STATE_ON_ISO = 1
-STATE_CONTACT = 2
-STATE_CROSSED = 3
-STATE_WORSE = 4
-STATE_FLAT = 5
-"""Per-vertex outcome of the last projection step: free (moved by a step), already on its iso-value, stopped at a
-contact, crossed its iso-value (dichotomy), got worse (stayed), or no gradient (stayed)."""
 
 CHUNK = 64
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def _stop_at(i, y0, y1, y2, p, anchor):
     """Vertex ``i``'s projected point and the anchor of its tangent plane are ``(y0, y1, y2)``."""
     p[i, 0] = y0
@@ -79,7 +70,7 @@ def _stop_at(i, y0, y1, y2, p, anchor):
     anchor[i, 2] = y2
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def _project(i, x, iso, lam, eps, cos_stop, contact_band, bisect_steps, trust, max_step, first, p, anchor, normal,
              g_prev, state, val, grad, active_nodes, field, own_leaf, leaf_nodes, landable, cos_land, land_steps):
     """Algorithm 3.1 for vertex ``i``, with the contact landing first: writes ``p[i]``, ``anchor[i]``,
@@ -184,7 +175,7 @@ def _project(i, x, iso, lam, eps, cos_stop, contact_band, bisect_steps, trust, m
         normal[i, 2] = hz / hn
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def beyond_contact(o, leaf_nodes, cos_land, val, grad, nodes):
     """After :func:`evaluate_point` filled ``val, grad, nodes``: the leaf node of the other part whose contact
     surface a vertex of leaf ``o`` has passed, or -1. Passed means: inside that part's volume (its field above 0.5)
@@ -210,7 +201,7 @@ def beyond_contact(o, leaf_nodes, cos_land, val, grad, nodes):
     return b
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, val, grad, nodes, field):
     """Land vertex ``i`` (at ``p[i]``, where ``val, grad`` were evaluated) on the contact surface ``h = f_o - f_b
     = 0`` of leaves ``o`` and ``b``: at most ``steps`` Newton steps along ``grad h``, until a step is shorter than
@@ -245,7 +236,7 @@ def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, val, grad, no
     state[i] = STATE_CONTACT
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_FAST)
 def _land_pass(x, active, landable, own_leaf, leaf_nodes, cos_land, steps, tol, max_step, anchor, normal, state,
                field):
     """Land every active vertex that has passed a contact surface (:func:`_land`), in place in ``x`` (checking only
@@ -265,7 +256,7 @@ def _land_pass(x, active, landable, own_leaf, leaf_nodes, cos_land, steps, tol, 
                     _land(i, own_leaf[i], b, steps, tol, max_step, x, anchor, normal, state, val, grad, nodes, field)
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_FAST)
 def contact_passed(points, own_leaf, leaf_nodes, cos_land, field, out):
     """``out (n,)`` bool: whether each point, a vertex of leaf ``own_leaf[n]``, has passed a contact surface
     (:func:`beyond_contact`)."""
@@ -280,7 +271,7 @@ def contact_passed(points, own_leaf, leaf_nodes, cos_land, field, out):
             out[q] = beyond_contact(own_leaf[q], leaf_nodes, cos_land, val, grad, nodes) >= 0
 
 
-@njit(**_JIT)
+@njit(**JIT_FAST)
 def _arap(i, src, dst, rot, rest, ring_start, ring_neighbour, ring_weight, anchor, normal):
     """One Jacobi ARAP update of vertex ``i`` from ``src`` into ``dst``, on the tangent plane at its anchor;
     returns the squared move."""
@@ -316,7 +307,7 @@ def _arap(i, src, dst, rot, rest, ring_start, ring_neighbour, ring_weight, ancho
     return m
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_FAST)
 def _relax(src, dst, active, state, rot, rest, ring_start, ring_neighbour, ring_weight, anchor, normal, moves):
     """One ARAP Jacobi sweep of every active vertex that is not flat, ``src`` -> ``dst``; the others are copied.
     ``moves (V,)``: each vertex's squared move [m^2]."""
@@ -329,12 +320,12 @@ def _relax(src, dst, active, state, rot, rest, ring_start, ring_neighbour, ring_
                 dst[i, c] = src[i, c]
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_FAST)
 def track(x, rot, rest, iso, ring_start, ring_neighbour, ring_weight, field, lambdas, eps, cos_stop, contact_band,
           bisect_steps, trust, max_step, dilation, quiet, final_sweeps, final_tol, p, anchor, normal, g_prev, state,
           active, pinned, own_leaf, leaf_nodes, landable, cos_land, land_steps):
     """One frame of tracking (module docstring); ``pinned (V,)`` bool: vertices that keep their start position (open
-    borders, ``core/tracking.py``). Returns the number of final ARAP sweeps run."""
+    borders, ``core/skin/tracking.py``). Returns the number of final ARAP sweeps run."""
     V = x.shape[0]
     T = field[0].shape[0]
     n_chunks = (V + CHUNK - 1) // CHUNK

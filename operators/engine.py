@@ -23,8 +23,8 @@ class IMPLICIT_MUSCLES_OT_compile_kernels(Operator):
     def execute(self, context):
         start = time.perf_counter()
         try:
-            from .. import kernels  # heavy (numba): imported on first use, not when the add-on is enabled
-            result = kernels.warm_up()
+            from ..core.io import kernel_cache  # heavy (numba): imported on first use, not at enable
+            result = kernel_cache.warm_up()
         except Exception as ex:
             self.report({'ERROR'}, engine.kernels_failed(f"{type(ex).__name__}: {ex}"))
             return {'CANCELLED'}

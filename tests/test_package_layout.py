@@ -43,3 +43,32 @@ def test_shipped_code_uses_relative_imports_only():
 def test_every_shipped_folder_says_what_lives_there():
     missing = [folder for folder in (*SHIPPED_DIRS, "presets") if not (REPO_ROOT / folder / "README.md").is_file()]
     assert not missing, f"folders without a README.md: {missing}"
+
+
+def _relative_targets(path: Path):
+    """(line, resolved top-level folder) of every relative import in a shipped or scenes file."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = path.relative_to(REPO_ROOT).parent.parts
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            base = package[:len(package) - (node.level - 1)] if node.level > 1 else package
+            parts = [*base, *(node.module.split(".") if node.module else [])]
+            if not parts:  # the package root: its names
+                parts = [alias.name for alias in node.names]
+                for name in parts:
+                    yield node.lineno, name
+            else:
+                yield node.lineno, parts[0]
+
+
+def test_kernels_never_import_core():
+    found = [f"{path.relative_to(REPO_ROOT)}:{line} imports {name}"
+             for path in _python_files("kernels") for line, name in _relative_targets(path) if name != "kernels"]
+    assert not found, "kernels/ depend on nothing of the package but each other:\n" + "\n".join(found)
+
+
+def test_shipped_code_never_imports_the_scenes():
+    files = [REPO_ROOT / "__init__.py", *_python_files(*SHIPPED_DIRS)]
+    found = [f"{path.relative_to(REPO_ROOT)}:{line} imports scenes"
+             for path in files for line, name in _relative_targets(path) if name == "scenes"]
+    assert not found, "scenes/ is not shipped in the extension:\n" + "\n".join(found)

@@ -12,7 +12,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_DIRS = ("core", "kernels", "operators", "panels", "blender", "presets", "farm")
 """Source folders that ship inside the extension."""
-NOT_SHIPPED = ("tests/", "bench/", "demo/", "tools/", "out/", "dist/", "build/", ".venv/", ".ci/", ".git/", "Makefile")
+NOT_SHIPPED = ("tests/", "bench/", "demo/", "scenes/", "tools/", "out/", "dist/", "build/", ".venv/", ".ci/", ".git/", "Makefile")
 REQUIRED_DISTRIBUTIONS = ("numba", "llvmlite")
 REQUIRED_PYTHON_TAGS = ("cp311", "cp313")
 WHEEL_PLATFORM_TAGS = {

@@ -6,7 +6,7 @@ repository path): numba keys its cache by the source path as imported, so a fixe
 compiled kernels instead of compiling again. ``NUMBA_CACHE_DIR`` defaults to ``.numba_cache/<name>/<fingerprint>`` in
 the repository (git-ignored); one folder per import name, so cache entries never point at another package name,
 and one per state of the kernel sources (numba alone misses changes to functions a kernel inlines from another
-module; ``core/kernel_cache.py``).
+module; ``core/io/kernel_cache.py``).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ CORE_TESTS_CACHE = "core-tests"
 
 
 def cache_folder(cache_name: str) -> Path:
-    """``.numba_cache/<name>/<fingerprint of the kernel sources>`` (see ``core/kernel_cache.py``)."""
+    """``.numba_cache/<name>/<fingerprint of the kernel sources>`` (see ``core/io/kernel_cache.py``)."""
     digest = hashlib.sha1()
     for path in sorted((REPO / "kernels").glob("*.py")):
         digest.update(path.name.encode())

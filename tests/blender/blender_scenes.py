@@ -1,4 +1,4 @@
-"""Rigs built in Blender for the tests: the paper's arm (core/scenes.py) as an armature + skinned mesh, on one
+"""Rigs built in Blender for the tests: the paper's arm (scenes/paper.py) as an armature + skinned mesh, on one
 side (``.L``) or mirrored on both sides of X = 0 (``.L`` at +X, ``.R`` at -X); its animated version and the
 helpers the evaluation tests share (bind, evaluated positions)."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ def make_arm(bpy, sides=("",), offset=0.1):
     import importlib
 
     import blender_session
-    scenes = importlib.import_module(f"{blender_session.ADDON}.core.scenes")
+    scenes = importlib.import_module(f"{blender_session.ADDON}.scenes.paper")
 
     arm = scenes.arm_rig()
     data = bpy.data.armatures.new("Rig")

@@ -42,7 +42,7 @@ def main(zip_path: str) -> dict:
 
     import numba
     import llvmlite
-    from bl_ext.user_default.implicit_muscles.core.muscle import FusiformMuscle
+    from bl_ext.user_default.implicit_muscles.core.muscle.primitive import FusiformMuscle
 
     muscle = FusiformMuscle(origin=(0, 0, 0), insertion=(0, 0, 0.3), volume=None, width=0.03)
     # Middle of a straight muscle (s = 0.5, z = 0.15): the surface lies w * Phi(0.5) from the axis.

@@ -92,7 +92,7 @@ def test_two_part_bakes_in_separate_processes_equal_one_bake(bpy, tmp_path):
     folder = tmp_path / "implicit_muscles_cache"
     assert sorted(p.name for p in folder.iterdir()) == ["Arm.000001-000020.pc2", "Arm.000021-000040.pc2"]
     assert bpy.ops.implicit_muscles.bake_merge(frame_start=1, frame_end=40) == {'FINISHED'}
-    pc2 = _module("core.pc2")
+    pc2 = _module("core.io.pc2")
     start, merged = pc2.read(folder / "Arm.pc2")
     assert start == 1 and merged.shape == (40, len(mesh.data.vertices), 3)
     assert sorted(p.name for p in folder.iterdir()) == ["Arm.pc2"]  # the parts are merged away

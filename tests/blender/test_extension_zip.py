@@ -64,7 +64,7 @@ def test_numba_caches_in_the_extension_user_folder(installed):
     cache = Path(installed["cache_dir"])
     assert cache.parent == (Path(installed["extensions_dir"]) / ".user" / "user_default" / "implicit_muscles"
                             / "numba_cache")
-    assert len(cache.name) == 12  # the fingerprint of the kernel sources (core/kernel_cache.py)
+    assert len(cache.name) == 12  # the fingerprint of the kernel sources (core/io/kernel_cache.py)
     assert Path(installed["numba_config_cache_dir"]) == cache
     assert installed["cache_files"] > 0, "numba wrote no cache index into the extension's user folder"
     assert installed["compile_result"] == ["FINISHED"]

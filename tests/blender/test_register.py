@@ -90,7 +90,7 @@ def test_engine_uses_numba_062_and_the_extension_cache(bpy):
     assert numba.__version__.startswith("0.62.")
     cache = Path(engine.status.cache_dir)
     user_folder = Path(bpy.utils.extension_path_user(blender_session.ADDON))
-    fingerprint = sys.modules[f"{blender_session.ADDON}.core.kernel_cache"].kernel_fingerprint()
+    fingerprint = sys.modules[f"{blender_session.ADDON}.core.io.kernel_cache"].kernel_fingerprint()
     assert cache == user_folder / "numba_cache" / fingerprint and cache.is_dir()
 
 

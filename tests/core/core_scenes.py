@@ -1,7 +1,7 @@
 """Small analytic muscle configurations shared by the core tests."""
 import numpy as np
 
-from implicit_muscles.core.muscle import FusiformMuscle, MuscleShape
+from implicit_muscles.core.muscle.primitive import FusiformMuscle, MuscleShape
 
 LENGTH = 0.3
 """Rest length of the test muscles [m] (a biceps-sized muscle)."""

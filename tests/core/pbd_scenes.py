@@ -1,8 +1,8 @@
 """Small PBD scenes for the dynamics tests: one or two muscles between two bones, shaken or bent."""
 import numpy as np
 
-from implicit_muscles.core.muscle import FusiformMuscle, MuscleShape
-from implicit_muscles.core.pbd import PBDControl, PBDSettings, PBDSolver, build_pbd_model, rest_state
+from implicit_muscles.core.muscle.primitive import FusiformMuscle, MuscleShape
+from implicit_muscles.core.pbd.solver import PBDControl, PBDSettings, PBDSolver, build_pbd_model, rest_state
 
 LENGTH, WIDTH = 0.3, 0.03
 

@@ -1,11 +1,11 @@
-"""Axis geometry and profile-scalar kernels vs the numpy reference in core/axis.py and core/profile.py."""
+"""Axis geometry and profile-scalar kernels vs the numpy reference in core/muscle/axis.py and core/muscle/profile.py."""
 import numpy as np
 import pytest
 
-from implicit_muscles.core import profile
-from implicit_muscles.core.axis import axis_geometry
-from implicit_muscles.core.muscle import FusiformMuscle, MuscleShape
-from implicit_muscles.core.muscle_batch import pack_muscles
+from implicit_muscles.core.muscle import profile
+from implicit_muscles.core.muscle.axis import axis_geometry
+from implicit_muscles.core.muscle.primitive import FusiformMuscle, MuscleShape
+from implicit_muscles.core.muscle.batch import pack_muscles
 
 from core_scenes import LENGTH, WIDTH, bent_muscle, twisted_muscle
 

@@ -1,10 +1,10 @@
-"""Composition operators (core/blend_operators.py): boundary conditions, union and contact behaviour, continuity,
+"""Composition operators (core/skin/blend_operators.py): boundary conditions, union and contact behaviour, continuity,
 range, kernels vs numpy reference, and the contact surface of two spheres pushed together."""
 import numpy as np
 import pytest
 
-from implicit_muscles.core import blend_operators as ops
-from implicit_muscles.core.hrbf import compact
+from implicit_muscles.core.skin import blend_operators as ops
+from implicit_muscles.core.skin.hrbf import compact
 
 TABLE_TOL = 2e-3
 """Bilinear table read vs the exact (bisection) operator, value, away from the corner f1 = f2 = 0.5."""

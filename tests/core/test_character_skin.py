@@ -22,7 +22,7 @@ every part (measured worst 1.3 % and 3.6 %, on a hand and a finger: the mesh is 
 def bound():
     if not CHARACTER_PATH.is_file():
         pytest.skip(f"{CHARACTER_PATH.name} is missing: the set-up step `{FETCH_COMMAND}` fetches it")
-    from implicit_muscles.core.skin_field import bind_skin_field
+    from implicit_muscles.core.skin.field import bind_skin_field
 
     c = load_character(CHARACTER_PATH)
     return c, bind_skin_field(c.vertices, c.faces, c.weights, c.heads, c.tails, c.parents, bone_names=c.names)

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from implicit_muscles.core import fusiform
-from implicit_muscles.core.muscle import FusiformMuscle, MuscleShape
-from implicit_muscles.core.muscle_batch import evaluate_muscles
+from implicit_muscles.core.muscle import field as fusiform
+from implicit_muscles.core.muscle.primitive import FusiformMuscle, MuscleShape
+from implicit_muscles.core.muscle.batch import evaluate_muscles
 
 from core_scenes import LENGTH, WIDTH, bent_muscle, twisted_muscle
 

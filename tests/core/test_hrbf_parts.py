@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from implicit_muscles.core import scenes
-from implicit_muscles.core.hrbf import compact, fit_hrbf
-from implicit_muscles.core.part_grid import bake_part_grid
-from implicit_muscles.core.skin_parts import (cap_directions, partition_vertices, poisson_indices, sample_parts,
+from implicit_muscles.scenes import paper as scenes
+from implicit_muscles.core.skin.hrbf import compact, fit_hrbf
+from implicit_muscles.core.skin.part_grid import bake_part_grid
+from implicit_muscles.core.skin.parts import (cap_directions, partition_vertices, poisson_indices, sample_parts,
                                               vertex_normals)
 
 FIT_VALUE_TOL = 1e-8
@@ -142,7 +142,7 @@ def test_end_caps_close_joint_ends_only(arm):
     assert np.allclose(normals[0], [-1, 0, 0]) and caps[0, 0] < arm.heads[1, 0]
     assert np.allclose(normals[per_end], [1, 0, 0]) and caps[per_end, 0] > arm.tails[1, 0]
     # the support radius covers every sample (thesis §3.1.1)
-    from implicit_muscles.core.skin_parts import segment_distance
+    from implicit_muscles.core.skin.parts import segment_distance
     for p in parts:
         assert segment_distance(p.points, arm.heads[p.bone], arm.tails[p.bone]).max() <= p.radius + 1e-12
 
@@ -186,8 +186,8 @@ def test_part_iso_surfaces_follow_the_arm(arm, record_property):
 
 def test_grid_matches_direct_evaluation_better_with_resolution(arm):
     """Grid (trilinear value and gradient) vs the clipped, compact HRBF evaluated directly, near the skin."""
-    from implicit_muscles.core.part_grid import CLIP_RADIUS, CLIP_SLOPE
-    from implicit_muscles.core.skin_parts import segment_distance
+    from implicit_muscles.core.skin.part_grid import CLIP_RADIUS, CLIP_SLOPE
+    from implicit_muscles.core.skin.parts import segment_distance
 
     errors = []
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""Joint volume (core/joint_volume.py, kernels/joint_volume.py) on a closed tube with a joint in its middle: the
+"""Joint volume (core/skin/joint_volume.py, kernels/joint_volume.py) on a closed tube with a joint in its middle: the
 cone sum is the enclosed volume (closed form), its gradient matches finite differences, the restore gives the lost
 volume back and leaves alone what it must (outside the region, the crease, pinned borders, a straight joint, a
 gain), kernel vs numpy reference, settings checked."""
@@ -7,11 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from implicit_muscles.core import joint_volume as jv
-from implicit_muscles.core.mesh_rings import cotangent_rings
-from implicit_muscles.core.scenes import rotation_about
-from implicit_muscles.core.skinning import lbs_reference, influences
-from implicit_muscles.core.tracking import STATE_CONTACT, TrackingSettings
+from implicit_muscles.core.skin import joint_volume as jv
+from implicit_muscles.core.skin.mesh_rings import cotangent_rings
+from implicit_muscles.scenes.paper import rotation_about
+from implicit_muscles.core.skin.skinning import lbs_reference, influences
+from implicit_muscles.core.skin.tracking import STATE_CONTACT, TrackingSettings
 from implicit_muscles.kernels.joint_volume import restore
 
 RADIUS, LENGTH, AROUND, RINGS = 0.05, 0.4, 24, 41

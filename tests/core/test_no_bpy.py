@@ -8,8 +8,8 @@ import implicit_muscles
 
 SCRIPT = """
 import sys
-import implicit_muscles.core.muscle as muscle
-import implicit_muscles.core.surface, implicit_muscles.core.muscle_batch, implicit_muscles.kernels
+import implicit_muscles.core.muscle.primitive as muscle
+import implicit_muscles.core.muscle.surface, implicit_muscles.core.muscle.batch, implicit_muscles.kernels
 m = muscle.FusiformMuscle((0, 0, 0), (0, 0, 0.3), width=0.03, particles=3)
 m.field([[0.0, 0.0, 0.15]])
 bad = sorted(name for name in sys.modules if name == "bpy" or name.startswith(("bpy.", "mathutils", "_bpy")))

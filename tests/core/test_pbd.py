@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-from implicit_muscles.core import pbd_reference
-from implicit_muscles.core.distance_grid import mesh_distance_grid
-from implicit_muscles.core.muscle import FusiformMuscle
-from implicit_muscles.core.pbd import (BoneGrid, PBDControl, PBDSettings, PBDSolver, build_pbd_model,
-                                       capsule_radius_from_skin, initial_state, kinetic_energy, rest_state)
+from implicit_muscles.core.pbd import reference as pbd_reference
+from implicit_muscles.core.pbd.distance_grid import mesh_distance_grid
+from implicit_muscles.core.muscle.primitive import FusiformMuscle
+from implicit_muscles.core.pbd.solver import (BoneGrid, PBDControl, PBDSettings, PBDSolver, build_pbd_model,
+                                              capsule_radius_from_skin, initial_state, kinetic_energy, rest_state)
 
 from pbd_scenes import LENGTH, WIDTH, one_muscle, shake
 
@@ -277,7 +277,7 @@ def test_kernel_substep_matches_reference():
 
 
 def _kernel_substep(solver, state_in, state_out, control, arrays):
-    from implicit_muscles.core import profile as P
+    from implicit_muscles.core.muscle import profile as P
     from implicit_muscles.kernels.pbd import pbd_substeps
     from implicit_muscles.kernels.profile import profile_scalars
     model, s, b = solver.model, solver.model.settings, solver.batch
@@ -453,7 +453,7 @@ def test_keep_inside_steps_at_most_max_step_where_the_field_is_flat():
 def test_a_first_frame_posed_far_from_rest_keeps_the_axes_together():
     """The full body's first frame with both knees bent 0.8 rad straight from rest: before the step was bounded,
     the shin muscles left the posed skin and keep-inside threw their particles metres to kilometres away."""
-    from implicit_muscles.core import scenes
+    from implicit_muscles.scenes import paper as scenes
     from implicit_muscles.core.character import MuscledCharacter
 
     rig = scenes.body_rig()
@@ -478,8 +478,8 @@ def test_settle_starts_a_shot_calm_in_its_first_pose():
     """From rest straight into a bent elbow the axes jump: they leave their first frame fast; settled into the pose
     first, they start at rest in it (no velocity) and their first frame has a hundredth of the kinetic energy or
     less (about 1/800 here: what is left is the constraints' residual of the held pose)."""
-    from implicit_muscles.core import scenes
-    from implicit_muscles.core.pbd import kinetic_energy
+    from implicit_muscles.scenes import paper as scenes
+    from implicit_muscles.core.pbd.solver import kinetic_energy
 
     character = scenes.arm_character()
     B = scenes.arm_pose(110.0)

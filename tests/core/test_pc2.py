@@ -1,11 +1,11 @@
-"""Point Cache 2 files (``core/pc2.py``): the layout Blender's Mesh Cache modifier reads, writing frame by frame,
+"""Point Cache 2 files (``core/io/pc2.py``): the layout Blender's Mesh Cache modifier reads, writing frame by frame,
 merging farm parts, and plain errors for files that do not fit together."""
 import struct
 
 import numpy as np
 import pytest
 
-from implicit_muscles.core import pc2
+from implicit_muscles.core.io import pc2
 
 
 def _frames(samples, points=5, seed=0):

@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import pytest
 
-from implicit_muscles.core import profile as P
+from implicit_muscles.core.muscle import profile as P
 
 NORM_TOL = 1e-9
 """Tolerance on int_0^1 Phi_a^2 = 1 (the issue's bound)."""

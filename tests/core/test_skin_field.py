@@ -1,16 +1,16 @@
-"""The composed skin field of the arm (core/skin_field.py): kernel vs reference, gradient vs finite differences,
+"""The composed skin field of the arm (core/skin/field.py): kernel vs reference, gradient vs finite differences,
 bounding-box pruning, rigid motion, muscles joined by the detail operator, the HRBF pull-in, bad input."""
 import numpy as np
 import pytest
 
-from implicit_muscles.core import scenes
-from implicit_muscles.core.muscle_batch import evaluate_muscles, pack_muscles
-from implicit_muscles.core.skin_field import NODE_PART, SkinSettings, bind_skin_field
+from implicit_muscles.scenes import paper as scenes
+from implicit_muscles.core.muscle.batch import evaluate_muscles, pack_muscles
+from implicit_muscles.core.skin.field import NODE_PART, SkinSettings, bind_skin_field
 
 NO_CANCEL_RATIO = 0.15
 """Smallest |grad F| / (|dG/dh grad h| + |dG/dmu grad mu|) allowed where both terms matter (1: aligned, 0: a
 critical point); measured 0.23 at the worst of about 900 shell points on the arm, on a muscle's bone side near the
-arm's axis (core/blend_operators.py, detail operator)."""
+arm's axis (core/skin/blend_operators.py, detail operator)."""
 KERNEL_TOL = 1e-9
 """Kernel vs numpy reference (same grids and tables, float32 grid values read in float64)."""
 FD_STEP = 1e-5
@@ -151,7 +151,7 @@ def test_bent_elbow_makes_a_contact_surface(arm, skin):
     """Elbow at 130 degrees: between the upper arm and the forearm, inside both, the field has a crease at 0.5
     (contact) instead of the union's 'inside' (the skin would otherwise intersect itself)."""
     skin.update(scenes.arm_pose(130.0))
-    from implicit_muscles.core import blend_operators as ops
+    from implicit_muscles.core.skin import blend_operators as ops
     # a point in the elbow's inner fold: inside the upper arm's part and inside the forearm's part
     B = scenes.arm_pose(130.0)
     p_upper = np.array([0.27, 0.0, 0.03])
@@ -191,7 +191,7 @@ def test_detail_operator_leaves_no_critical_point_near_muscles(arm, muscled):
     the detail operator) is between 0.2 and 0.8 and both inputs contribute, the two gradient terms
     ``dG/dh grad h`` and ``dG/dmu grad mu`` never cancel: ``|grad F|`` keeps most of their summed length. A
     critical point would need exactly opposed terms of equal length (ratio 0)."""
-    from implicit_muscles.core import blend_operators as ops
+    from implicit_muscles.core.skin import blend_operators as ops
 
     field, muscles = muscled
     rng = np.random.default_rng(3)
@@ -238,8 +238,8 @@ def test_a_muscle_through_the_rest_skin_is_seen_under_it(arm):
     ``SKIN_MUSCLE_MAX`` on every rest vertex, so the pull-in can put the skin at 0.5 and the skin vertices keep
     iso-values near the contact surface's 0.5 (the character's went up to 0.82 over the biceps before, and the skin
     over an active biceps sank into the forearm at a bent elbow). Muscles under the skin are not moved."""
-    from implicit_muscles.core.hrbf import compact
-    from implicit_muscles.core.skin_field import _SKIN_MUSCLE_DEPTH, SKIN_MUSCLE_MAX, _compact_muscles
+    from implicit_muscles.core.skin.hrbf import compact
+    from implicit_muscles.core.skin.field import _SKIN_MUSCLE_DEPTH, SKIN_MUSCLE_MAX, _compact_muscles
 
     assert compact(_SKIN_MUSCLE_DEPTH, 1.0)[0] == pytest.approx(SKIN_MUSCLE_MAX, abs=1e-6)
     muscles, bones = scenes.arm_muscles()

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from implicit_muscles.core.muscle import FusiformMuscle, MuscleShape
-from implicit_muscles.core.surface import mesh_volume, muscle_surface
+from implicit_muscles.core.muscle.primitive import FusiformMuscle, MuscleShape
+from implicit_muscles.core.muscle.surface import mesh_volume, muscle_surface
 
 from core_scenes import LENGTH, WIDTH, bent_muscle
 
@@ -91,7 +91,7 @@ def test_field_volume_is_pi_w2_l_and_agrees_with_the_mesh_where_the_mesh_is_righ
     """Straight and 60-degree bent axes (the mesh is right there): the quadrature of ``f_M < 0`` gives ``pi w^2 l``
     within 1 %, at any activation, and converges with the grid. (Profiles closed at both ends: with alpha or beta
     = 1 the field also holds the rounded end beyond the axis's end, which the mesh closes with a flat cap.)"""
-    from implicit_muscles.core.surface import field_volume
+    from implicit_muscles.core.muscle.surface import field_volume
 
     for a in (0.0, 0.6, 1.0):
         straight = FusiformMuscle((0, 0, 0), (0.1, 0.2, 0.2), width=WIDTH, shape=shape, activation=a)
@@ -108,7 +108,7 @@ def test_field_volume_stays_right_where_a_wavy_axis_folds_the_swept_mesh():
     """An axis waving more tightly than the muscle is wide (a flailing character's forearm muscle): the swept mesh's
     rings cross on the inner sides and its signed volume is off by several %, the field's region keeps the volume
     law's ``pi w^2 l`` (minus the overlap of neighbouring waves, which the finer grid measures the same)."""
-    from implicit_muscles.core.surface import field_volume
+    from implicit_muscles.core.muscle.surface import field_volume
 
     m = FusiformMuscle((0, 0, 0), (0, 0, LENGTH), width=WIDTH)
     t = np.linspace(0.0, 1.0, m.particle_count + 2)

@@ -1,4 +1,4 @@
-"""Implicit Skinning deformation (core/skinning.py, core/tracking.py, core/deformer.py, core/character.py): DQS,
+"""Implicit Skinning deformation (core/skin/skinning.py, core/skin/tracking.py, core/skin/deformer.py, core/character.py): DQS,
 rest and rigid motion reproduced exactly, kernel vs numpy reference, contact at the elbow, volume near the elbow
 (with the joint volume step, tests/core/test_joint_volume.py), iso-values reached, muscles moving the skin, temporal
 mode, bad input."""
@@ -7,11 +7,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from implicit_muscles.core import scenes, skinning
-from implicit_muscles.core.deformer import ImplicitSkinDeformer, contact_passed_at
-from implicit_muscles.core.skin_field import bind_skin_field
-from implicit_muscles.core.tracking import (STATE_CONTACT, TrackingSettings, beyond_contact_reference,
-                                           track_reference)
+from implicit_muscles.scenes import paper as scenes
+from implicit_muscles.core.skin import skinning
+from implicit_muscles.core.skin.deformer import ImplicitSkinDeformer, contact_passed_at
+from implicit_muscles.core.skin.field import bind_skin_field
+from implicit_muscles.core.skin.tracking import (STATE_CONTACT, TrackingSettings, beyond_contact_reference,
+                                                 track_reference)
 
 from mesh_checks import deep_crossings, enclosed_volume_in_ball, min_angles
 
@@ -372,7 +373,7 @@ def test_a_flat_active_biceps_changes_the_skin_where_a_round_one_does_not(charac
     """Paper §5.2: the cross-section's eccentricity follows the activation, ``e = (1-a) e0 + a e1``, every frame
     (a flattening biceps widens sideways and thins upwards under the same skin)."""
     from implicit_muscles.core.character import MuscledCharacter
-    from implicit_muscles.core.muscle import MuscleShape
+    from implicit_muscles.core.muscle.primitive import MuscleShape
 
     muscles, skin_bones = scenes.arm_muscles()
     muscles[0].shape = MuscleShape(3, 3, 4, 7, 0.0, 0.8).validated()

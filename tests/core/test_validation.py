@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from implicit_muscles.core import profile
-from implicit_muscles.core.muscle import FusiformMuscle, MuscleShape
+from implicit_muscles.core.muscle import profile
+from implicit_muscles.core.muscle.primitive import FusiformMuscle, MuscleShape
 
 
 def make(**kw):

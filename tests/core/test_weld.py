@@ -1,10 +1,10 @@
-"""Welding coincident vertices (core/weld.py): a mesh split at a seam deforms as the unsplit mesh, and its two
+"""Welding coincident vertices (core/skin/weld.py): a mesh split at a seam deforms as the unsplit mesh, and its two
 sides move as one."""
 import numpy as np
 
-from implicit_muscles.core import scenes
+from implicit_muscles.scenes import paper as scenes
 from implicit_muscles.core.character import MuscledCharacter
-from implicit_muscles.core.weld import weld
+from implicit_muscles.core.skin.weld import weld
 
 SPLIT_TOL = 1e-12
 """Split vertices against each other and against the unsplit mesh [m]: the same computation, bit for bit up to

@@ -9,9 +9,9 @@ Units are metres; front is +z, the elbow flexes the forearm towards +z about +y 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+from ..core.rig import Rig
 
 ARM_BONES = ("shoulder", "elbow", "wrist")
 ARM_HEADS = np.array([[0.0, 0.0, 0.0], [0.30, 0.0, 0.0], [0.56, 0.0, 0.0]])
@@ -21,20 +21,6 @@ ARM_RINGS = 62
 ARM_AROUND = 35
 ARM_BLEND = 0.04
 """Half-width [m] of the weight blend around each joint."""
-
-
-@dataclass(frozen=True)
-class Rig:
-    """Mesh and skeleton at rest. vertices (V, 3) [m], faces (F, 3), weights (V, B), heads/tails (B, 3) [m],
-    parents (B,), names (B,)."""
-
-    vertices: np.ndarray
-    faces: np.ndarray
-    weights: np.ndarray
-    heads: np.ndarray
-    tails: np.ndarray
-    parents: np.ndarray
-    names: tuple
 
 
 def _arm_radius(x):
@@ -108,7 +94,7 @@ PAPER_TABLE2 = {  # s per frame, 6-core Xeon E5-1650 3.6 GHz, multi-threaded C++
 def arm_character(particles: int = 30, **settings):
     """The arm with its four muscles as a :class:`core.character.MuscledCharacter` (``settings``: its keyword
     settings ``pbd``, ``skin``, ``tracking``, ``muscle_collisions``)."""
-    from .character import MuscledCharacter
+    from ..core.character import MuscledCharacter
 
     muscles, skin_bones = arm_muscles(particles)
     origin = [ARM_ATTACHMENTS[m.name][0] for m in muscles]
@@ -136,8 +122,8 @@ def arm_shake(frame: int, fps: float = 24.0, shake_frames: int = 24):
 
 
 def arm_muscles(particles: int = 30):
-    """``(muscles, skin_bones)``: the four arm muscles (``core.muscle.FusiformMuscle``) and their skin bones."""
-    from .muscle import FusiformMuscle, MuscleShape
+    """``(muscles, skin_bones)``: the four arm muscles (``core.muscle.primitive.FusiformMuscle``) and their skin bones."""
+    from ..core.muscle.primitive import FusiformMuscle, MuscleShape
 
     muscles, bones = [], []
     for name, (o, i, w, bone, (a0, b0, a1, b1), n) in ARM_MUSCLES.items():
@@ -291,7 +277,7 @@ def body_rig() -> Rig:
 def body_muscles(particles: int = 30):
     """``(muscles, collision groups, owner bones)``: 50 muscles around the body's bones (4 around each limb bone,
     fewer on the trunk), each in the collision group of its bone and joining that bone's skin part."""
-    from .muscle import FusiformMuscle, MuscleShape
+    from ..core.muscle.primitive import FusiformMuscle, MuscleShape
 
     names, heads, tails, _, limb = body_skeleton()
     muscles, groups, owner = [], [], []

@@ -1,16 +1,16 @@
 """Plain-numpy reference of one PBD substep (the numba kernel ``kernels/pbd.py`` does the same, for tests).
 
 Written for reading: one muscle, one particle, one constraint at a time, with the equations of ``kernels/pbd.py``.
-Muscle-muscle collisions use the reference field of ``core/fusiform.py`` on the snapshot of the substep.
+Muscle-muscle collisions use the reference field of ``core/muscle/field.py`` on the snapshot of the substep.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import profile as _profile
-from .axis import axis_geometry
-from .fusiform import MuscleProfile
-from .fusiform import field as fusiform_field
+from ..muscle import profile as _profile
+from ..muscle.axis import axis_geometry
+from ..muscle.field import MuscleProfile
+from ..muscle.field import field as fusiform_field
 
 
 def _profile_of(model, m, activation, eccentricity, width_scale, length) -> MuscleProfile:
@@ -27,7 +27,7 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
     """Advance ``x, v (P, 3)`` in place by substep ``sub`` of ``n_sub`` (``dt`` = substep length [s]).
 
     control_arrays: ``(activation, stiffness, width_scale, eccentricity, ends, normals, caps, grid_inverse)`` as
-    prepared by ``PBDSolver._inputs``; state_in: the frame's input :class:`core.pbd.PBDState`.
+    prepared by ``PBDSolver._inputs``; state_in: the frame's input :class:`core.pbd.solver.PBDState`.
     """
     s = model.settings
     activation, stiffness, width_scale, eccentricity, ends, normals, caps, grid_inverse = control_arrays

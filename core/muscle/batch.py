@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import profile as _profile
-from . import validation
+from .. import validation
+from ...kernels.constants import SCALAR_COUNT
 
 _STATUS_MESSAGES = {
     1: "muscle {name}: its axis has zero length (origin and insertion are at the same place).",
@@ -50,8 +51,6 @@ class MuscleBatch:
     @classmethod
     def allocate(cls, point_counts, exponents, volume, names=None) -> "MuscleBatch":
         """Empty batch for muscles with ``point_counts[m]`` axis points (>= 2), fixed shapes and volumes."""
-        from ..kernels import fusiform as kf
-
         counts = np.asarray(point_counts, dtype=np.int64)
         if counts.ndim != 1 or np.any(counts < 2):
             raise ValueError("every muscle axis needs at least 2 points.")
@@ -60,7 +59,7 @@ class MuscleBatch:
         total, count = int(start[-1]), len(counts)
         names = tuple(names) if names is not None else tuple(str(i) for i in range(count))
         return cls(start, np.zeros((total, 3)), np.zeros(total), np.zeros((total, 3)), np.zeros((total, 3)),
-                   np.zeros((total, 3)), np.zeros(total), np.zeros(total), np.zeros((count, kf.SCALAR_COUNT)),
+                   np.zeros((total, 3)), np.zeros(total), np.zeros(total), np.zeros((count, SCALAR_COUNT)),
                    np.ascontiguousarray(exponents, dtype=np.int64).reshape(count, 4),
                    np.zeros((count, 6)), np.asarray(volume, dtype=np.float64).reshape(count).copy(), names,
                    np.zeros(count), np.zeros(count, dtype=np.int64))
@@ -80,7 +79,7 @@ class MuscleBatch:
         points: (P, 3) [m] all axis points; end_normals: (M, 2, 3) origin/insertion normals;
         activation, eccentricity, width_scale: (M,). Raises ``ValueError`` naming the muscle on bad geometry.
         """
-        from ..kernels import profile as kp
+        from ...kernels import profile as kp
 
         self._geometry(points, end_normals)
         kp.profile_scalars(self.muscle_exponent, np.asarray(activation, dtype=np.float64),
@@ -93,7 +92,7 @@ class MuscleBatch:
         """Refresh the axis geometry and the widths only (activation and eccentricity unchanged since the last
         :meth:`update`): after a PBD step, the new lengths rescale ``w``, the support and the reach (volume law).
         One numba kernel (``kernels/axis.axis_update``); ``ValueError`` naming the muscle on a degenerate axis."""
-        from ..kernels import axis as ka
+        from ...kernels import axis as ka
 
         ka.axis_update(self.axis_start, np.ascontiguousarray(points, dtype=np.float64),
                        np.ascontiguousarray(end_normals, dtype=np.float64),
@@ -105,7 +104,7 @@ class MuscleBatch:
     def _geometry(self, points, end_normals) -> None:
         """Copy the axis points in and rebuild arc lengths, tangents, control normals and bounds (one kernel);
         ``ValueError`` naming the muscle on a degenerate axis."""
-        from ..kernels import axis as ka
+        from ...kernels import axis as ka
 
         np.copyto(self.axis_points, points)
         ka.axis_geometry(self.axis_start, self.axis_points, np.ascontiguousarray(end_normals, dtype=np.float64),
@@ -119,15 +118,17 @@ class MuscleBatch:
             m = int(np.flatnonzero(self._status)[0])
             raise ValueError(_STATUS_MESSAGES[int(self._status[m])].format(name=self.names[m]))
 
-    def kernel_arrays(self) -> tuple:
-        """The arrays in the field kernel's argument order."""
-        return (self.axis_start, self.axis_points, self.axis_cumulative, self.axis_tangent, self.axis_normal,
-                self.seg_tangent, self.seg_length, self.seg_angle, self.muscle_scalar, self.muscle_exponent,
-                self.muscle_bounds)
+    def kernel_arrays(self):
+        """The arrays the kernels read, as one ``kernels.fusiform.MuscleArrays``."""
+        from ...kernels.fusiform import MuscleArrays
+
+        return MuscleArrays(self.axis_start, self.axis_points, self.axis_cumulative, self.axis_tangent,
+                            self.axis_normal, self.seg_tangent, self.seg_length, self.seg_angle, self.muscle_scalar,
+                            self.muscle_exponent, self.muscle_bounds)
 
 
 def pack_muscles(muscles) -> MuscleBatch:
-    """Pack a sequence of :class:`core.muscle.FusiformMuscle` (their current state) into a new batch."""
+    """Pack a sequence of :class:`core.muscle.primitive.FusiformMuscle` (their current state) into a new batch."""
     muscles = list(muscles)
     batch = MuscleBatch.allocate(
         [m.particle_count + 2 for m in muscles],
@@ -151,7 +152,7 @@ def evaluate_muscles(muscles, points, compact: bool = False, reparameterise: boo
     out: optional ``(values (n, M), grads (n, M, 3))`` float64 arrays to write into (no allocation).
     Returns ``values (n, M)``, ``grads (n, M, 3)``.
     """
-    from ..kernels import fusiform as kf
+    from ...kernels import fusiform as kf
 
     batch = muscles if isinstance(muscles, MuscleBatch) else pack_muscles(muscles)
     pts = validation.points(points, "query points", min_count=0)
@@ -164,5 +165,5 @@ def evaluate_muscles(muscles, points, compact: bool = False, reparameterise: boo
         if values.shape != (n, count) or grads.shape != (n, count, 3):
             raise ValueError(f"output arrays must have shapes {(n, count)} and {(n, count, 3)}.")
     if n and count:
-        kf.muscle_field(pts, *batch.kernel_arrays(), bool(compact), bool(reparameterise), values, grads)
+        kf.muscle_field(pts, batch.kernel_arrays(), bool(compact), bool(reparameterise), values, grads)
     return values, grads

@@ -25,12 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import validation
+from .. import validation
+from ...kernels.constants import MIN_SEGMENT_LENGTH, SLERP_SMALL_ANGLE
 
-MIN_SEGMENT_LENGTH = 1e-12
-"""Segments shorter than this [m] are skipped by the projection (a collapsed PBD segment)."""
-SLERP_SMALL_ANGLE = 1e-6
-"""Below this angle [rad] between two normals, slerp is replaced by normalised lerp (identical to 1e-18)."""
 DEGENERATE_NORMAL = 1e-6
 """A projected normal shorter than this is considered undefined (normal parallel to the axis)."""
 

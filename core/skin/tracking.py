@@ -43,17 +43,15 @@ Defaults (the thesis gives no numbers; chosen on the arm and full-body scenes, s
   both sides of a seam alike (same rest positions, same weights), so pinned borders stay closed. The rings next to
   a border relax against it;
 * the volume the tracked skin lost at each bent joint is given back after tracking (``keep_volume``, on; region
-  2.5 limb radii, taper 2 to 5 rings from the contact: ``core/joint_volume.py``, which has the measurements).
+  2.5 limb radii, taper 2 to 5 rings from the contact: ``core/skin/joint_volume.py``, which has the measurements).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-
-from .blend_operators import CONTACT_LOW
-
-STATE_FREE, STATE_ON_ISO, STATE_CONTACT, STATE_CROSSED, STATE_WORSE, STATE_FLAT = 0, 1, 2, 3, 4, 5
+from ...kernels.constants import (CONTACT_LOW, STATE_CONTACT, STATE_CROSSED, STATE_FLAT, STATE_FREE, STATE_ON_ISO,
+                                  STATE_WORSE)
 
 
 @dataclass(frozen=True)
@@ -64,7 +62,7 @@ class TrackingSettings:
     frame's result when frames are consecutive; off by default so results do not depend on playback history),
     pin_borders (vertices on an open border keep their DQS position, module docstring), land_on_contact with
     landing_angle [deg] and landing_steps (the contact landing, module docstring), keep_volume (give back the
-    volume lost at bent joints after tracking, ``core/joint_volume.py``) with its region [joint radii] and its taper
+    volume lost at bent joints after tracking, ``core/skin/joint_volume.py``) with its region [joint radii] and its taper
     from the contact: 0 up to volume_gap rings, full from volume_rings rings."""
 
     iterations: int = 8

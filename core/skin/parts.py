@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import validation
+from .. import validation
 
 DEFAULT_MIN_PART_VERTICES = 24
 """Bones owning fewer vertices than this join their parent's part (``merge_small_parts``)."""
@@ -125,7 +125,7 @@ def poisson_indices(points, radius: float, seed: int = 0) -> np.ndarray:
 
     Greedy dart throwing in a random order drawn from ``seed`` (deterministic), numba kernel.
     """
-    from ..kernels.sampling import poisson_select
+    from ...kernels.sampling import poisson_select
 
     p = np.ascontiguousarray(points, dtype=np.float64)
     order = np.random.default_rng(seed).permutation(len(p)).astype(np.int64)

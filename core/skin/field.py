@@ -1,9 +1,9 @@
 """The implicit skin: one compact HRBF field per bone's part, muscles joined to their part, parts composed along
 the skeleton (thesis §3.1 and Fig. 6.1, paper §7.1).
 
-Bind (:func:`bind_skin_field`, once): partition the mesh by highest weight, sample each part (``core/skin_parts.py``),
+Bind (:func:`bind_skin_field`, once): partition the mesh by highest weight, sample each part (``core/skin/parts.py``),
 pull the samples that lie over a muscle of the part in under that muscle's surface, fit one HRBF per part
-(``core/hrbf.py``), bake it in a grid in rest space (``core/part_grid.py``) and build the composition tree:
+(``core/skin/hrbf.py``), bake it in a grid in rest space (``core/skin/part_grid.py``) and build the composition tree:
 
 * a leaf per part: its HRBF field, with the part's muscles clean-unioned and joined by the detail operator;
 * a bone's children subtrees are combined pairwise with the contact operator, then combined with the bone's own
@@ -11,7 +11,7 @@ pull the samples that lie over a muscle of the part in under that muscle's surfa
   vertices are skipped (their children hang on the nearest ancestor that has a part).
 
 Per frame (:meth:`SkinField.update`): bone transforms ``B_j = M_j M_ref_j^-1`` (rest -> posed, column vectors,
-``(B, 4, 4)``) and the muscles' :class:`core.muscle_batch.MuscleBatch` set each part grid's placement and every
+``(B, 4, 4)``) and the muscles' :class:`core.muscle.batch.MuscleBatch` set each part grid's placement and every
 node's world box; :meth:`SkinField.evaluate` then returns ``F`` and its gradient at any points (one numba call).
 
 **HRBF pull-in under muscles** (thesis Fig. 6.4 did it by hand). Where a muscle lies close under the skin, the
@@ -37,14 +37,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import blend_operators as ops
-from . import validation
+from .. import validation
 from .hrbf import fit_hrbf
-from .muscle_batch import MuscleBatch
+from ..muscle.batch import MuscleBatch
 from .part_grid import DEFAULT_GRID_RESOLUTION, bake_part_grid
-from .skin_parts import (DEFAULT_MIN_PART_VERTICES, DEFAULT_SAMPLES_PER_PART, PartSamples, merge_small_parts,
-                         partition_vertices, sample_parts)
-
-NODE_PART, NODE_CONTACT, NODE_CLEAN, NODE_MAX = 0, 1, 2, 3
+from .parts import (DEFAULT_MIN_PART_VERTICES, DEFAULT_SAMPLES_PER_PART, PartSamples, merge_small_parts,
+                    partition_vertices, sample_parts)
+from ...kernels.constants import NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ class SkinSettings:
 
     samples_per_part: target HRBF samples per part; min_part_vertices: smaller parts join their parent's;
     grid_resolution: nodes along a part grid's longest side;
-    seed: sampling seed; unweighted: ``"error"`` or ``"nearest"`` (core/skin_parts.py); contact_angles: the
+    seed: sampling seed; unweighted: ``"error"`` or ``"nearest"`` (core/skin/parts.py); contact_angles: the
     controller's ``theta0, theta1`` [deg]; pull_under_muscles: the HRBF pull-in.
     """
 
@@ -94,7 +93,7 @@ class SkinField:
     node_bounds: np.ndarray = field(default=None)
     muscles: MuscleBatch = field(default=None)
     muscle_offset: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (M,) [m] muscle_offsets()
-    heads: np.ndarray = field(default=None)  # (B, 3) [m] rest bone heads (the joints, core/joint_volume.py)
+    heads: np.ndarray = field(default=None)  # (B, 3) [m] rest bone heads (the joints, core/skin/joint_volume.py)
     tails: np.ndarray = field(default=None)  # (B, 3) [m] rest bone tails
     parents: np.ndarray = field(default=None)  # (B,) int64, -1 for a root
 
@@ -145,8 +144,7 @@ class SkinField:
             boxes[p, 3:] = world.max(axis=0)
         m = self.muscles
         if m is not None and m.muscle_count:
-            from ..kernels import fusiform as kf
-            cut = m.muscle_scalar[:, kf.SCALAR_REACH] + m.muscle_scalar[:, kf.SCALAR_SUPPORT]
+            cut = m.muscle_scalar[:, SCALAR_REACH] + m.muscle_scalar[:, SCALAR_SUPPORT]
             for k, p in enumerate(self.muscle_part):
                 if p >= 0:
                     boxes[p, :3] = np.minimum(boxes[p, :3], m.muscle_bounds[k, :3] - cut[k])
@@ -208,7 +206,7 @@ class SkinField:
 
         ``out``: optional ``(values (n,), grads (n, 3))`` float64 arrays to fill (no allocation).
         """
-        from ..kernels.skin_field import skin_field
+        from ...kernels.skin_field import skin_field
 
         if self.node_bounds is None:
             self.update()
@@ -225,7 +223,7 @@ class SkinField:
         """Numpy reference of every leaf (a part's HRBF grid with its muscles joined by the detail operator):
         lists of ``values (n,)`` and ``grads (n, 3)`` per part, at world ``points (n, 3)`` [m], this frame.
         ``details``: also the lists of the HRBF's ``(h, grad h)`` and the muscles' union ``(mu, grad mu)``."""
-        from .muscle_batch import evaluate_muscles
+        from ..muscle.batch import evaluate_muscles
 
         if self.node_bounds is None:
             self.update()
@@ -296,9 +294,8 @@ class SkinField:
 def _compact_muscles(muscles: MuscleBatch, points, offsets):
     """Every muscle's compact field as the skin sees it, ``K((f_M + o) / R)`` with its offset ``o`` [m]
     (module docstring), and its gradient, at ``points (n, 3)``: ``values (n, M)``, ``grads (n, M, 3)``."""
-    from ..kernels.fusiform import SCALAR_SUPPORT
     from .hrbf import compact
-    from .muscle_batch import evaluate_muscles
+    from ..muscle.batch import evaluate_muscles
 
     raw, grads = evaluate_muscles(muscles, points)
     R = muscles.muscle_scalar[:, SCALAR_SUPPORT]
@@ -309,8 +306,7 @@ def _compact_muscles(muscles: MuscleBatch, points, offsets):
 def muscle_offsets(vertices, muscles: MuscleBatch, muscle_part) -> np.ndarray:
     """``(M,)`` [m]: how far in each muscle's surface has to move for the skin to see it at most
     ``SKIN_MUSCLE_MAX`` on every rest vertex (0 for a muscle that stays under the skin; module docstring)."""
-    from ..kernels.fusiform import SCALAR_SUPPORT
-    from .muscle_batch import evaluate_muscles
+    from ..muscle.batch import evaluate_muscles
 
     out = np.zeros(muscles.muscle_count)
     if not muscles.muscle_count or not len(vertices):

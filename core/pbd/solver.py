@@ -16,11 +16,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import profile as _profile
-from . import validation
-from .validation import ECCENTRICITY_MAX, FLOAT32_SLACK
+from ..muscle import profile as _profile
+from .. import validation
+from ..validation import ECCENTRICITY_MAX, FLOAT32_SLACK
 from .distance_grid import DistanceGrid
-from .muscle_batch import MuscleBatch
+from ..muscle.batch import MuscleBatch
 
 MUSCLE_DENSITY = 1060.0
 """rho_M = 1.06 g/cm^3 in kg/m^3 (paper §6.2)."""
@@ -214,7 +214,7 @@ class PBDControl:
 def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, capsules=None, capsule_radius=None,
                     grids: Sequence[BoneGrid] = (), collision_groups: Sequence | None = None,
                     capsule_margin: float | None = None) -> PBDModel:
-    """Build the PBD model of ``muscles`` (:class:`core.muscle.FusiformMuscle`, rest state = their current axis).
+    """Build the PBD model of ``muscles`` (:class:`core.muscle.primitive.FusiformMuscle`, rest state = their current axis).
 
     capsules: (B, 2, 3) [m] bone segments at rest; capsule_radius: (B,) [m] (see :func:`capsule_radius_from_skin`).
     grids: bone distance grids. collision_groups: per muscle an int group (muscles of a group collide with each
@@ -381,7 +381,7 @@ def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: i
 class PBDSolver:
     """Advances a :class:`PBDState` by one frame. Holds scratch arrays and the muscles' field batch.
 
-    After :meth:`step`, ``solver.batch`` (a :class:`core.muscle_batch.MuscleBatch`) holds the new axes with their
+    After :meth:`step`, ``solver.batch`` (a :class:`core.muscle.batch.MuscleBatch`) holds the new axes with their
     control normals and widths from the new lengths (paper §6: updated after the solve), ready for skinning.
     """
 
@@ -477,8 +477,8 @@ class PBDSolver:
         (``kernels/profile.frame_scalars``), the substeps (``kernels/pbd.pbd_substeps``), the axis geometry and
         widths after the frame (``kernels/axis.axis_update``).
         """
-        from ..kernels.pbd import keep_inside, pbd_substeps
-        from ..kernels.profile import frame_scalars
+        from ...kernels.pbd import keep_inside, pbd_substeps
+        from ...kernels.profile import frame_scalars
 
         dt = validation.positive(dt, "frame duration")
         model, s = self.model, self.model.settings

@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import profile as _profile
-from . import validation
+from .. import validation
 from .axis import AxisGeometry, axis_geometry, check_axis, perpendicular_normal, straight_axis, vertex_tangents
-from .fusiform import MuscleProfile
+from .field import MuscleProfile
 
 DEFAULT_PARTICLES = 30
 """Inner axis points per muscle in the paper's scenes (§8)."""
@@ -163,7 +163,7 @@ class FusiformMuscle:
         return _profile.width_from_volume(self.volume, self.length, self.width_scale)
 
     def profile(self, length: float | None = None) -> MuscleProfile:
-        """Scalar parameters of the current frame in kernel form (:class:`core.fusiform.MuscleProfile`)."""
+        """Scalar parameters of the current frame in kernel form (:class:`core.muscle.field.MuscleProfile`)."""
         sh, a = self.shape, self._activation
         c0, c1 = _profile.profile_coefficients(sh.alpha_rest, sh.beta_rest, sh.alpha_active, sh.beta_active, a)
         u, v = _profile.ellipse_axes(sh.eccentricity(a))
@@ -187,13 +187,13 @@ class FusiformMuscle:
         Returns ``values (n,)`` and ``grads (n, 3)``; ``f_M`` is 0 on the surface, negative inside (paper eq. 1);
         ``K(f_M)`` is 0.5 on the surface, 1 deep inside, 0 beyond the support (thesis eq. 3.1, §6.1).
         """
-        from .muscle_batch import evaluate_muscles
+        from .batch import evaluate_muscles
         values, grads = evaluate_muscles([self], points, compact=compact, reparameterise=reparameterise)
         return values[:, 0], grads[:, 0]
 
     def field_reference(self, points, compact: bool = False, reparameterise: bool = True):
         """The same as :meth:`field`, computed by the plain-numpy reference (slow; for tests)."""
-        from . import fusiform
+        from . import field as fusiform
         pts = validation.points(points, "query points", min_count=0)
         values, grads, _ = fusiform.evaluate(self.geometry(), self.profile(), pts, compact, reparameterise)
         return values, grads

@@ -48,7 +48,7 @@ derivative would need the fields' Hessians): exact where the controller is satur
 of a part are first clean-unioned, then joined to the part's HRBF with the ``blend`` arc union: monotone in both
 fields (``dG/df1, dG/df2 >= 0``, no inward gradient), ``G(h, 0) = h`` (no change where there is no muscle), and the
 fillet where a muscle leaves the HRBF is smooth. A critical point of the result needs exactly opposed gradients of
-equal weight. On a muscle's outer side the HRBF pull-in (``core/skin_field.py``) keeps the HRBF's surface under the
+equal weight. On a muscle's outer side the HRBF pull-in (``core/skin/field.py``) keeps the HRBF's surface under the
 muscle's, so the muscle's gradient leads; on its bone side, deep inside the part, the two gradients do oppose and
 partly cancel (the arm test measures ``|grad F|`` at no less than about a fifth of the two terms' summed length).
 We tried fading the muscle out where the HRBF is deep (``blend(h, m (1 - S(h)))``): it did not raise that bound
@@ -57,14 +57,13 @@ and made ``dG/dh`` negative, so it is not used.
 from __future__ import annotations
 
 import numpy as np
+from ...kernels.constants import CONTACT_LOW
 
 TABLE_SIZE = 129
 """Nodes per side of the (f1, f2) tables; 129 puts a node on 0.5."""
 CLEAN_RHO = 1.0
 BLEND_RHO = 1.0
 OPERATORS = ("max", "clean", "blend")
-CONTACT_LOW = 0.3
-"""The contact region starts where the smaller field exceeds this (inside the larger one's volume)."""
 CONTACT_THETA0 = np.radians(80.0)
 CONTACT_THETA1 = np.radians(110.0)
 

@@ -19,7 +19,7 @@ The cotangents are evaluated as ``cos/sin`` and the common ``sin`` factors cance
 When two neighbours qualify (``q`` projects inside three consecutive segments, which only happens farther from a
 bent axis than its radius of curvature), the nearer neighbour is used.
 
-Cross-section angle: with the continuous frame ``(T(s), n(s), b(s))`` of :mod:`core.axis` and ``D = q - h``,
+Cross-section angle: with the continuous frame ``(T(s), n(s), b(s))`` of :mod:`core.muscle.axis` and ``D = q - h``,
 ``x = D . n``, ``y = D . b``, ``cos^2 theta = x^2 / (x^2 + y^2)``, so eq. (5) becomes
 ``r = u v sqrt(x^2 + y^2) / sqrt(u^2 x^2 + v^2 y^2)``; ``r = 1`` on the axis itself (direction undefined).
 
@@ -36,8 +36,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .axis import AxisGeometry, MIN_SEGMENT_LENGTH, SLERP_SMALL_ANGLE
+from .axis import AxisGeometry
 from .profile import _mono
+from ...kernels.constants import MIN_SEGMENT_LENGTH, SLERP_SMALL_ANGLE
 
 MIN_DISTANCE = 1e-12
 """A query closer than this to the axis [m] is on it: the directions to it are undefined and taken as 0 (below it,

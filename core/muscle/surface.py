@@ -1,7 +1,7 @@
 """Parametric surface mesh of a muscle (rings along the axis) for display and volume measurement.
 
 Ring ``j`` sits at parameter ``s_j``; its vertex at angle ``theta`` is ``C(s_j) + w Phi(s_j) r(theta) (cos theta n +
-sin theta b)`` in the continuous frame of :mod:`core.axis` (paper eq. 2 and 5). The angles are spaced uniformly in
+sin theta b)`` in the continuous frame of :mod:`core.muscle.axis` (paper eq. 2 and 5). The angles are spaced uniformly in
 the ellipse's parametric angle, so a ring's polygon keeps the same area ratio to its ellipse for every eccentricity. On a straight axis these vertices lie
 exactly on the 0-iso of ``f_M``. On a bent axis the reparameterised projection (Algorithm 1) moves the iso-surface a
 little on the inner side of each bend, so ``snap=True`` (default) then moves every vertex along its ray onto
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fusiform import frame_at
+from .field import frame_at
 
 SNAP_TOLERANCE = 1e-10
 """Vertices are snapped until ``|f_M| < SNAP_TOLERANCE`` [m] (or ``SNAP_ITERATIONS`` are used)."""

@@ -167,7 +167,7 @@ def lbs_reference(rest, infl: Influences, transforms) -> np.ndarray:
 
 def dqs(rest, infl: Influences, transforms, out_x=None, out_R=None):
     """DQS by the numba kernel (``kernels/skinning.py``): positions ``(V, 3)`` and rotations ``(V, 3, 3)``."""
-    from ..kernels.skinning import dual_quaternion_skinning
+    from ...kernels.skinning import dual_quaternion_skinning
 
     real, dual = dual_quaternions(transforms)
     V = len(rest)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import validation
+from .. import validation
 
 DEFAULT_RESOLUTION = 24
 """Nodes along the longest side of the box."""
@@ -56,7 +56,7 @@ def mesh_distance_grid(vertices, faces, resolution: int = DEFAULT_RESOLUTION, pa
     The grid covers the mesh's bounding box grown by ``padding`` [m] (use the largest particle radius, so every
     particle that can touch the bone is inside the grid) plus one cell.
     """
-    from ..kernels.distance import signed_distance
+    from ...kernels.distance import signed_distance
 
     v = validation.points(vertices, "bone mesh vertices", min_count=3)
     f = np.ascontiguousarray(faces, dtype=np.int64)

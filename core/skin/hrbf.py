@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import validation
+from .. import validation
 
 DEFAULT_REGULARISATION = 1e-9
 """Tikhonov term on the interpolation rows (in unit-box units): invisible on good samples, keeps bad ones solvable."""

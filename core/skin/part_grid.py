@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import validation
+from .. import validation
 
 DEFAULT_GRID_RESOLUTION = 48
 """Nodes along the longest side of a part's grid (a 0.3 m forearm: 7 mm cells)."""
@@ -84,8 +84,8 @@ def bake_part_grid(hrbf, R: float, sample_points, head, tail, bone: int,
 
     sample_points (N, 3) [m]; head, tail (3,) [m] the bone segment in rest space; R [m] the support radius.
     """
-    from ..kernels.hrbf import hrbf_field
-    from ..kernels.part_grid import compact_field
+    from ...kernels.hrbf import hrbf_field
+    from ...kernels.part_grid import compact_field
 
     if not isinstance(resolution, (int, np.integer)) or resolution < 8:
         raise ValueError(f"grid resolution must be a whole number of at least 8 nodes, got {resolution!r}.")

@@ -1,9 +1,9 @@
 """Implicit Skinning of one mesh, one frame at a time: DQS start, iso-surface tracking, ARAP relaxation (thesis
 ch. 3, paper §7.2). Bone transforms and the muscles' state in, vertex positions out.
 
-:class:`ImplicitSkinDeformer` owns the bind data: the skin field (``core/skin_field.py``), the vertices'
+:class:`ImplicitSkinDeformer` owns the bind data: the skin field (``core/skin/field.py``), the vertices'
 iso-values ``e_i = F_0(v_ref_i)`` (the composed field at rest, muscles included), the normalised influences for
-DQS (``core/skinning.py``) and the one-rings with clamped cotangent weights (``core/mesh_rings.py``).
+DQS (``core/skin/skinning.py``) and the one-rings with clamped cotangent weights (``core/skin/mesh_rings.py``).
 :meth:`ImplicitSkinDeformer.deform` runs the frame's stages and records their times in ``timings`` [s]:
 
 * ``pose``: checks the transforms, DQS positions and rotations (numba);
@@ -12,7 +12,7 @@ DQS (``core/skinning.py``) and the one-rings with clamped cotangent weights (``c
   default on, may be switched between frames; ``landable (V,)`` the vertices it may move: not those past a contact
   surface at rest), then, with ``keep_volume`` (default),
   ``kernels/joint_volume.py``: the volume the tracked skin lost at each bent joint is given back
-  (``core/joint_volume.py``). ``tracked`` keeps the positions before that step, ``volume_deficits (J,)`` [m^3]
+  (``core/skin/joint_volume.py``). ``tracked`` keeps the positions before that step, ``volume_deficits (J,)`` [m^3]
   what each joint of ``joint_regions`` had lost (zeros when ``keep_volume`` is off).
 
 Positions are in the armature's (unscaled) space, the same space as the rest vertices and the bone transforms.
@@ -25,13 +25,14 @@ import time
 
 import numpy as np
 
-from . import validation
+from .. import validation
 from .joint_volume import (FULL_BEND, MAX_BULGE, NEWTON_STEPS, NEWTON_TOL, VOLUME_TOL, bind_joint_regions,
                            no_joint_regions)
 from .mesh_rings import border_vertices, cotangent_rings
-from .skin_field import NODE_PART, SkinField
+from .field import SkinField
 from .skinning import check_rigid, dqs, influences
 from .tracking import TrackingSettings
+from ...kernels.constants import NODE_PART
 
 
 class ImplicitSkinDeformer:
@@ -100,13 +101,13 @@ class ImplicitSkinDeformer:
 
     def deform(self, bone_transforms, muscles=None, out=None, frame=None) -> np.ndarray:
         """Vertex positions ``(V, 3)`` [m] for ``bone_transforms (B, 4, 4)`` (rest -> posed, rigid) and the
-        muscles' :class:`core.muscle_batch.MuscleBatch` (None: the bind-time muscles, unchanged).
+        muscles' :class:`core.muscle.batch.MuscleBatch` (None: the bind-time muscles, unchanged).
 
         ``out``: optional ``(V, 3)`` float64 array to write into. ``frame``: the frame number, used only by the
         temporal mode (start from the previous result when ``frame`` follows the previous call's).
         """
-        from ..kernels.joint_volume import restore
-        from ..kernels.tracking import track
+        from ...kernels.joint_volume import restore
+        from ...kernels.tracking import track
 
         s = self.settings
         t0 = time.perf_counter()
@@ -157,7 +158,7 @@ def contact_passed_at(skin: SkinField, points, own_part, landing_angle: float) -
     """``(n,)`` bool: whether each of ``points (n, 3)`` [m], a vertex of part ``own_part (n,)``, has passed a
     contact surface in the skin field's current pose (``kernels/tracking.beyond_contact``, gradients facing by more
     than ``landing_angle`` [deg])."""
-    from ..kernels.tracking import contact_passed
+    from ...kernels.tracking import contact_passed
 
     leaves = leaf_nodes(skin)
     pts = np.ascontiguousarray(points, dtype=np.float64)

@@ -18,7 +18,7 @@ from math import lgamma, exp, sqrt, pi
 
 import numpy as np
 
-from . import validation
+from .. import validation
 
 SHAPE_RANGE = range(validation.SHAPE_MIN, validation.SHAPE_MAX + 1)
 
