@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 from numba import njit, prange
+
+from .fusiform import set_width, volume_width
 from .constants import (JIT, MIN_SEGMENT_LENGTH, SCALAR_COUNT, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT,
                         SCALAR_WIDTH, SLERP_SMALL_ANGLE, STATUS_INSERTION_NORMAL_PARALLEL, STATUS_NOT_FINITE,
                         STATUS_NO_NORMAL, STATUS_OK, STATUS_ORIGIN_NORMAL_PARALLEL, STATUS_ZERO_LENGTH)
@@ -276,11 +278,7 @@ def axis_update(axis_start, points, end_normals, width_scale, volume, out_points
         out_length[m] = length
         out_status[m] = status
         if status == STATUS_OK:
-            width = width_scale[m] * math.sqrt(volume[m] / (math.pi * length))
-            ratio = width / out_scalar[m, SCALAR_WIDTH]
-            out_scalar[m, SCALAR_WIDTH] *= ratio
-            out_scalar[m, SCALAR_SUPPORT] *= ratio
-            out_scalar[m, SCALAR_REACH] *= ratio
+            set_width(out_scalar, m, volume_width(volume[m], length, width_scale[m]))
             out_scalar[m, SCALAR_LENGTH] = length
 
 

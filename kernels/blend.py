@@ -6,6 +6,7 @@ bilinearly. Every function returns ``(G, dG/df1, dG/df2)``.
 from __future__ import annotations
 
 from numba import njit
+
 from .constants import JIT_FAST, CONTACT_LOW
 
 

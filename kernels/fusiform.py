@@ -13,7 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
-from .constants import (JIT_FAST_LIBM, MIN_SEGMENT_LENGTH, SCALAR_C0, SCALAR_C1, SCALAR_LENGTH, SCALAR_REACH,
+
+from .constants import (JIT, JIT_FAST_LIBM, MIN_SEGMENT_LENGTH, SCALAR_C0, SCALAR_C1, SCALAR_LENGTH, SCALAR_REACH,
                         SCALAR_SUPPORT, SCALAR_U, SCALAR_V, SCALAR_WIDTH, SLERP_SMALL_ANGLE)
 
 MIN_DISTANCE = 1e-12
@@ -36,6 +37,22 @@ class MuscleArrays(NamedTuple):
     muscle_scalar: np.ndarray    # (M, SCALAR_COUNT) float64: length l, c0, c1, width w, u, v, support R, reach
     muscle_exponent: np.ndarray  # (M, 4) int64: alpha0-1, beta0-1, alpha1-1, beta1-1
     muscle_bounds: np.ndarray    # (M, 6) float64 [m] axis bounding box (min xyz, max xyz)
+
+
+@njit(inline="always", **JIT)
+def volume_width(volume, length, width_scale):
+    """The volume law (paper eq. 3): width ``w = width_scale sqrt(V / (pi l))`` [m] of a muscle of volume ``V``
+    [m^3] whose axis is ``l`` [m] long."""
+    return width_scale * math.sqrt(volume / (math.pi * length))
+
+
+@njit(inline="always", **JIT)
+def set_width(scal, m, width):
+    """Give muscle ``m`` of ``scal (M, SCALAR_COUNT)`` the width ``width`` [m]; its support and reach scale with it."""
+    ratio = width / scal[m, SCALAR_WIDTH]
+    scal[m, SCALAR_WIDTH] *= ratio
+    scal[m, SCALAR_SUPPORT] *= ratio
+    scal[m, SCALAR_REACH] *= ratio
 
 @njit(inline="always", **JIT_FAST_LIBM)
 def _monomial(ea, eb, s):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from numba import njit, prange
+
 from .constants import JIT_FAST
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from numba import njit, prange
+
 from .constants import JIT_FAST
 
 

@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 from numba import njit
+
 from .constants import JIT, STATE_CONTACT
 
 

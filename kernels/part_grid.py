@@ -10,6 +10,7 @@ rigidly with its bone: ``f_j(p) = f_j(B_j^-1 p)``, ``grad = R_j grad f_j(B_j^-1 
 from __future__ import annotations
 
 from numba import njit, prange
+
 from .constants import JIT_FAST
 
 

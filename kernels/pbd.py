@@ -64,7 +64,7 @@ import numpy as np
 from numba import njit, prange
 
 from .axis import _one_axis, arc_length, chord_distance
-from .fusiform import MuscleArrays, _box_distance2, _field_one, _monomial
+from .fusiform import MuscleArrays, _box_distance2, _field_one, _monomial, set_width, volume_width
 from .grid import sample_trilinear
 from .constants import (JIT_FAST, SCALAR_C0, SCALAR_C1, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_WIDTH, STATUS_OK,
                         STATUS_ZERO_LENGTH)
@@ -425,11 +425,7 @@ def pbd_substeps(k0, k1, n_sub, dt, dt_ref, xpbd, iterations, reference_iteratio
                 if st != STATUS_OK:
                     ok = False
                     continue
-                # volume law w = scale sqrt(V / (pi l)); support and reach scale with w
-                ratio = width_scale[m] * math.sqrt(volume[m] / (math.pi * ln)) / scal[m, SCALAR_WIDTH]
-                scal[m, SCALAR_WIDTH] *= ratio
-                scal[m, SCALAR_SUPPORT] *= ratio
-                scal[m, SCALAR_REACH] *= ratio
+                set_width(scal, m, volume_width(volume[m], ln, width_scale[m]))  # paper eq. 3
             if not ok:
                 break
             for j in range(j0, j1):

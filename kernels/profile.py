@@ -14,7 +14,7 @@ from numba import njit, prange
 
 from .axis import arc_length
 
-from .fusiform import _monomial
+from .fusiform import _monomial, volume_width
 from .constants import (JIT, SCALAR_C0, SCALAR_C1, SCALAR_COUNT, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT,
                         SCALAR_U, SCALAR_V, SCALAR_WIDTH)
 
@@ -69,7 +69,7 @@ def _profile_one(m, exponents, activation, eccentricity, volume, width_scale, le
     e = eccentricity[m]
     u = (1.0 - e * e) ** 0.25
     v = 1.0 / u
-    w = width_scale[m] * math.sqrt(volume[m] / (math.pi * length))
+    w = volume_width(volume[m], length, width_scale[m])  # paper eq. 3
     phi_max = profile_max(ea0, eb0, ea1, eb1, c0, c1, samples, newton)
     out_scalar[m, SCALAR_LENGTH] = length
     out_scalar[m, SCALAR_C0] = c0

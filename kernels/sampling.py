@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 from numba import njit
+
 from .constants import JIT
 
 

@@ -57,6 +57,7 @@ and made ``dG/dh`` negative, so it is not used.
 from __future__ import annotations
 
 import numpy as np
+
 from ...kernels.constants import CONTACT_LOW
 
 TABLE_SIZE = 129
