@@ -1,4 +1,4 @@
-"""Fusiform field value + gradient evaluations per second (issue 2 target: >= 5 million/s on this machine).
+"""Fusiform field value + gradient evaluations per second (target: >= 5 million/s).
 
 A 30-particle biceps bent by 60 degrees (eccentric cross-section, half activated), query points spread around it
 as skin vertices would be (mostly within a few widths of the surface). Ours: the numba kernel (reparameterised

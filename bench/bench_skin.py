@@ -6,7 +6,7 @@ vertices, 14 bones, 50 muscles); the real character BCN_Epileptic (3014 vertices
 fetched it and bpy is importable. Bind = partition, Poisson samples, HRBF pull-in under muscles, HRBF fits, grids,
 tree. Evaluations: one part grid read at random points of its box (``kernels/part_grid.py``), and the composed field
 ``F`` at points near the skin (vertices + 5 mm noise), with and without the 50 muscles, on all cores and on one.
-Baseline in the same run: the plain-numpy reference of the composed field (``SkinField.evaluate_reference``).
+Baseline in the same run: the plain-numpy reference of the composed field (``SkinPlacement.evaluate_reference``).
 """
 from __future__ import annotations
 
@@ -91,8 +91,9 @@ def run() -> dict:
     no_muscles = _bind(body)
     out = (np.empty(SKIN_POINTS), np.empty((SKIN_POINTS, 3)))
     reference_rate = None
-    for label, field in (("composed F, full body, no muscles", no_muscles),
+    for label, model in (("composed F, full body, no muscles", no_muscles),
                          ("composed F, full body, 50 muscles", full)):
+        field = model.place()
         field.evaluate(q[:10])
         for n_threads in (threads, 1):
             numba.set_num_threads(n_threads)

@@ -1,6 +1,6 @@
 """A skinned character with muscles, one frame at a time: the whole per-frame pipeline of paper §7.2 (Fig. 10).
 
-:class:`MuscledCharacter` owns the muscles' PBD system (``core/pbd/solver.py``), the implicit skin field
+:class:`MuscledCharacter` owns the muscles' PBD system (``core/pbd/``), the implicit skin field
 (``core/skin/field.py``) and the Implicit Skinning deformer (``core/skin/deformer.py``). Muscles are attached to bones:
 the origin follows ``origin_bones[m]``, the insertion ``insertion_bones[m]``, and the muscle joins the skin part of
 ``skin_bones[m]``. Bone capsules (radius from the skin, ``capsule_radius_from_skin``) are the muscles' bone
@@ -9,8 +9,10 @@ field without the muscles, at ``KEEP_INSIDE_ISO``), so a muscle crossing a bent 
 instead of cutting across it.
 
 Per frame, :meth:`MuscledCharacter.frame` takes the bones' rest -> posed transforms ``B (B, 4, 4)`` and the
-muscles' animated values and runs: **pose** (DQS), **PBD** (one frame of axis dynamics from the muscles' cached
-state), **field** (grids placed, the muscles' new widths and axes), **tracking**; ``timings`` [s] has each stage.
+muscles' animated values (one :class:`core.pbd.control.MuscleInputs`, :meth:`MuscledCharacter.inputs`) and runs:
+**pose** (DQS), **PBD** (one frame of axis dynamics from the muscles' cached state; the output state carries the
+muscles' new axes and widths), **field** (grids placed, the muscles taken from that state), **tracking**;
+``timings`` [s] has each stage.
 Vertices at the same rest place (a mesh split at its seams) are welded for all of this and move as one
 (``core/skin/weld.py``). The PBD state is kept between calls: ``state()`` / ``restore()`` snapshot and resume it,
 ``reset()`` goes back to the settled rest state, ``settle(B)`` then lets the muscles come to rest in a shot's first
@@ -25,8 +27,12 @@ import numpy as np
 
 from .skin.deformer import ImplicitSkinDeformer
 from .muscle.batch import pack_muscles
-from .pbd.solver import (AxisCollapsed, PBDControl, PBDSettings, PBDSolver, PBDState, build_pbd_model,
-                         capsule_radius_from_skin, initial_state, rest_state)
+from .pbd.control import MuscleInputs, PBDControl, muscle_inputs
+from .pbd.model import build_pbd_model, capsule_radius_from_skin
+from .pbd.settings import PBDSettings
+from .pbd.settle import initial_state, rest_state
+from .pbd.solver import AxisCollapsed, PBDSolver
+from .pbd.state import PBDState
 from .rig import Rig
 from .skin.field import SkinSettings, bind_skin_field
 from .skin.skinning import REACH_FACTOR, check_rigid
@@ -35,20 +41,10 @@ from .skin.weld import weld
 
 
 START_SETTLE_FRAMES = 24
-"""PBD frames :meth:`MuscledCharacter.settle` holds the first pose of a shot (1 s at 24 fps: the axes' damping
-leaves less than 1e-10 of a jump's velocity)."""
+"""PBD frames :meth:`MuscledCharacter.settle` holds the first pose of a shot (1 s at 24 fps)."""
 KEEP_INSIDE_ISO = 0.4
-"""Muscle axes are kept where the skin's parts without the muscles are at least this (paper §6.3, muscle-skin
-collision; ``None`` turns it off). Below 0.5 on purpose: under a muscle the parts' HRBF is pulled in under the
-muscle (``core/skin/field.py``), so its 0.5-iso lies under the muscle; 0.4 lies a few millimetres further out, near
-the skin, and only an axis that leaves the skin (a muscle cutting across a bent joint's fold) is pushed back. At
-0.6 the constraint pushed resting axes deep and rippled the skin."""
-
-
-def _empty_state() -> PBDState:
-    """The state of a character without muscles: every array has length 0."""
-    return PBDState(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 2, 3)), np.zeros((0, 2, 3)),
-                    np.zeros((0, 2, 3)), np.zeros((0, 3, 4)))
+"""Iso-value of the skin's parts without the muscles (compact convention) inside which the muscle axes are kept
+(paper §6.3, muscle-skin collision); ``None`` turns the constraint off."""
 
 
 class MuscledCharacter:
@@ -76,18 +72,20 @@ class MuscledCharacter:
         self.capsules_rest = np.stack([rig.heads, rig.tails], axis=1)
         groups = list(self.skin_bones) if muscle_collisions else None
         if self.muscles:
-            self.model = build_pbd_model(self.muscles, pbd, capsules=self.capsules_rest, capsule_radius=radius,
-                                         collision_groups=groups)
-            self.solver = PBDSolver(self.model)
-            self._rest = self._stored_rest(settled_rest)
-            if self._rest is None:
+            built = build_pbd_model(self.muscles, pbd, capsules=self.capsules_rest, capsule_radius=radius,
+                                    collision_groups=groups)
+            stored = self._stored_rest(built, settled_rest)
+            if stored is None:
                 if rest_hint is None:  # settle from scratch, then once more from there, as a bind from the hint does
-                    cold = rest_state(self.model)
-                    rest_hint = (cold.x.copy(), self.model.particle_s.copy())
-                self._rest = rest_state(self.model, start=rest_hint)
+                    cold_model, cold = rest_state(built)
+                    rest_hint = (cold.x.copy(), cold_model.particle_s.copy())
+                stored = rest_state(built, start=rest_hint)
+            # the model with the settled particle parameters (PBDModel.with_particle_s) and its rest state
+            self.model, self._rest = stored
+            self.solver = PBDSolver(self.model)
         else:  # Implicit Skinning alone: nothing to simulate, the state is empty
             self.model = self.solver = None
-            self._rest = _empty_state()
+            self._rest = PBDState.empty()
             rest_hint = (self._rest.x.copy(), np.zeros(0))
         self._rest_hint = rest_hint
         self._state = self._rest.copy()
@@ -120,35 +118,34 @@ class MuscledCharacter:
             raise ValueError(f"a muscle's {what} bone index is out of range (the rig has {count} bones).")
         return arr
 
-    def _stored_rest(self, settled):
-        """The rest state from ``settled_rest()`` of an earlier bind of the same character, or None if it does not
-        fit this model (then the rest is settled again)."""
+    @staticmethod
+    def _stored_rest(model, settled):
+        """``(model with the stored particle parameters, rest state)`` from ``settled_rest()`` of an earlier bind of
+        the same character, or None if it does not fit ``model`` (then the rest is settled again)."""
         if settled is None:
             return None
         x, s = (np.asarray(a, dtype=np.float64) for a in settled)
-        state = initial_state(self.model)
-        if x.shape != state.x.shape or s.shape != self.model.particle_s.shape \
+        state = initial_state(model)
+        if x.shape != state.x.shape or s.shape != model.particle_s.shape \
                 or not (np.isfinite(x).all() and np.isfinite(s).all()):
             return None
         state.x[:] = x
-        self.model.particle_s[:] = s
-        return state
+        return model.with_particle_s(s), state
 
     def settled_rest(self) -> tuple:
         """``(x (P, 3), particle_s (P,))`` of the settled rest: pass it back as ``settled_rest`` to bind the same
-        character again with no settling at all (the full body's rest takes ~640 PBD frames even from
-        ``rest_hint``) and bit for bit the same."""
+        character again with no settling at all and bit for bit the same."""
         return self._rest.x.copy(), (self.model.particle_s.copy() if self.model else np.zeros(0))
 
     def rest_hint(self) -> tuple:
         """``(x (P, 3), particle_s (P,))`` where the rest settle started: pass it back as ``rest_hint`` to bind the
-        same character again in a fraction of the time (``core.pbd.solver.rest_state``) and bit for bit the same (the
-        tracking's stop rules are not continuous, so nanometres at rest can become millimetres many frames on)."""
+        same character again in a fraction of the time (``core.pbd.settle.rest_state``) and bit for bit the same."""
         return self._rest_hint[0].copy(), self._rest_hint[1].copy()
 
     def state(self) -> PBDState:
-        """A copy of the muscles' simulation state (positions, velocities, last inputs)."""
-        return self._state.copy()
+        """A snapshot of the muscles' simulation state to resume from (positions, velocities, last inputs;
+        ``PBDState.snapshot``: the muscle batch is rebuilt by the next step)."""
+        return self._state.snapshot()
 
     def restore(self, state: PBDState) -> None:
         """Continue from a snapshot taken with :meth:`state`."""
@@ -158,24 +155,36 @@ class MuscledCharacter:
         """Back to the settled rest state (the simulation start)."""
         self._state.assign(self._rest)
 
+    def inputs(self, activation=None, stiffness=None, width_scale=None, eccentricity=None) -> MuscleInputs:
+        """This frame's animated muscle inputs ``(M,)`` as one :class:`core.pbd.control.MuscleInputs`: the
+        eccentricity, unless given, is each muscle's rest and active eccentricity mixed by the activation (each
+        muscle's own activation where none is given; ``core.pbd.control.muscle_inputs``)."""
+        return muscle_inputs(activation, stiffness, width_scale, eccentricity, eccentricity_rest=self._ecc[:, 0],
+                             eccentricity_active=self._ecc[:, 1], default_activation=self._activation_default)
+
+    def _inputs(self, inputs, activation, stiffness, width_scale, eccentricity) -> MuscleInputs:
+        """``inputs`` if given, else :meth:`inputs` of the separate values."""
+        return inputs if inputs is not None else self.inputs(activation, stiffness, width_scale, eccentricity)
+
     def settle(self, bone_transforms, activation=None, stiffness=None, width_scale=None, eccentricity=None,
-               frames: int = START_SETTLE_FRAMES, dt: float = 1.0 / 24.0) -> None:
+               frames: int = START_SETTLE_FRAMES, dt: float = 1.0 / 24.0, inputs: MuscleInputs | None = None) -> None:
         """Let the muscles come to rest in this pose: placed in it (:meth:`place`), then ``frames`` PBD frames at
-        ``dt`` [s] holding the pose, then every velocity zeroed. For the first frame of a shot, which is rarely the
-        rest pose: from the rest state straight into it, the muscles would start the shot with a jump and a burst
-        of jiggle."""
-        self.place(bone_transforms, activation, stiffness, width_scale, eccentricity)
+        ``dt`` [s] holding the pose, then every velocity zeroed (the first frame of a shot, which is rarely the
+        rest pose). ``inputs`` (:meth:`inputs`) or the separate animated values."""
+        inputs = self._inputs(inputs, activation, stiffness, width_scale, eccentricity)
+        self.place(bone_transforms, inputs=inputs)
         for _ in range(frames):
-            self.step_muscles(bone_transforms, activation, stiffness, width_scale, dt, eccentricity)
+            self.step_muscles(bone_transforms, dt=dt, inputs=inputs)
         self._state.v[:] = 0.0
 
-    def place(self, bone_transforms, activation=None, stiffness=None, width_scale=None, eccentricity=None) -> None:
+    def place(self, bone_transforms, activation=None, stiffness=None, width_scale=None, eccentricity=None,
+              inputs: MuscleInputs | None = None) -> None:
         """Put the muscles straight into this pose, at rest: each particle of the settled rest axes carried by its
         muscle's origin and insertion bones, mixed by its place along the axis (a cut; nothing simulated)."""
         B = check_rigid(bone_transforms, self.rig.names, self.reach)
         if self.model is None:
             return
-        control = self.muscle_controls(B, activation, stiffness, width_scale, eccentricity)
+        control = self.control(B, self._inputs(inputs, activation, stiffness, width_scale, eccentricity))
         rest = np.concatenate([self._rest.x, np.ones((len(self._rest.x), 1))], axis=1)
         counts = np.diff(self.model.axis_start)
         by_origin = np.einsum("pij,pj->pi", np.repeat(B[self.origin_bones, :3, :], counts, axis=0), rest)
@@ -183,24 +192,24 @@ class MuscledCharacter:
         s = self.model.particle_s[:, None]
         self.solver.place(self._state, control, (1.0 - s) * by_origin + s * by_insertion)
 
-    def muscle_controls(self, B, activation=None, stiffness=None, width_scale=None,
-                        eccentricity=None) -> PBDControl:
-        """This frame's PBD inputs: endpoints and normals moved by their bones, capsules by theirs; the
-        cross-sections' eccentricity ``e = (1-a) e0 + a e1`` (paper §5.2) from the activation unless given."""
-        if eccentricity is None:
-            a = self._activation_default if activation is None else np.asarray(activation, dtype=np.float64)
-            eccentricity = (1.0 - a) * self._ecc[:, 0] + a * self._ecc[:, 1]
+    def control(self, B, inputs: MuscleInputs) -> PBDControl:
+        """This frame's PBD control: ``inputs`` and the endpoints and normals moved by their bones ``B (B, 4, 4)``,
+        the capsules by theirs."""
         o = np.einsum("mij,mj->mi", B[self.origin_bones, :3, :], self.origin_rest)
         i = np.einsum("mij,mj->mi", B[self.insertion_bones, :3, :], self.insertion_rest)
         n0 = np.einsum("mij,mj->mi", B[self.origin_bones, :3, :3], self.normals_rest[:, 0])
         n1 = np.einsum("mij,mj->mi", B[self.insertion_bones, :3, :3], self.normals_rest[:, 1])
         caps = np.einsum("bij,bkj->bki", B[:, :3, :3], self.capsules_rest) + B[:, None, :3, 3]
-        return PBDControl(endpoints=np.stack([o, i], axis=1), normals=np.stack([n0, n1], axis=1),
-                          activation=activation, stiffness=stiffness, width_scale=width_scale, capsules=caps,
-                          eccentricity=eccentricity)
+        return PBDControl.of(inputs, endpoints=np.stack([o, i], axis=1), normals=np.stack([n0, n1], axis=1),
+                             capsules=caps)
+
+    def muscle_controls(self, B, activation=None, stiffness=None, width_scale=None,
+                        eccentricity=None) -> PBDControl:
+        """:meth:`control` of :meth:`inputs` of the separate animated values."""
+        return self.control(B, self.inputs(activation, stiffness, width_scale, eccentricity))
 
     def step_muscles(self, bone_transforms, activation=None, stiffness=None, width_scale=None,
-                     dt: float = 1.0 / 24.0, eccentricity=None) -> None:
+                     dt: float = 1.0 / 24.0, eccentricity=None, inputs: MuscleInputs | None = None) -> None:
         """One frame of the muscles' PBD only (what :meth:`frame` does before the skin): for a host that
         simulates the frames it does not show (a jump forward in the timeline). ``ValueError`` naming the bone
         for a NaN, scaled or far-flung pose (``core.skin.skinning.check_rigid``), before anything is stepped."""
@@ -209,27 +218,27 @@ class MuscledCharacter:
             raise ValueError(f"expected transforms for {len(self.rig.heads)} bones, got {B.shape[0]}.")
         if self.model is None:  # no muscles: only the checks above
             return
-        control = self.muscle_controls(B, activation, stiffness, width_scale, eccentricity)
+        inputs = self._inputs(inputs, activation, stiffness, width_scale, eccentricity)
+        control = self.control(B, inputs)
         if self.keep_inside is not None:
-            self.hull.update(B)
-            control.skin_field = self.hull.evaluate
+            control.skin_field = self.hull.place(B).evaluate
             control.skin_iso = self.keep_inside
         try:
             self.solver.step(self._state, self._next, control, dt)
         except AxisCollapsed:  # a half turn within one frame: a cut, the muscles jump with their bones
-            self.place(B, activation, stiffness, width_scale, eccentricity)
+            self.place(B, inputs=inputs)
             self.solver.step(self._state, self._next, control, dt)
         self._state, self._next = self._next, self._state
 
     def frame(self, bone_transforms, activation=None, stiffness=None, width_scale=None, dt: float = 1.0 / 24.0,
-              out=None, frame=None, eccentricity=None) -> np.ndarray:
-        """Vertex positions ``(V, 3)`` [m] for this frame (module docstring); ``dt`` [s] since the last frame."""
+              out=None, frame=None, eccentricity=None, inputs: MuscleInputs | None = None) -> np.ndarray:
+        """Vertex positions ``(V, 3)`` [m] for this frame (module docstring); ``dt`` [s] since the last frame.
+        ``inputs`` (:meth:`inputs`) or the separate animated values."""
         B = np.asarray(bone_transforms, dtype=np.float64)
         t0 = time.perf_counter()
-        self.step_muscles(B, activation, stiffness, width_scale, dt, eccentricity)
+        self.step_muscles(B, dt=dt, inputs=self._inputs(inputs, activation, stiffness, width_scale, eccentricity))
         t1 = time.perf_counter()
-        batch = self.solver.batch if self.solver is not None else None
-        x = self.deformer.deform(B, batch, out=out if self.weld.identity else None, frame=frame)
+        x = self.deformer.deform(B, self._state.muscles, out=out if self.weld.identity else None, frame=frame)
         self.timings = {"pbd": t1 - t0, **self.deformer.timings}
         self.timings["total"] = sum(self.timings.values())
         return self.weld.expand(x, out)

@@ -1,12 +1,16 @@
-"""Numba kernel: axis geometry of many muscles at once (arc lengths, tangents, control normals, bounds).
+"""Numba kernels: axis geometry of many muscles at once (arc lengths, tangents, control normals, bounds).
 
-The same computation as ``core/muscle/axis.py`` (``axis_geometry``, ``vertex_tangents``, ``control_normals``, ``slerp``),
-for all muscles of a character after every PBD step (paper §6: "each muscle updates its control normals and its
-width from the new axis length"). Parallel over muscles; allocates one scratch array per call.
+The axes' part of paper §5.1 for all muscles of a character after every PBD step (paper §6: each muscle updates
+its control normals and its width from the new axis length). Parallel over muscles; one scratch array per call.
 
-Inputs: ``axis_start (M+1,) int64``, ``points (P, 3) float64 [m]``, ``end_normals (M, 2, 3)`` origin/insertion
-normals (any length, not parallel to the axis). Outputs as in ``kernels/fusiform.py``, plus ``out_length (M,)``
-and ``out_status (M,) int64``: ``STATUS_OK``, or why the geometry could not be built (the caller raises).
+Muscles come as one :class:`kernels.fusiform.MuscleArrays` ``mu``: the kernels read ``mu.axis_start (M+1,) int64``
+and ``mu.axis_points (P, 3) float64 [m]`` and write the other per-point arrays and ``mu.muscle_bounds``.
+``end_normals (M, 2, 3) float64``: origin/insertion normals (any length, not parallel to the axis).
+``out_length (M,) float64 [m]`` receives the arc lengths, ``out_status (M,) int64`` ``STATUS_OK`` or why the geometry
+could not be built (the caller raises).
+
+The numpy reference of ``axis_geometry`` and ``_one_axis`` is ``core/muscle/axis.py`` ``axis_geometry``
+(with ``vertex_tangents``, ``control_normals``, ``slerp``).
 """
 from __future__ import annotations
 
@@ -16,12 +20,9 @@ import numpy as np
 from numba import njit, prange
 
 from .fusiform import set_width, volume_width
-from .constants import (JIT, MIN_SEGMENT_LENGTH, SCALAR_COUNT, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT,
-                        SCALAR_WIDTH, SLERP_SMALL_ANGLE, STATUS_INSERTION_NORMAL_PARALLEL, STATUS_NOT_FINITE,
-                        STATUS_NO_NORMAL, STATUS_OK, STATUS_ORIGIN_NORMAL_PARALLEL, STATUS_ZERO_LENGTH)
-
-
-DEGENERATE_NORMAL = 1e-6
+from .constants import (DEGENERATE_NORMAL, JIT, MIN_SEGMENT_LENGTH, SCALAR_LENGTH, SLERP_SMALL_ANGLE,
+                        STATUS_INSERTION_NORMAL_PARALLEL, STATUS_NOT_FINITE, STATUS_NO_NORMAL, STATUS_OK,
+                        STATUS_ORIGIN_NORMAL_PARALLEL, STATUS_ZERO_LENGTH)
 
 
 @njit(**JIT)
@@ -242,29 +243,29 @@ def _one_axis(a, b, P, end_normals, m, cum, T, N, seg_t, seg_l, seg_a, bounds, d
 
 
 @njit(parallel=True, **JIT)
-def axis_geometry(axis_start, points, end_normals, out_cumulative, out_tangent, out_normal, out_seg_tangent,
-                  out_seg_length, out_seg_angle, out_bounds, out_length, out_status):
-    """Geometry of every muscle axis (see the module docstring). Parallel over muscles."""
+def axis_geometry(mu, end_normals, out_length, out_status):
+    """Geometry of every muscle axis of ``mu`` from ``mu.axis_points`` (see the module docstring)."""
+    axis_start = mu.axis_start
     n_muscles = axis_start.shape[0] - 1
-    defined = np.empty(points.shape[0], dtype=np.bool_)
+    defined = np.empty(mu.axis_points.shape[0], dtype=np.bool_)
     for m in prange(n_muscles):
         a = axis_start[m]
         b = axis_start[m + 1]
-        length, status = _one_axis(a, b, points, end_normals, m, out_cumulative, out_tangent, out_normal,
-                                   out_seg_tangent, out_seg_length, out_seg_angle, out_bounds, defined)
+        length, status = _one_axis(a, b, mu.axis_points, end_normals, m, mu.axis_cumulative, mu.axis_tangent,
+                                   mu.axis_normal, mu.seg_tangent, mu.seg_length, mu.seg_angle, mu.muscle_bounds,
+                                   defined)
         out_length[m] = length
         out_status[m] = status
 
 
 @njit(parallel=True, **JIT)
-def axis_update(axis_start, points, end_normals, width_scale, volume, out_points, out_cumulative, out_tangent,
-                out_normal, out_seg_tangent, out_seg_length, out_seg_angle, out_bounds, out_scalar, out_length,
-                out_status):
-    """After a PBD frame (paper §6): copy ``points (P, 3)`` into ``out_points``, rebuild every axis's geometry as
-    :func:`axis_geometry`, and rescale each muscle's width, support and reach in ``out_scalar (M, SCALAR_COUNT)``
-    to its new length ``l`` by the volume law ``w = width_scale sqrt(V / (pi l))`` (``volume (M,)`` [m^3]);
-    ``SCALAR_LENGTH`` becomes ``l``. Muscles whose status is not ``STATUS_OK`` keep their scalars. One parallel
-    pass over muscles (``core.muscle.batch.MuscleBatch.update_axes``)."""
+def axis_update(mu, points, end_normals, width_scale, volume, out_length, out_status):
+    """After a PBD frame (paper §6): copy ``points (P, 3)`` [m] into ``mu.axis_points``, rebuild every axis's
+    geometry as :func:`axis_geometry`, and rescale each muscle's width, support and reach in ``mu.muscle_scalar``
+    to its new length ``l`` by the volume law ``w = width_scale sqrt(V / (pi l))`` (``width_scale (M,)``,
+    ``volume (M,)`` [m^3]); ``SCALAR_LENGTH`` becomes ``l``. Muscles whose status is not ``STATUS_OK`` keep their
+    scalars. One parallel pass over muscles."""
+    axis_start, out_points, out_scalar = mu.axis_start, mu.axis_points, mu.muscle_scalar
     n_muscles = axis_start.shape[0] - 1
     defined = np.empty(points.shape[0], dtype=np.bool_)
     for m in prange(n_muscles):
@@ -273,8 +274,9 @@ def axis_update(axis_start, points, end_normals, width_scale, volume, out_points
         for k in range(a, b):
             for c in range(3):
                 out_points[k, c] = points[k, c]
-        length, status = _one_axis(a, b, out_points, end_normals, m, out_cumulative, out_tangent, out_normal,
-                                   out_seg_tangent, out_seg_length, out_seg_angle, out_bounds, defined)
+        length, status = _one_axis(a, b, out_points, end_normals, m, mu.axis_cumulative, mu.axis_tangent,
+                                   mu.axis_normal, mu.seg_tangent, mu.seg_length, mu.seg_angle, mu.muscle_bounds,
+                                   defined)
         out_length[m] = length
         out_status[m] = status
         if status == STATUS_OK:

@@ -37,6 +37,10 @@ MIN_SEGMENT_LENGTH = 1e-12
 """An axis segment shorter than this [m] has no direction."""
 SLERP_SMALL_ANGLE = 1e-6
 """Below this angle [rad] between two normals, slerp is a linear blend."""
+MIN_DISTANCE = 1e-12
+"""A query closer than this [m] to a muscle's axis is on it: the directions to it are taken as 0."""
+DEGENERATE_NORMAL = 1e-6
+"""A unit normal shorter than this once projected orthogonal to the axis is undefined (parallel to the axis)."""
 
 # axis status codes (kernels/axis.py)
 STATUS_OK = 0

@@ -1,10 +1,11 @@
 """Numba kernel: fusiform muscle field value and gradient at many points for many muscles (paper §5.1).
 
-The computation of ``core/muscle/field.py`` (the plain-numpy reference, with the equations), written on scalars so
-the inner loop allocates nothing. Muscles come packed as one :class:`MuscleArrays` (flat arrays with CSR offsets,
-built by ``core/muscle/batch.py``).
+Written on scalars; the inner loop allocates nothing. Muscles come packed as one :class:`MuscleArrays` (flat arrays
+with CSR offsets, built by ``core/muscle/batch.py``). Outputs ``values (Q, M)`` and ``grads (Q, M, 3)`` are written
+in place. Parallel over query points.
 
-Outputs ``values (Q, M)`` and ``grads (Q, M, 3)`` are written in place. Parallel over query points.
+The numpy reference of ``muscle_field`` and ``_field_one`` is ``core/muscle/field.py`` ``evaluate`` (with the
+equations); that of ``_monomial`` (value and first derivative) is ``core/muscle/profile.py`` ``beta_monomial``.
 """
 from __future__ import annotations
 
@@ -14,12 +15,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .constants import (JIT, JIT_FAST_LIBM, MIN_SEGMENT_LENGTH, SCALAR_C0, SCALAR_C1, SCALAR_LENGTH, SCALAR_REACH,
-                        SCALAR_SUPPORT, SCALAR_U, SCALAR_V, SCALAR_WIDTH, SLERP_SMALL_ANGLE)
-
-MIN_DISTANCE = 1e-12
-"""A query closer than this to the axis [m] is on it (``core/muscle/field.py``)."""
-
+from .constants import (JIT, JIT_FAST_LIBM, MIN_DISTANCE, MIN_SEGMENT_LENGTH, SCALAR_C0, SCALAR_C1, SCALAR_LENGTH,
+                        SCALAR_REACH, SCALAR_SUPPORT, SCALAR_U, SCALAR_V, SCALAR_WIDTH, SLERP_SMALL_ANGLE)
 
 
 class MuscleArrays(NamedTuple):
@@ -56,8 +53,8 @@ def set_width(scal, m, width):
 
 @njit(inline="always", **JIT_FAST_LIBM)
 def _monomial(ea, eb, s):
-    """``s^ea (1-s)^eb`` with its first and second derivatives, no negative powers (``core.muscle.profile._mono``).
-    Inlined: callers that drop a derivative do not compute it."""
+    """``(s^ea (1-s)^eb, its first derivative, its second derivative)`` for ``s`` in [0, 1], integers
+    ``ea, eb >= 0``; no negative powers are formed. Inlined."""
     t = 1.0 - s
     value = s ** ea * t ** eb
     d1 = 0.0

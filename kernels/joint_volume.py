@@ -1,34 +1,65 @@
 """Numba kernel: give back the volume lost at the bent joints after tracking (``core/skin/joint_volume.py`` has the
 method, the defaults and the numpy reference ``restore_reference``).
 
-Inputs (``V`` vertices, ``F`` faces, ``J`` joints):
-    x (V, 3) [m]              tracked positions, moved in place
-    faces (F, 3) int64
-    B (B, 4, 4)               bone transforms (rest -> posed)
-    bones, parent_bones (J,)  each joint's two bones; full_bend [rad]: the bend from which the whole deficit is
-                              given back (``core/joint_volume.bend_share``)
-    face_part (F,) int64      bone of each face's part; centres (J, 3) [m] rest joint centres; rest_volume (J,) [m^3]
-    max_move (J,) [m]         the largest move of a joint's vertices (``MAX_BULGE r_j``)
-    face_start, region_faces  CSR (J+1,), (sum,): each joint's faces
-    vertex_start, region_vertices, profile   CSR (J+1,), (sum,), (sum,): each joint's vertices and their weight
-    state (V,) int8           tracking outcome; STATE_CONTACT vertices (and ``gap`` rings) are not moved
-    ring_start, ring_neighbour   CSR one-rings
-    pinned (V,) bool          vertices that never move (open borders)
-    gap, rings                the taper from the contact (``core/joint_volume.taper``)
-    volume_tol, newton_steps, newton_tol   as ``core/joint_volume`` (VOLUME_TOL, NEWTON_STEPS, NEWTON_TOL)
-Scratch: dist (V,) int64, normal (V, 3), grad (V, 3). Output: deficits (J,) [m^3] before the restore (0 where
-nothing is given back).
-
-Serial: a region is a few thousand faces, and the sums must not race; the arm's elbow takes about 0.1 ms.
+:func:`restore` takes ``x (V, 3)`` [m] the tracked positions (moved in place), ``B (B, 4, 4)`` the bone transforms
+(rest -> posed), ``state (V,) int8`` the tracking's outcome (STATE_CONTACT vertices and ``gap`` rings around them
+are not moved), and four structs: :class:`VolumeMesh`, :class:`VolumeRegions` (``J`` joints),
+:class:`VolumeParams` and :class:`VolumeScratch`; it writes ``deficits (J,)`` [m^3], each joint's loss before the
+restore (0 where nothing is given back). Serial: the sums over a region must not race.
 """
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from .constants import JIT, STATE_CONTACT
+
+
+class VolumeMesh(NamedTuple):
+    """The skinned mesh (``V`` vertices, ``F`` faces)."""
+
+    faces: np.ndarray           # (F, 3) int64
+    ring_start: np.ndarray      # (V+1,) int64 CSR one-rings ...
+    ring_neighbour: np.ndarray  # (sum,) int64 ... neighbour indices
+    pinned: np.ndarray          # (V,) bool vertices that never move (open borders)
+
+
+class VolumeRegions(NamedTuple):
+    """The joints' volume regions (``J`` joints; ``core/skin/joint_volume.JointRegions.kernel_arrays``)."""
+
+    bones: np.ndarray           # (J,) int64 each joint's bone ...
+    parent_bones: np.ndarray    # (J,) int64 ... and the bone of the nearest ancestor part
+    face_part: np.ndarray       # (F,) int64 bone of each face's part
+    centres: np.ndarray         # (J, 3) float64 [m] rest joint centres
+    rest_volume: np.ndarray     # (J,) float64 [m^3]
+    max_move: np.ndarray        # (J,) float64 [m] the largest move of a joint's vertices (MAX_BULGE r_j)
+    face_start: np.ndarray      # (J+1,) int64 CSR: each joint's faces ...
+    faces: np.ndarray           # (sum,) int64 ... as face indices
+    vertex_start: np.ndarray    # (J+1,) int64 CSR: each joint's vertices ...
+    vertices: np.ndarray        # (sum,) int64 ... as vertex indices
+    profile: np.ndarray         # (sum,) float64 ... and their weight before the taper
+
+
+class VolumeParams(NamedTuple):
+    """Scalar settings (``core/skin/joint_volume.py`` defaults)."""
+
+    full_bend: float     # [rad] the bend from which the whole deficit is given back (bend_share)
+    gap: int             # the taper from the contact: 0 up to gap rings ...
+    rings: int           # ... full from rings rings
+    volume_tol: float    # a deficit below this fraction of the rest volume is left alone
+    newton_steps: int    # most Newton steps on the bulge's size
+    newton_tol: float    # Newton stops below this fraction of the rest volume
+
+
+class VolumeScratch(NamedTuple):
+    """Work arrays of :func:`restore`."""
+
+    dist: np.ndarray    # (V,) int64 rings from the nearest contact vertex (capped at rings + 1)
+    normal: np.ndarray  # (V, 3) float64 area-weighted vertex normals
+    grad: np.ndarray    # (V, 3) float64 the region volume's gradient
 
 
 @njit(**JIT)
@@ -103,11 +134,24 @@ def _contact_rings(state, ring_start, ring_neighbour, limit, dist):
 
 
 @njit(**JIT)
-def restore(x, faces, B, bones, parent_bones, full_bend, face_part, centres, rest_volume, max_move, face_start,
-            region_faces, vertex_start, region_vertices, profile, state, ring_start, ring_neighbour, pinned, gap,
-            rings, volume_tol, newton_steps, newton_tol, dist, normal, grad, deficits):
+def restore(x, B, state, mesh, regions, params, scratch, deficits):
     """Module docstring; returns the number of joints whose volume was restored."""
-    _contact_rings(state, ring_start, ring_neighbour, rings, dist)
+    faces = mesh.faces
+    pinned = mesh.pinned
+    face_part = regions.face_part
+    centres = regions.centres
+    rest_volume = regions.rest_volume
+    face_start = regions.face_start
+    region_faces = regions.faces
+    vertex_start = regions.vertex_start
+    region_vertices = regions.vertices
+    profile = regions.profile
+    gap = params.gap
+    rings = params.rings
+    dist = scratch.dist
+    normal = scratch.normal
+    grad = scratch.grad
+    _contact_rings(state, mesh.ring_start, mesh.ring_neighbour, rings, dist)
     restored = 0
     span = float(rings - gap)
     for jn in range(centres.shape[0]):
@@ -116,15 +160,15 @@ def restore(x, faces, B, bones, parent_bones, full_bend, face_part, centres, res
         face_ids = region_faces[face_start[jn]:face_start[jn + 1]]
         verts = region_vertices[vertex_start[jn]:vertex_start[jn + 1]]
         weight = profile[vertex_start[jn]:vertex_start[jn + 1]]
-        jb, jp = bones[jn], parent_bones[jn]
+        jb, jp = regions.bones[jn], regions.parent_bones[jn]
         trace = 0.0
         for r in range(3):
             for col in range(3):
                 trace += B[jp, col, r] * B[jb, col, r]
-        bend = min(1.0, math.acos(min(1.0, max(-1.0, 0.5 * (trace - 1.0)))) / full_bend)
+        bend = min(1.0, math.acos(min(1.0, max(-1.0, 0.5 * (trace - 1.0)))) / params.full_bend)
         share = bend * bend * (3.0 - 2.0 * bend)
         lost = rest_volume[jn] - _volume(x, faces, B, face_part, c, face_ids, grad, False)
-        if not share * lost > volume_tol * abs(rest_volume[jn]):
+        if not share * lost > params.volume_tol * abs(rest_volume[jn]):
             continue
         deficits[jn] = lost
         V0 = rest_volume[jn] - (1.0 - share) * lost
@@ -146,8 +190,8 @@ def restore(x, faces, B, bones, parent_bones, full_bend, face_part, centres, res
             length = math.sqrt(normal[v, 0] ** 2 + normal[v, 1] ** 2 + normal[v, 2] ** 2)
             for r in range(3):
                 normal[v, r] = normal[v, r] / length if length > 0.0 else 0.0
-        room = max_move[jn]
-        for _ in range(newton_steps):
+        room = regions.max_move[jn]
+        for _ in range(params.newton_steps):
             _zero_corners(grad, faces, face_ids)
             _volume(x, faces, B, face_part, c, face_ids, grad, True)
             slope = 0.0
@@ -165,6 +209,6 @@ def restore(x, faces, B, bones, parent_bones, full_bend, face_part, centres, res
                 for r in range(3):
                     x[v, r] += t * w * normal[v, r]
             deficit = V0 - _volume(x, faces, B, face_part, c, face_ids, grad, False)
-            if abs(deficit) < newton_tol * abs(V0):
+            if abs(deficit) < params.newton_tol * abs(V0):
                 break
     return restored

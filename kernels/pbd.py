@@ -34,23 +34,14 @@ sweeps make PBD stiffer while XPBD only converges closer to its compliance (the 
 compliance does not depend on the particles' own masses. ``k = 0`` disables a constraint, ``k = 1`` makes it
 rigid.
 
-Arrays (``P`` particles, ``M`` muscles, ``B`` capsules, ``G`` grids), positions [m], velocities [m/s]:
-    x, v: (P, 3)                        state, updated in place
-    inv_mass: (P,) [1/kg]               0 for kinematic endpoints
-    w_ref: (M,) [1/kg]                  XPBD reference inverse mass sum of each muscle
-    particle_s: (P,)                    rest arc-length parameter of each particle
-    rest_length: (P,) [m]               rest length of constraint (k, k+1); last row of a muscle unused
-    tendon: (P,) bool                   constraint (k, k+1) is a tendon
-    belly_stiffness: (M,)               artist stiffness k in [0, 1]
-    group_start (Gm+1,), group_members  CSR: muscles of each collision group; muscle_group (M,) (-1: none)
-    island_start (I+1,), island_members CSR: the parallel tasks (each group, and each muscle in no group)
-    cap_start (M+1,), cap_index         CSR: capsules each muscle collides with
-    cap_prev, cap_cur: (B, 2, 3) [m]    capsule segment ends at the previous and current frame; cap_radius (B,)
-    grid_start (M+1,), grid_index       CSR: bone grids each muscle collides with
-    grid_values (sum cells,), grid_offset (G+1,), grid_dims (G, 3), grid_origin (G, 3), grid_spacing (G, 3)
-    grid_inv_prev, grid_inv_cur: (G, 3, 4)  world -> grid (bone rest) rigid transforms
-    end_prev, end_cur: (M, 2, 3) [m]    endpoint targets; normal_prev, normal_cur: (M, 2, 3) endpoint normals
-    scratch: x_prev (P, 3), lam (P,), chord_dev (M,) [m] largest distance of a grouped axis from its chord
+Structs (``P`` particles, ``M`` muscles, ``B`` capsules, ``G`` grids), positions [m], velocities [m/s]:
+    x, v: (P, 3)          state, updated in place
+    PBDParams             scalar settings of the call (substep length, iterations, damping, ...)
+    PBDModelArrays        static arrays of the model (masses, rest lengths, collision CSR, bone grids)
+    PBDFrame              the frame's inputs: per-muscle stiffness and width scale, kinematic targets of the
+                          previous and current frame (endpoints, normals, capsules, grid inverses)
+    MuscleArrays          the muscles' field arrays (``kernels/fusiform.py``): the substep snapshot of grouped axes
+    PBDScratch            per-call scratch and outputs (x_prev, lambda, lengths, status, non-finite counts)
 
 PBD and XPBD constraint factors that do not change within a frame (``k / (w_i + w_j)``, ``1 / (w_i + w_j +
 alpha~)``) are computed once per call (``_constraint_gains``), so a constraint costs one square root and one
@@ -59,15 +50,84 @@ division.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
 
 from .axis import _one_axis, arc_length, chord_distance
-from .fusiform import MuscleArrays, _box_distance2, _field_one, _monomial, set_width, volume_width
+from .fusiform import _box_distance2, _field_one, _monomial, set_width, volume_width
 from .grid import sample_trilinear
-from .constants import (JIT_FAST, SCALAR_C0, SCALAR_C1, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_WIDTH, STATUS_OK,
+from .constants import (JIT_FAST, SCALAR_C0, SCALAR_C1, SCALAR_REACH, SCALAR_WIDTH, STATUS_OK,
                         STATUS_ZERO_LENGTH)
+
+
+class PBDParams(NamedTuple):
+    """Scalar settings of one :func:`pbd_substeps` call (``core/pbd/settings.py`` ``PBDSettings``)."""
+
+    n_sub: int                 # substeps of the frame
+    dt: float                  # [s] substep length
+    dt_ref: float              # [s] reference substep length (XPBD stiffness mapping, damping)
+    xpbd: bool                 # XPBD (True) or plain PBD
+    iterations: int            # Gauss-Seidel sweeps per substep
+    reference_iterations: int  # n_ref of the XPBD stiffness mapping
+    damping: float             # mu, velocity factor per reference substep
+    gravity: np.ndarray        # (3,) float64 [m/s^2]
+    friction: float            # eta, tangential displacement removed at a contact
+    tendon_stiffness: float    # k_t in [0, 1]
+
+
+class PBDModelArrays(NamedTuple):
+    """Static arrays of the PBD model (``core/pbd/model.py`` ``PBDModel.arrays``)."""
+
+    axis_start: np.ndarray      # (M+1,) int64 CSR: particles of each muscle
+    inv_mass: np.ndarray        # (P,) float64 [1/kg], 0 for kinematic endpoints
+    w_ref: np.ndarray           # (M,) float64 [1/kg] XPBD reference inverse mass sum of each muscle
+    particle_s: np.ndarray      # (P,) float64 rest arc-length parameter of each particle
+    rest_length: np.ndarray     # (P,) float64 [m] rest length of constraint (k, k+1); last row of a muscle unused
+    tendon: np.ndarray          # (P,) bool constraint (k, k+1) is a tendon
+    muscle_group: np.ndarray    # (M,) int64 collision group of each muscle (-1: none)
+    group_start: np.ndarray     # (Gm+1,) int64 CSR: muscles of each collision group
+    group_members: np.ndarray   # (K,) int64
+    island_start: np.ndarray    # (I+1,) int64 CSR: the parallel tasks (each group, each muscle in no group)
+    island_members: np.ndarray  # (M,) int64
+    cap_start: np.ndarray       # (M+1,) int64 CSR: capsules each muscle collides with
+    cap_index: np.ndarray       # (C,) int64
+    cap_radius: np.ndarray      # (B,) float64 [m]
+    grid_start: np.ndarray      # (M+1,) int64 CSR: bone grids each muscle collides with
+    grid_index: np.ndarray      # (Cg,) int64
+    grid_values: np.ndarray     # (sum cells,) float64 [m] signed distances, grids one after the other
+    grid_offset: np.ndarray     # (G+1,) int64 start of each grid in grid_values
+    grid_dims: np.ndarray       # (G, 3) int64 nodes per axis
+    grid_origin: np.ndarray     # (G, 3) float64 [m]
+    grid_spacing: np.ndarray    # (G, 3) float64 [m]
+    volume: np.ndarray          # (M,) float64 [m^3]
+
+
+class PBDFrame(NamedTuple):
+    """One frame's inputs: animated values and kinematic targets at the previous and current frame."""
+
+    belly_stiffness: np.ndarray  # (M,) float64 artist stiffness k in [0, 1]
+    width_scale: np.ndarray      # (M,) float64
+    end_prev: np.ndarray         # (M, 2, 3) float64 [m] endpoint targets
+    end_cur: np.ndarray          # (M, 2, 3) float64 [m]
+    normal_prev: np.ndarray      # (M, 2, 3) float64 endpoint normals
+    normal_cur: np.ndarray       # (M, 2, 3) float64
+    cap_prev: np.ndarray         # (B, 2, 3) float64 [m] capsule segment ends
+    cap_cur: np.ndarray          # (B, 2, 3) float64 [m]
+    grid_inv_prev: np.ndarray    # (G, 3, 4) float64 world -> grid (bone rest) rigid transforms
+    grid_inv_cur: np.ndarray     # (G, 3, 4) float64
+
+
+class PBDScratch(NamedTuple):
+    """Scratch and outputs of :func:`pbd_substeps`."""
+
+    x_prev: np.ndarray     # (P, 3) float64 [m] positions at the start of the substep
+    lam: np.ndarray        # (P,) float64 XPBD lambda of constraint (k, k+1)
+    length: np.ndarray     # (M,) float64 [m] axis length at the last snapshot
+    chord_dev: np.ndarray  # (M,) float64 [m] largest distance of a grouped axis from its chord
+    status: np.ndarray     # (M,) int64 axis geometry status (non-zero stops that block)
+    bad_count: np.ndarray  # (M,) int64 non-finite coordinates after the frame's last substep
 
 
 MIN_DISTANCE = 1e-12
@@ -105,12 +165,20 @@ def _push(x, x_prev, k, cx, gx, gy, gz, share, friction):
 
 
 @njit(**JIT_FAST)
-def _constraint_gains(m, inv_mass, w_ref, rest_length, tendon, belly_stiffness, tendon_stiffness, xpbd,
-                      reference_iterations, dt, dt_ref, axis_start, gain, alpha):
+def _constraint_gains(m, model, frame, params, gain, alpha):
     """Per distance constraint ``k`` of muscle ``m``, what does not change within a frame: PBD
     ``gain = k / (w_i + w_j)``; XPBD ``alpha~`` (module docstring) and ``gain = 1 / (w_i + w_j + alpha~)``.
     ``gain = 0``: the constraint is off (both ends kinematic, or stiffness 0). ``gain, alpha (P,)``."""
-    kb = belly_stiffness[m]
+    inv_mass = model.inv_mass
+    w_ref = model.w_ref
+    tendon = model.tendon
+    axis_start = model.axis_start
+    tendon_stiffness = params.tendon_stiffness
+    xpbd = params.xpbd
+    reference_iterations = params.reference_iterations
+    dt = params.dt
+    dt_ref = params.dt_ref
+    kb = frame.belly_stiffness[m]
     alpha_t = 0.0
     alpha_b = 0.0
     if xpbd:
@@ -135,9 +203,16 @@ def _constraint_gains(m, inv_mass, w_ref, rest_length, tendon, belly_stiffness, 
 
 
 @njit(**JIT_FAST)
-def _integrate(m, x, v, x_prev, lam, inv_mass, dt, damp, gravity, f1, end_prev, end_cur, axis_start, xpbd):
+def _integrate(m, x, v, x_prev, lam, model, frame, params, damp, f1):
     """Start of a substep for muscle ``m``: ``x_prev <- x``; inner particles ``v <- damp v + g dt``,
     ``p <- p + v dt``; kinematic endpoints to their targets at ``f1`` of the frame; XPBD ``lambda <- 0``."""
+    inv_mass = model.inv_mass
+    axis_start = model.axis_start
+    end_prev = frame.end_prev
+    end_cur = frame.end_cur
+    dt = params.dt
+    gravity = params.gravity
+    xpbd = params.xpbd
     a = axis_start[m]
     b = axis_start[m + 1]
     for k in range(a, b):
@@ -215,17 +290,36 @@ def _distance_sweeps(j0, j1, members, axis_start, x, lam, inv_mass, rest_length,
 
 
 @njit(**JIT_FAST)
-def _collide(m, x, x_prev, inv_mass, particle_s, friction, f1, muscle_group, group_start, group_members,
-             cap_start, cap_index, cap_prev, cap_cur, cap_radius,
-             grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
-             grid_inv_prev, grid_inv_cur,
-             axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds, chord_dev):
+def _collide(m, x, x_prev, model, frame, snapshot, friction, f1, chord_dev):
     """Collisions of the inner particles of muscle ``m``, each a sphere of radius ``D_i``, after the substep's last
-    sweep (module docstring): bone capsules, bone grids, the other muscles of its group (their snapshot)."""
+    sweep (module docstring): bone capsules, bone grids, the other muscles of its group (``snapshot``, a
+    :class:`MuscleArrays`)."""
+    axis_start = model.axis_start
+    inv_mass = model.inv_mass
+    particle_s = model.particle_s
+    group_start = model.group_start
+    group_members = model.group_members
+    cap_start = model.cap_start
+    cap_index = model.cap_index
+    cap_radius = model.cap_radius
+    grid_start = model.grid_start
+    grid_index = model.grid_index
+    grid_values = model.grid_values
+    grid_offset = model.grid_offset
+    grid_dims = model.grid_dims
+    grid_origin = model.grid_origin
+    grid_spacing = model.grid_spacing
+    cap_prev = frame.cap_prev
+    cap_cur = frame.cap_cur
+    grid_inv_prev = frame.grid_inv_prev
+    grid_inv_cur = frame.grid_inv_cur
+    snap_points = snapshot.axis_points
+    scal = snapshot.muscle_scalar
+    expo = snapshot.muscle_exponent
+    bounds = snapshot.muscle_bounds
     a = axis_start[m]
     b = axis_start[m + 1]
-    group = muscle_group[m]
-    snapshot = MuscleArrays(axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds)
+    group = model.muscle_group[m]
     n_caps = cap_start[m + 1] - cap_start[m]
     if n_caps == 0 and grid_start[m + 1] == grid_start[m] and group < 0:
         return
@@ -354,42 +448,71 @@ def _island_blocks(island_start, iterations):
 
 
 @njit(parallel=True, **JIT_FAST)
-def pbd_substeps(k0, k1, n_sub, dt, dt_ref, xpbd, iterations, reference_iterations, mu, gravity, friction,
-                 tendon_stiffness, x, v, x_prev, lam, inv_mass, w_ref, particle_s, rest_length, tendon,
-                 belly_stiffness, end_prev, end_cur, normal_prev, normal_cur,
-                 island_start, island_members, muscle_group, group_start, group_members,
-                 cap_start, cap_index, cap_prev, cap_cur, cap_radius,
-                 grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
-                 grid_inv_prev, grid_inv_cur,
-                 axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds,
-                 volume, width_scale, length, chord_dev, status, bad_count):
-    """Run substeps ``k0 .. k1-1`` (see the module docstring).
+def pbd_substeps(k0, k1, params, model, frame, x, v, muscles, scratch):
+    """Run substeps ``k0 .. k1-1`` of ``params.n_sub`` (see the module docstring) on ``x, v (P, 3)``.
+
+    ``params``: :class:`PBDParams`; ``model``: :class:`PBDModelArrays`; ``frame``: :class:`PBDFrame`;
+    ``muscles``: the :class:`MuscleArrays` the substep snapshots of grouped axes are written to (with this frame's
+    profile scalars); ``scratch``: :class:`PBDScratch`.
 
     Parallel over blocks of *islands* (:func:`_island_blocks`): an island is a collision group, or a muscle that
     collides with no other muscle. Islands do not touch each other, so each block runs all its substeps in one
     task (one parallel launch per call, not two per substep); inside an island, members are solved against the
     substep's snapshot, so results are bit-identical whatever the threads do (and whatever the blocking).
 
-    ``scal`` must hold this frame's profile scalars (``kernels/profile.py``: they depend on activation and
-    eccentricity, not on the axis); each substep rescales its width, support and reach to the snapshot's length.
+    ``muscles.muscle_scalar`` must hold this frame's profile scalars (``kernels/profile.py``: they depend on
+    activation and eccentricity, not on the axis); each substep rescales its width, support and reach to the
+    snapshot's length.
     Only muscles in a collision group get their full geometry rebuilt per substep: they are the only ones other
     muscles evaluate; muscles with nothing to collide with skip the width update (the solver refreshes every
-    width after the frame). ``status (M,)``: axis geometry status (non-zero stops that block); ``bad_count (M,)``:
-    non-finite particle coordinates after the frame's last substep.
+    width after the frame). ``scratch.status (M,)``: axis geometry status (non-zero stops that block);
+    ``scratch.bad_count (M,)``: non-finite particle coordinates after the frame's last substep.
     """
+    n_sub = params.n_sub
+    dt = params.dt
+    xpbd = params.xpbd
+    iterations = params.iterations
+    mu = params.damping
+    friction = params.friction
+    axis_start = model.axis_start
+    inv_mass = model.inv_mass
+    rest_length = model.rest_length
+    island_start = model.island_start
+    island_members = model.island_members
+    muscle_group = model.muscle_group
+    cap_start = model.cap_start
+    grid_start = model.grid_start
+    volume = model.volume
+    normal_prev = frame.normal_prev
+    normal_cur = frame.normal_cur
+    width_scale = frame.width_scale
+    snap_points = muscles.axis_points
+    cum = muscles.axis_cumulative
+    tang = muscles.axis_tangent
+    nrm = muscles.axis_normal
+    seg_t = muscles.seg_tangent
+    seg_l = muscles.seg_length
+    seg_a = muscles.seg_angle
+    scal = muscles.muscle_scalar
+    bounds = muscles.muscle_bounds
+    x_prev = scratch.x_prev
+    lam = scratch.lam
+    length = scratch.length
+    chord_dev = scratch.chord_dev
+    status = scratch.status
+    bad_count = scratch.bad_count
     blocks = _island_blocks(island_start, iterations)
     n_blocks = blocks.shape[0] - 1
     end_normals = np.empty((axis_start.shape[0] - 1, 2, 3))
     defined = np.empty(x.shape[0], dtype=np.bool_)
     gain = np.empty(x.shape[0])
     alpha = np.empty(x.shape[0])
-    damp = mu ** (dt / dt_ref) if xpbd else mu
+    damp = mu ** (dt / params.dt_ref) if xpbd else mu
     for blk in prange(n_blocks):
         j0 = island_start[blocks[blk]]
         j1 = island_start[blocks[blk + 1]]
         for j in range(j0, j1):
-            _constraint_gains(island_members[j], inv_mass, w_ref, rest_length, tendon, belly_stiffness,
-                              tendon_stiffness, xpbd, reference_iterations, dt, dt_ref, axis_start, gain, alpha)
+            _constraint_gains(island_members[j], model, frame, params, gain, alpha)
         for sub in range(k0, k1):
             f0 = sub / n_sub
             f1 = (sub + 1) / n_sub
@@ -429,17 +552,12 @@ def pbd_substeps(k0, k1, n_sub, dt, dt_ref, xpbd, iterations, reference_iteratio
             if not ok:
                 break
             for j in range(j0, j1):
-                _integrate(island_members[j], x, v, x_prev, lam, inv_mass, dt, damp, gravity, f1, end_prev,
-                           end_cur, axis_start, xpbd)
+                _integrate(island_members[j], x, v, x_prev, lam, model, frame, params, damp, f1)
             _distance_sweeps(j0, j1, island_members, axis_start, x, lam, inv_mass, rest_length, gain, alpha, xpbd,
                              iterations)
             for j in range(j0, j1):
                 m = island_members[j]
-                _collide(m, x, x_prev, inv_mass, particle_s, friction, f1, muscle_group, group_start, group_members,
-                         cap_start, cap_index, cap_prev, cap_cur, cap_radius,
-                         grid_start, grid_index, grid_values, grid_offset, grid_dims, grid_origin, grid_spacing,
-                         grid_inv_prev, grid_inv_cur,
-                         axis_start, snap_points, cum, tang, nrm, seg_t, seg_l, seg_a, scal, expo, bounds, chord_dev)
+                _collide(m, x, x_prev, model, frame, muscles, friction, f1, chord_dev)
                 bad_count[m] = _finish(m, x, v, x_prev, inv_mass, dt, axis_start, sub == n_sub - 1)
 
 

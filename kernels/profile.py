@@ -3,26 +3,40 @@
 For each muscle, from its shape exponents, activation ``a``, eccentricity ``e``, volume ``V``, width scale and
 current axis length ``l``: ``F(a)``, the coefficients ``c0, c1`` of ``Phi_a``, the ellipse semi-axes ``u, v``, the
 width ``w = scale sqrt(V / (pi l))``, the support ``R = w u max(Phi_a)`` and the reach ``w v max(Phi_a)``, written
-into ``out_scalar (M, SCALAR_COUNT)`` in the layout of ``kernels/fusiform.py``. Same computation as
-``core/muscle/profile.py`` (``profile_coefficients``, ``ellipse_axes``, ``width_from_volume``, ``profile_max``).
+into ``muscle_scalar (M, SCALAR_COUNT)`` of a :class:`kernels.fusiform.MuscleArrays` in the layout of
+``kernels/fusiform.py``. The shape constants come as one :class:`ProfileTables`.
+
+The numpy reference of ``profile_scalars`` is ``core/muscle/profile.py`` (``profile_coefficients``,
+``ellipse_axes``, ``width_from_volume``, ``profile_max``).
 """
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
+import numpy as np
 from numba import njit, prange
 
 from .axis import arc_length
-
 from .fusiform import _monomial, volume_width
 from .constants import (JIT, SCALAR_C0, SCALAR_C1, SCALAR_COUNT, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT,
                         SCALAR_U, SCALAR_V, SCALAR_WIDTH)
 
 
+class ProfileTables(NamedTuple):
+    """The shape constants the profile kernels read (built once by ``core/muscle/batch.py`` ``profile_tables``)."""
+
+    normaliser: np.ndarray  # (9, 9) float64 ||s^(alpha-1) (1-s)^(beta-1)||_2, row alpha-1, column beta-1
+    k_table: np.ndarray     # (9, 9, 9, 9) float64 K, indexed [alpha0-1, beta0-1, alpha1-1, beta1-1]
+    samples: int            # evenly spaced samples that bracket max Phi_a
+    newton: int             # Newton steps on Phi_a' = 0 inside the bracket
+
+
 @njit(**JIT)
 def profile_max(ea0, eb0, ea1, eb1, c0, c1, samples, newton):
-    """``max Phi_a``: best of ``samples`` evenly spaced values, refined by Newton on ``Phi_a' = 0`` inside its
-    bracket (``core.muscle.profile.profile_max``)."""
+    """``max_{s in [0, 1]} Phi_a(s)`` for ``Phi_a = c0 s^ea0 (1-s)^eb0 + c1 s^ea1 (1-s)^eb1``: the best of
+    ``samples`` evenly spaced values, refined by at most ``newton`` Newton steps on ``Phi_a' = 0`` kept inside the
+    bracket of the best sample."""
     best = -1.0
     best_i = 0
     for i in range(samples):
@@ -82,21 +96,27 @@ def _profile_one(m, exponents, activation, eccentricity, volume, width_scale, le
 
 
 @njit(parallel=True, **JIT)
-def profile_scalars(exponents, activation, eccentricity, volume, width_scale, length, normaliser, k_table,
-                    samples, newton, out_scalar):
-    """Fill ``out_scalar (M, SCALAR_COUNT)``. ``exponents (M, 4) int64``: alpha0-1, beta0-1, alpha1-1, beta1-1."""
+def profile_scalars(mu, activation, eccentricity, width_scale, volume, length, tables):
+    """Fill ``mu.muscle_scalar (M, SCALAR_COUNT)`` of ``mu`` (:class:`kernels.fusiform.MuscleArrays`), reading
+    ``mu.muscle_exponent (M, 4) int64`` (alpha0-1, beta0-1, alpha1-1, beta1-1). ``activation, eccentricity,
+    width_scale (M,)``, ``volume (M,)`` [m^3], ``length (M,)`` [m] axis arc lengths, ``tables``
+    (:class:`ProfileTables`). Parallel over muscles."""
+    exponents = mu.muscle_exponent
     for m in prange(exponents.shape[0]):
-        _profile_one(m, exponents, activation, eccentricity, volume, width_scale, length[m], normaliser, k_table,
-                     samples, newton, out_scalar)
+        _profile_one(m, exponents, activation, eccentricity, volume, width_scale, length[m], tables.normaliser,
+                     tables.k_table, tables.samples, tables.newton, mu.muscle_scalar)
 
 
 @njit(parallel=True, **JIT)
-def frame_scalars(axis_start, points, min_length, exponents, activation, eccentricity, volume, width_scale,
-                  normaliser, k_table, samples, newton, out_length, out_scalar):
-    """:func:`profile_scalars` at the start of a PBD frame, with each axis's arc length ``l`` taken from
-    ``points (P, 3)`` [m] (CSR ``axis_start (M+1,)``) in the same pass: ``out_length[m] = max(l, min_length)``."""
+def frame_scalars(mu, points, min_length, activation, eccentricity, width_scale, volume, tables, out_length):
+    """:func:`profile_scalars` at the start of a PBD frame into ``mu.muscle_scalar``, with each axis's arc length
+    ``l`` taken from ``points (P, 3)`` [m] (CSR ``mu.axis_start (M+1,)``) in the same pass:
+    ``out_length[m] = max(l, min_length)``. ``mu``: :class:`kernels.fusiform.MuscleArrays`; ``activation,
+    eccentricity, width_scale (M,)``, ``volume (M,)`` [m^3], ``tables``: :class:`ProfileTables`."""
+    axis_start = mu.axis_start
+    exponents = mu.muscle_exponent
     for m in prange(exponents.shape[0]):
         length = max(arc_length(points, axis_start[m], axis_start[m + 1]), min_length)
         out_length[m] = length
-        _profile_one(m, exponents, activation, eccentricity, volume, width_scale, length, normaliser, k_table,
-                     samples, newton, out_scalar)
+        _profile_one(m, exponents, activation, eccentricity, volume, width_scale, length, tables.normaliser,
+                     tables.k_table, tables.samples, tables.newton, mu.muscle_scalar)

@@ -1,42 +1,28 @@
 """Numba kernel: the composed skin field ``F`` (value and gradient) at many points (thesis Fig. 6.1, §3.1).
 
-The composition tree is a binary tree stored in **pre-order** (a node's subtree is ``node .. node_end[node]-1``):
-
-    node_kind (T,) int64     NODE_PART (a leaf: one bone's part), NODE_CONTACT, NODE_CLEAN, NODE_MAX
-    node_left, node_right (T,) children of an operator node; node_part (T,) part index of a leaf
-    node_end (T,)            end of the node's pre-order subtree
-    node_bounds (T, 6) [m]   world box (min xyz, max xyz) outside which the node's field is exactly 0
-
+The composition tree is a binary tree stored in **pre-order** (a node's subtree is ``node .. node_end[node]-1``).
 Per point, a pre-order pass marks the nodes whose box holds the point (a pruned node skips its whole subtree), then
 a reverse pre-order pass (children before parents) evaluates: a leaf reads its part grid (``kernels/part_grid.py``)
 and, if the part has muscles, clean-unions their compact fields (``kernels/fusiform.py``) and joins them to the
 part's field with the detail operator (``blend`` arc union); an operator node combines its children
 (``kernels/blend.py``; the contact operator's ``alpha`` comes from the angle between the children's gradients).
 
-``field`` is one tuple holding, in order: ``node_kind, node_left, node_right, node_part, node_end, node_bounds``,
-the part grids ``grid_values, grid_offset, grid_dims, grid_origin, grid_inv_h, grid_binv``, the part muscles
-``part_muscle_start, part_muscle_index``, the operator tables ``clean_table, blend_table``, the contact controller's
-``cos0, cos1``, each muscle's largest axis deviation from its chord ``chord_dev (M,)`` [m] (a cheap lower bound on
-the distance to the axis skips muscles out of reach), each muscle's skin offset ``skin_offset (M,)`` [m] (the skin
-sees ``K((f_M + o) / R)``: ``core/skin/field.py``), then the muscle arrays of ``kernels/fusiform.py``
-(``core/skin_field.SkinField.kernel_field``).
-Other kernels (the skin tracking) call :func:`evaluate_point` with the same tuple.
-
-Part grids are packed: ``grid_values`` flat float32 (sum of ``nx ny nz 4``), ``grid_offset (P+1,)``, ``grid_dims
-(P, 3)``, ``grid_origin (P, 3)`` [m], ``grid_inv_h (P,)`` [1/m], ``grid_binv (P, 3, 4)`` world -> rest this frame.
-Muscles of a part: CSR ``part_muscle_start (P+1,)``, ``part_muscle_index``; muscle arrays as in
-``kernels/fusiform.py``. Outputs ``out_values (n,)``, ``out_grads (n, 3)`` [1/m].
+The field comes as two structs built by ``core/skin/field.py``: :class:`SkinArrays` (the bind data, and this frame's
+placement) and this frame's muscles, a ``kernels.fusiform.MuscleArrays`` (kept apart: numba's parallel loops take
+flat tuples only). Other kernels (the skin tracking) call :func:`evaluate_point` with both.
+Outputs ``out_values (n,)``, ``out_grads (n, 3)`` [1/m].
 """
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
 
 from .axis import chord_distance
 from .blend import contact, controller, max_union, table_union
-from .fusiform import MuscleArrays, _box_distance2, _compact, _field_one
+from .fusiform import _box_distance2, _compact, _field_one
 from .part_grid import sample_part_world
 from .constants import JIT_FAST, NODE_CLEAN, NODE_CONTACT, NODE_MAX, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
 
@@ -45,53 +31,77 @@ CHUNK = 64
 """Points per parallel task (each task allocates its per-node scratch once)."""
 
 
+class SkinArrays(NamedTuple):
+    """The composed skin field (``T`` tree nodes, ``P`` parts, ``M`` muscles). Bind data, then this frame's
+    placement (``grid_binv``, ``node_bounds``, ``chord_dev``)."""
+
+    node_kind: np.ndarray          # (T,) int64 NODE_PART (a leaf: one bone's part), NODE_CONTACT, NODE_CLEAN, NODE_MAX
+    node_left: np.ndarray          # (T,) int64 left child of an operator node (-1 for a leaf)
+    node_right: np.ndarray         # (T,) int64 right child of an operator node (-1 for a leaf)
+    node_part: np.ndarray          # (T,) int64 part index of a leaf (-1 for an operator)
+    node_end: np.ndarray           # (T,) int64 end of the node's pre-order subtree
+    grid_values: np.ndarray        # (sum nx ny nz 4,) float32 packed part grids (value, gradient) in rest space
+    grid_offset: np.ndarray        # (P+1,) int64 start of each part's grid in grid_values
+    grid_dims: np.ndarray          # (P, 3) int64 grid nodes per axis
+    grid_origin: np.ndarray        # (P, 3) float64 [m] rest-space origin of each grid
+    grid_inv_h: np.ndarray         # (P,) float64 [1/m] inverse node spacing
+    part_muscle_start: np.ndarray  # (P+1,) int64 CSR: each part's muscles ...
+    part_muscle_index: np.ndarray  # (sum,) int64 ... as muscle indices
+    skin_offset: np.ndarray        # (M,) float64 [m] the skin sees K((f_M + o) / R) (core/skin/field.py)
+    clean_table: np.ndarray        # clean union's table (kernels/blend.py)
+    blend_table: np.ndarray        # detail (blend) operator's table
+    cos0: float                    # contact controller: cos theta0
+    cos1: float                    # contact controller: cos theta1
+    grid_binv: np.ndarray          # (P, 3, 4) float64 this frame: world -> rest rigid transform of each part
+    node_bounds: np.ndarray        # (T, 6) float64 [m] this frame: world box (min xyz, max xyz), field 0 outside
+    chord_dev: np.ndarray          # (M,) float64 [m] this frame: each axis's largest distance from its chord
+
+
 @njit(**JIT_FAST)
-def _part_value(p, qx, qy, qz, grid_values, grid_offset, grid_dims, grid_origin, grid_inv_h, grid_binv,
-                part_muscle_start, part_muscle_index, clean_table, blend_table, chord_dev, skin_offset,
-                axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent, seg_length,
-                seg_angle, muscle_scalar, muscle_exponent, muscle_bounds):
-    vals = grid_values[grid_offset[p]:grid_offset[p + 1]].reshape(
-        (grid_dims[p, 0], grid_dims[p, 1], grid_dims[p, 2], 4))
-    h, hx, hy, hz = sample_part_world(vals, grid_origin[p], grid_inv_h[p], grid_binv[p], qx, qy, qz)
+def _part_value(p, qx, qy, qz, skin, mus):
+    """Leaf ``p`` at one point: the part's grid value joined with its muscles by the detail operator."""
+    vals = skin.grid_values[skin.grid_offset[p]:skin.grid_offset[p + 1]].reshape(
+        (skin.grid_dims[p, 0], skin.grid_dims[p, 1], skin.grid_dims[p, 2], 4))
+    h, hx, hy, hz = sample_part_world(vals, skin.grid_origin[p], skin.grid_inv_h[p], skin.grid_binv[p], qx, qy, qz)
     mu = 0.0
     mx = 0.0
     my = 0.0
     mz = 0.0
-    for k in range(part_muscle_start[p], part_muscle_start[p + 1]):
-        m = part_muscle_index[k]
-        R = muscle_scalar[m, SCALAR_SUPPORT]
-        cut = muscle_scalar[m, SCALAR_REACH] + R
-        if _box_distance2(qx, qy, qz, muscle_bounds[m]) > cut * cut:
+    for k in range(skin.part_muscle_start[p], skin.part_muscle_start[p + 1]):
+        m = skin.part_muscle_index[k]
+        R = mus.muscle_scalar[m, SCALAR_SUPPORT]
+        cut = mus.muscle_scalar[m, SCALAR_REACH] + R
+        if _box_distance2(qx, qy, qz, mus.muscle_bounds[m]) > cut * cut:
             continue
         # lower bound of the distance to the axis: distance to its chord minus the axis's largest deviation
-        if chord_distance(qx, qy, qz, axis_points, axis_start[m], axis_start[m + 1] - 1) - chord_dev[m] > cut:
+        if chord_distance(qx, qy, qz, mus.axis_points, mus.axis_start[m],
+                          mus.axis_start[m + 1] - 1) - skin.chord_dev[m] > cut:
             continue
-        f, gx, gy, gz = _field_one(qx, qy, qz, m, MuscleArrays(axis_start, axis_points, axis_cumulative,
-                                                               axis_tangent, axis_normal, seg_tangent, seg_length,
-                                                               seg_angle, muscle_scalar, muscle_exponent,
-                                                               muscle_bounds), True, cut)
-        f, gx, gy, gz = _compact(f + skin_offset[m], gx, gy, gz, R)
+        f, gx, gy, gz = _field_one(qx, qy, qz, m, mus, True, cut)
+        f, gx, gy, gz = _compact(f + skin.skin_offset[m], gx, gy, gz, R)
         if f <= 0.0:
             continue
-        G, G1, G2 = table_union(clean_table, mu, f)
+        G, G1, G2 = table_union(skin.clean_table, mu, f)
         mx = G1 * mx + G2 * gx
         my = G1 * my + G2 * gy
         mz = G1 * mz + G2 * gz
         mu = G
     if mu <= 0.0:
         return h, hx, hy, hz
-    G, G1, G2 = table_union(blend_table, h, mu)
+    G, G1, G2 = table_union(skin.blend_table, h, mu)
     return G, G1 * hx + G2 * mx, G1 * hy + G2 * my, G1 * hz + G2 * mz
 
 
 @njit(**JIT_FAST)
-def evaluate_point(qx, qy, qz, val, grad, active, field):
+def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
     """Composed field at one point: ``(F, dF/dx, dF/dy, dF/dz)``. ``val (T,)``, ``grad (T, 3)``, ``active (T,)``
-    are per-task scratch; ``field`` is the tuple of :func:`field_arrays` (module docstring)."""
-    (node_kind, node_left, node_right, node_part, node_end, node_bounds, grid_values, grid_offset, grid_dims,
-     grid_origin, grid_inv_h, grid_binv, part_muscle_start, part_muscle_index, clean_table, blend_table, cos0, cos1,
-     chord_dev, skin_offset, axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent,
-     seg_length, seg_angle, muscle_scalar, muscle_exponent, muscle_bounds) = field
+    are per-task scratch (each node's value, gradient and whether its box holds the point); ``skin``: the
+    :class:`SkinArrays`; ``muscles``: this frame's ``MuscleArrays``."""
+    node_kind = skin.node_kind
+    node_left = skin.node_left
+    node_right = skin.node_right
+    node_end = skin.node_end
+    node_bounds = skin.node_bounds
     T = node_kind.shape[0]
     i = 0
     while i < T:
@@ -112,12 +122,7 @@ def evaluate_point(qx, qy, qz, val, grad, active, field):
             continue
         kind = node_kind[i]
         if kind == NODE_PART:
-            f, gx, gy, gz = _part_value(node_part[i], qx, qy, qz, grid_values, grid_offset, grid_dims,
-                                        grid_origin, grid_inv_h, grid_binv, part_muscle_start,
-                                        part_muscle_index, clean_table, blend_table, chord_dev, skin_offset,
-                                        axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal,
-                                        seg_tangent, seg_length, seg_angle, muscle_scalar,
-                                        muscle_exponent, muscle_bounds)
+            f, gx, gy, gz = _part_value(skin.node_part[i], qx, qy, qz, skin, muscles)
         else:
             a = node_left[i]
             c = node_right[i]
@@ -134,10 +139,10 @@ def evaluate_point(qx, qy, qz, val, grad, active, field):
                 if n1 > 1e-12 and n2 > 1e-12:
                     cos_t = (grad[a, 0] * grad[c, 0] + grad[a, 1] * grad[c, 1]
                              + grad[a, 2] * grad[c, 2]) / (n1 * n2)
-                    alpha = controller(cos_t, cos0, cos1)
-                f, G1, G2 = contact(clean_table, f1, f2, alpha)
+                    alpha = controller(cos_t, skin.cos0, skin.cos1)
+                f, G1, G2 = contact(skin.clean_table, f1, f2, alpha)
             elif kind == NODE_CLEAN:
-                f, G1, G2 = table_union(clean_table, f1, f2)
+                f, G1, G2 = table_union(skin.clean_table, f1, f2)
             else:
                 f, G1, G2 = max_union(f1, f2)
             gx = G1 * grad[a, 0] + G2 * grad[c, 0]
@@ -151,17 +156,18 @@ def evaluate_point(qx, qy, qz, val, grad, active, field):
 
 
 @njit(parallel=True, **JIT_FAST)
-def skin_field(points, field, out_values, out_grads):
-    """Composed skin field at ``points (n, 3)`` [m]; ``field``: the tuple of arrays (module docstring)."""
+def skin_field(points, skin, muscles, out_values, out_grads):
+    """Composed skin field at ``points (n, 3)`` [m]; ``skin``: the :class:`SkinArrays`, ``muscles`` this frame's
+    ``MuscleArrays``."""
     n = points.shape[0]
-    T = field[0].shape[0]
+    T = skin.node_kind.shape[0]
     n_chunks = (n + CHUNK - 1) // CHUNK
     for chunk in prange(n_chunks):
         val = np.empty(T)
         grad = np.empty((T, 3))
         active = np.empty(T, dtype=np.bool_)
         for q in range(chunk * CHUNK, min(n, (chunk + 1) * CHUNK)):
-            f, gx, gy, gz = evaluate_point(points[q, 0], points[q, 1], points[q, 2], val, grad, active, field)
+            f, gx, gy, gz = evaluate_point(points[q, 0], points[q, 1], points[q, 2], val, grad, active, skin, muscles)
             out_values[q] = f
             out_grads[q, 0] = gx
             out_grads[q, 1] = gy

@@ -1,52 +1,27 @@
 """Numba kernel: one frame of Implicit Skinning's iso-surface tracking (thesis Algorithms 3.1-3.3, Vaillant 2013).
 
-Inputs (``V`` vertices; reference and defaults: ``core/skin/tracking.py``):
-    x (V, 3) [m]          start positions (the DQS guess, or the previous frame's result), overwritten by the result
-    rot (V, 3, 3)         each vertex's DQS rotation R_i
-    rest (V, 3) [m]       rest positions; iso (V,): each vertex's iso-value e_i = F_0(v_ref_i)
-    ring_start, ring_neighbour, ring_weight   CSR one-rings with normalised clamped cotangent weights cbar_ik
-    field                 the composed skin field's tuple (``kernels/skin_field.evaluate_point``)
-    lambdas (N,)          step factors of the N projection iterations (decreasing)
-    eps                   |F - e| below which a vertex is on its iso-value
-    cos_stop              contact stop: a vertex whose gradient turns by more than acos(cos_stop) between two
-                          iterations stops there (it reached the contact surface) ...
-    contact_band          ... if its value is within contact_band of its iso-value (the contact surface is on the
-                          0.5-iso; deep inside a part, where the field flattens, a turning gradient is noise)
-    bisect_steps          most dichotomy steps (regula falsi) when a step crosses the iso-value
-    trust [m]             a projection step shorter than this is taken without evaluating the field at its end
-                          (Alg. 3.1's checks guard long steps; at this scale the field is linear)
-    max_step [m]          a longer projection or landing step is shortened to this length
-    dilation              rings around the vertices that start off their iso-value that are worked on too (ARAP
-                          spreads the correction); all other vertices keep their start position
-    quiet [m]             a vertex found on its iso-value that the following ARAP sweep moved less than this takes
-                          no projection step in the next iteration (only vertices whose value can have moved work)
-    final_sweeps, final_tol [m]   ARAP sweeps after the loop, until the largest move is below final_tol
-    own_leaf (V,)         the composition tree's leaf node of each vertex's part; leaf_nodes (P,) every leaf node
-    landable (V,) bool    vertices the contact landing may move (all False: no landing)
-    cos_land, land_steps  the landing's gradient angle (:func:`beyond_contact`) and its most Newton steps
-Scratch/outputs: p, anchor, normal, g_prev (V, 3); state (V,) int8 (see STATE_*); active (V,) bool.
+:func:`track` takes five structs (``V`` vertices; defaults and the numpy reference: ``core/skin/tracking.py``):
+``x (V, 3)`` [m] the start positions (the DQS guess, or the previous frame's result), overwritten by the result;
+``rot (V, 3, 3)`` each vertex's DQS rotation ``R_i``; ``mesh`` (:class:`TrackMesh`, bind data); ``field`` and
+``muscles`` the composed skin field this frame (``kernels/skin_field.SkinArrays`` and ``MuscleArrays``);
+``params`` (:class:`TrackParams`); ``scratch`` (:class:`TrackScratch`, per-vertex work arrays and outputs).
 
 Each iteration: PROJECTION (Alg. 3.1) of every active vertex that has not stopped, then one ARAP Jacobi sweep
 (Alg. 3.2): ``v_i <- sum_k cbar_ik (p_k + 1/2 (R_i + R_k)(v_ref_i - v_ref_k))``, projected on the tangent plane at
 the vertex's projected point. Then ARAP sweeps to convergence (Alg. 3.3). Stopped (contact) vertices take no more
-projection steps but still relax on the tangent plane where they stopped, so the crease stays smooth (freezing
-them left more folds at the crease's end: 38 triangles crossing at 130 degrees on the arm instead of 22, by the
-measure of that time); inactive vertices keep their start position and act as the boundary of the relaxation.
+projection steps but still relax on the tangent plane where they stopped; inactive vertices keep their start
+position and act as the boundary of the relaxation.
 
-CONTACT LANDING (ours; the thesis has only the gradient-angle stop). The contact operator is 0.5 on the contact
-surface ``f_own = f_other`` and rises on both sides of it, so a vertex whose iso-value is above 0.5 finds it before
-reaching the surface, from either side, and the gradient-angle stop catches a vertex wherever its gradient happens
-to turn (near a muscle it turns for other reasons). On the arm bent 130 degrees with its four muscles that left
-vertices up to 8 mm past the surface and 56 skin triangles crossing the other side. So a projection first checks
-whether the vertex has passed a contact surface (:func:`beyond_contact`: inside the other part where its field
-is the larger, the two gradients facing each other) and if so lands it on that surface by Newton steps on
-``h = f_own - f_other`` (:func:`_land`): it stops there with the surface's tangent plane, which the ARAP sweeps
-keep it on. Once more after the loop, as a sweep can carry a vertex across. The leaves' values and gradients are
-the ones :func:`evaluate_point` computes anyway, so a vertex that has not passed costs nothing more.
+CONTACT LANDING (ours; the thesis has only the gradient-angle stop). A projection first checks whether the vertex
+has passed a contact surface (:func:`beyond_contact`: inside the other part where its field is the larger, the two
+gradients facing each other) and if so lands it on that surface by Newton steps on ``h = f_own - f_other``
+(:func:`_land`): it stops there with the surface's tangent plane, which the ARAP sweeps keep it on. Once more after
+the loop (:func:`_land_pass`). The leaves' values and gradients are the ones :func:`evaluate_point` computes.
 """
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -57,6 +32,50 @@ from .constants import (JIT_FAST, CONTACT_LOW, STATE_CONTACT, STATE_CROSSED, STA
 
 
 CHUNK = 64
+"""Vertices per parallel task (each task allocates its per-node scratch once)."""
+
+
+class TrackMesh(NamedTuple):
+    """The tracked mesh's bind data (``V`` vertices, ``P`` parts)."""
+
+    rest: np.ndarray            # (V, 3) float64 [m] rest positions v_ref_i
+    iso: np.ndarray             # (V,) float64 each vertex's iso-value e_i = F_0(v_ref_i)
+    ring_start: np.ndarray      # (V+1,) int64 CSR one-rings ...
+    ring_neighbour: np.ndarray  # (sum,) int64 ... neighbour indices
+    ring_weight: np.ndarray     # (sum,) float64 normalised clamped cotangent weights cbar_ik
+    own_leaf: np.ndarray        # (V,) int64 the composition tree's leaf node of each vertex's part
+    leaf_nodes: np.ndarray      # (P,) int64 every part's leaf node
+    landable: np.ndarray        # (V,) bool vertices the contact landing may move (all False: no landing)
+    pinned: np.ndarray          # (V,) bool vertices that keep their start position (open borders)
+
+
+class TrackParams(NamedTuple):
+    """Scalar settings of one tracked frame (lengths already scaled by the mesh's size)."""
+
+    lambdas: np.ndarray   # (N,) float64 step factors of the N projection iterations (decreasing)
+    eps: float            # |F - e| below which a vertex is on its iso-value [field units]
+    cos_stop: float       # contact stop: the gradient turns by more than acos(cos_stop) between two iterations ...
+    contact_band: float   # ... with the value within this of the iso-value [field units]
+    bisect_steps: int     # most regula falsi steps when a step crosses the iso-value
+    trust: float          # [m] a shorter projection step is taken without evaluating the field at its end
+    max_step: float       # [m] a longer projection or landing step is shortened to this length
+    dilation: int         # rings around the vertices that start off their iso-value that are worked on too
+    quiet: float          # [m] an on-iso vertex the last sweep moved less than this takes no projection step
+    final_sweeps: int     # most ARAP sweeps after the loop ...
+    final_tol: float      # [m] ... until the largest move is below this
+    cos_land: float       # landing: the two parts' gradients face by more than acos(cos_land)
+    land_steps: int       # landing: most Newton steps
+
+
+class TrackScratch(NamedTuple):
+    """Per-vertex work arrays of :func:`track`; ``state`` and ``active`` are its outputs too."""
+
+    p: np.ndarray       # (V, 3) float64 [m] projected points
+    anchor: np.ndarray  # (V, 3) float64 [m] a point of each vertex's tangent plane
+    normal: np.ndarray  # (V, 3) float64 the tangent plane's unit normal
+    g_prev: np.ndarray  # (V, 3) float64 the last iteration's unit gradient
+    state: np.ndarray   # (V,) int8 STATE_* outcome of the last projection
+    active: np.ndarray  # (V,) bool vertices worked on this frame
 
 
 @njit(**JIT_FAST)
@@ -71,23 +90,32 @@ def _stop_at(i, y0, y1, y2, p, anchor):
 
 
 @njit(**JIT_FAST)
-def _project(i, x, iso, lam, eps, cos_stop, contact_band, bisect_steps, trust, max_step, first, p, anchor, normal,
-             g_prev, state, val, grad, active_nodes, field, own_leaf, leaf_nodes, landable, cos_land, land_steps):
-    """Algorithm 3.1 for vertex ``i``, with the contact landing first: writes ``p[i]``, ``anchor[i]``,
-    ``normal[i]``, ``state[i]``."""
+def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active_nodes):
+    """Algorithm 3.1 for vertex ``i`` with step factor ``lam``, with the contact landing first: writes ``p[i]``,
+    ``anchor[i]``, ``normal[i]``, ``state[i]`` of ``scr``. ``val, grad, active_nodes``: per-task node scratch."""
+    iso = mesh.iso
+    eps = prm.eps
+    trust = prm.trust
+    max_step = prm.max_step
+    p = scr.p
+    anchor = scr.anchor
+    normal = scr.normal
+    g_prev = scr.g_prev
+    state = scr.state
+    own_leaf = mesh.own_leaf
     x0 = x[i, 0]
     x1 = x[i, 1]
     x2 = x[i, 2]
-    f, gx, gy, gz = evaluate_point(x0, x1, x2, val, grad, active_nodes, field)
+    f, gx, gy, gz = evaluate_point(x0, x1, x2, val, grad, active_nodes, field, muscles)
     g2 = gx * gx + gy * gy + gz * gz
     p[i, 0] = x0
     p[i, 1] = x1
     p[i, 2] = x2
-    if landable[i]:
-        b = beyond_contact(own_leaf[i], leaf_nodes, cos_land, val, grad, active_nodes)
+    if mesh.landable[i]:
+        b = beyond_contact(own_leaf[i], mesh.leaf_nodes, prm.cos_land, val, grad, active_nodes)
         if b >= 0:
-            _land(i, own_leaf[i], b, land_steps, trust, max_step, p, anchor, normal, state, val, grad, active_nodes,
-                  field)
+            _land(i, own_leaf[i], b, prm.land_steps, trust, max_step, p, anchor, normal, state, val, grad,
+                  active_nodes, field, muscles)
             return
     if g2 < 1e-16:
         state[i] = STATE_FLAT
@@ -97,7 +125,8 @@ def _project(i, x, iso, lam, eps, cos_stop, contact_band, bisect_steps, trust, m
     ny = gy / gn
     nz = gz / gn
     d = f - iso[i]
-    if not first and abs(d) < contact_band and nx * g_prev[i, 0] + ny * g_prev[i, 1] + nz * g_prev[i, 2] < cos_stop:
+    if (not first and abs(d) < prm.contact_band
+            and nx * g_prev[i, 0] + ny * g_prev[i, 1] + nz * g_prev[i, 2] < prm.cos_stop):
         state[i] = STATE_CONTACT
         return
     g_prev[i, 0] = nx
@@ -114,9 +143,7 @@ def _project(i, x, iso, lam, eps, cos_stop, contact_band, bisect_steps, trust, m
         return
     s = -lam * d / g2
     if abs(s) * gn > max_step:
-        # a long step leaves the region where the field is close to linear: it can cross a thin part of the field
-        # and bracket the iso-value on the far side of the limb, so the vertex jumps there (spikes of 6-8 cm on the
-        # arm's curl before this bound)
+        # a long step leaves the region where the field is close to linear (design notes: bounded steps)
         s *= max_step / (abs(s) * gn)
     y0 = x0 + s * gx
     y1 = x1 + s * gy
@@ -126,25 +153,24 @@ def _project(i, x, iso, lam, eps, cos_stop, contact_band, bisect_steps, trust, m
         _stop_at(i, y0, y1, y2, p, anchor)
         state[i] = STATE_FREE
         return
-    f2, hx, hy, hz = evaluate_point(y0, y1, y2, val, grad, active_nodes, field)
+    f2, hx, hy, hz = evaluate_point(y0, y1, y2, val, grad, active_nodes, field, muscles)
     d2 = f2 - iso[i]
     if d * (d - d2) < 0.0:
         state[i] = STATE_WORSE
         return
     if d * d2 < 0.0:
         # dichotomy on [x, y] by regula falsi (Illinois variant): the bracket keeps one end on each side of the
-        # iso-value like a bisection, the split point follows the values' linear interpolation, so a smooth field
-        # is bracketed to eps in 2-4 evaluations instead of 10-14
+        # iso-value like a bisection, the split point follows the values' linear interpolation
         a0, a1, a2, da = x0, x1, x2, d
         b0, b1, b2, db = y0, y1, y2, d2
         side = 0
-        for _ in range(bisect_steps):
+        for _ in range(prm.bisect_steps):
             t = da / (da - db)
             t = min(max(t, 0.05), 0.95)
             m0 = a0 + t * (b0 - a0)
             m1 = a1 + t * (b1 - a1)
             m2 = a2 + t * (b2 - a2)
-            fm, mx, my, mz = evaluate_point(m0, m1, m2, val, grad, active_nodes, field)
+            fm, mx, my, mz = evaluate_point(m0, m1, m2, val, grad, active_nodes, field, muscles)
             dm = fm - iso[i]
             hx, hy, hz = mx, my, mz
             if da * dm <= 0.0:
@@ -202,7 +228,7 @@ def beyond_contact(o, leaf_nodes, cos_land, val, grad, nodes):
 
 
 @njit(**JIT_FAST)
-def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, val, grad, nodes, field):
+def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, val, grad, nodes, field, muscles):
     """Land vertex ``i`` (at ``p[i]``, where ``val, grad`` were evaluated) on the contact surface ``h = f_o - f_b
     = 0`` of leaves ``o`` and ``b``: at most ``steps`` Newton steps along ``grad h``, until a step is shorter than
     ``tol`` [m]. The vertex stops there (STATE_CONTACT), its anchor and normal are the contact surface's, so the
@@ -229,7 +255,7 @@ def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, val, grad, no
         y2 += s * hz
         if abs(s) * hn < tol or it == steps - 1:
             break
-        evaluate_point(y0, y1, y2, val, grad, nodes, field)
+        evaluate_point(y0, y1, y2, val, grad, nodes, field, muscles)
         if val[o] <= 0.0 or val[b] <= 0.0:
             break
     _stop_at(i, y0, y1, y2, p, anchor)
@@ -237,44 +263,49 @@ def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, val, grad, no
 
 
 @njit(parallel=True, **JIT_FAST)
-def _land_pass(x, active, landable, own_leaf, leaf_nodes, cos_land, steps, tol, max_step, anchor, normal, state,
-               field):
-    """Land every active vertex that has passed a contact surface (:func:`_land`), in place in ``x`` (checking only
-    the vertices the last sweep moved by ``quiet`` or more saved no measurable time and left a few more skin
-    triangles crossing)."""
+def _land_pass(x, mesh, field, muscles, prm, scr):
+    """Land every active vertex that has passed a contact surface (:func:`_land`), in place in ``x``."""
     V = x.shape[0]
-    T = field[0].shape[0]
+    T = field.node_kind.shape[0]
+    active = scr.active
+    landable = mesh.landable
+    own_leaf = mesh.own_leaf
     for chunk in prange((V + CHUNK - 1) // CHUNK):
         val = np.empty(T)
         grad = np.empty((T, 3))
         nodes = np.empty(T, dtype=np.bool_)
         for i in range(chunk * CHUNK, min(V, (chunk + 1) * CHUNK)):
             if active[i] and landable[i]:
-                evaluate_point(x[i, 0], x[i, 1], x[i, 2], val, grad, nodes, field)
-                b = beyond_contact(own_leaf[i], leaf_nodes, cos_land, val, grad, nodes)
+                evaluate_point(x[i, 0], x[i, 1], x[i, 2], val, grad, nodes, field, muscles)
+                b = beyond_contact(own_leaf[i], mesh.leaf_nodes, prm.cos_land, val, grad, nodes)
                 if b >= 0:
-                    _land(i, own_leaf[i], b, steps, tol, max_step, x, anchor, normal, state, val, grad, nodes, field)
+                    _land(i, own_leaf[i], b, prm.land_steps, prm.trust, prm.max_step, x, scr.anchor, scr.normal,
+                          scr.state, val, grad, nodes, field, muscles)
 
 
 @njit(parallel=True, **JIT_FAST)
-def contact_passed(points, own_leaf, leaf_nodes, cos_land, field, out):
+def contact_passed(points, own_leaf, leaf_nodes, cos_land, field, muscles, out):
     """``out (n,)`` bool: whether each point, a vertex of leaf ``own_leaf[n]``, has passed a contact surface
-    (:func:`beyond_contact`)."""
+    (:func:`beyond_contact`); ``field``, ``muscles``: the ``SkinArrays`` and ``MuscleArrays``."""
     n = points.shape[0]
-    T = field[0].shape[0]
+    T = field.node_kind.shape[0]
     for chunk in prange((n + CHUNK - 1) // CHUNK):
         val = np.empty(T)
         grad = np.empty((T, 3))
         nodes = np.empty(T, dtype=np.bool_)
         for q in range(chunk * CHUNK, min(n, (chunk + 1) * CHUNK)):
-            evaluate_point(points[q, 0], points[q, 1], points[q, 2], val, grad, nodes, field)
+            evaluate_point(points[q, 0], points[q, 1], points[q, 2], val, grad, nodes, field, muscles)
             out[q] = beyond_contact(own_leaf[q], leaf_nodes, cos_land, val, grad, nodes) >= 0
 
 
 @njit(**JIT_FAST)
-def _arap(i, src, dst, rot, rest, ring_start, ring_neighbour, ring_weight, anchor, normal):
+def _arap(i, src, dst, rot, mesh, anchor, normal):
     """One Jacobi ARAP update of vertex ``i`` from ``src`` into ``dst``, on the tangent plane at its anchor;
     returns the squared move."""
+    rest = mesh.rest
+    ring_start = mesh.ring_start
+    ring_neighbour = mesh.ring_neighbour
+    ring_weight = mesh.ring_weight
     a = ring_start[i]
     b = ring_start[i + 1]
     if a == b:
@@ -290,9 +321,12 @@ def _arap(i, src, dst, rot, rest, ring_start, ring_neighbour, ring_weight, ancho
         e0 = rest[i, 0] - rest[j, 0]
         e1 = rest[i, 1] - rest[j, 1]
         e2 = rest[i, 2] - rest[j, 2]
-        r0 = (rot[i, 0, 0] + rot[j, 0, 0]) * e0 + (rot[i, 0, 1] + rot[j, 0, 1]) * e1 + (rot[i, 0, 2] + rot[j, 0, 2]) * e2
-        r1 = (rot[i, 1, 0] + rot[j, 1, 0]) * e0 + (rot[i, 1, 1] + rot[j, 1, 1]) * e1 + (rot[i, 1, 2] + rot[j, 1, 2]) * e2
-        r2 = (rot[i, 2, 0] + rot[j, 2, 0]) * e0 + (rot[i, 2, 1] + rot[j, 2, 1]) * e1 + (rot[i, 2, 2] + rot[j, 2, 2]) * e2
+        r0 = ((rot[i, 0, 0] + rot[j, 0, 0]) * e0 + (rot[i, 0, 1] + rot[j, 0, 1]) * e1
+              + (rot[i, 0, 2] + rot[j, 0, 2]) * e2)
+        r1 = ((rot[i, 1, 0] + rot[j, 1, 0]) * e0 + (rot[i, 1, 1] + rot[j, 1, 1]) * e1
+              + (rot[i, 1, 2] + rot[j, 1, 2]) * e2)
+        r2 = ((rot[i, 2, 0] + rot[j, 2, 0]) * e0 + (rot[i, 2, 1] + rot[j, 2, 1]) * e1
+              + (rot[i, 2, 2] + rot[j, 2, 2]) * e2)
         v0 += w * (src[j, 0] + 0.5 * r0)
         v1 += w * (src[j, 1] + 0.5 * r1)
         v2 += w * (src[j, 2] + 0.5 * r2)
@@ -308,12 +342,14 @@ def _arap(i, src, dst, rot, rest, ring_start, ring_neighbour, ring_weight, ancho
 
 
 @njit(parallel=True, **JIT_FAST)
-def _relax(src, dst, active, state, rot, rest, ring_start, ring_neighbour, ring_weight, anchor, normal, moves):
+def _relax(src, dst, rot, mesh, scr, moves):
     """One ARAP Jacobi sweep of every active vertex that is not flat, ``src`` -> ``dst``; the others are copied.
     ``moves (V,)``: each vertex's squared move [m^2]."""
+    active = scr.active
+    state = scr.state
     for i in prange(src.shape[0]):
         if active[i] and state[i] != STATE_FLAT:
-            moves[i] = _arap(i, src, dst, rot, rest, ring_start, ring_neighbour, ring_weight, anchor, normal)
+            moves[i] = _arap(i, src, dst, rot, mesh, scr.anchor, scr.normal)
         else:
             moves[i] = 0.0
             for c in range(3):
@@ -321,13 +357,24 @@ def _relax(src, dst, active, state, rot, rest, ring_start, ring_neighbour, ring_
 
 
 @njit(parallel=True, **JIT_FAST)
-def track(x, rot, rest, iso, ring_start, ring_neighbour, ring_weight, field, lambdas, eps, cos_stop, contact_band,
-          bisect_steps, trust, max_step, dilation, quiet, final_sweeps, final_tol, p, anchor, normal, g_prev, state,
-          active, pinned, own_leaf, leaf_nodes, landable, cos_land, land_steps):
-    """One frame of tracking (module docstring); ``pinned (V,)`` bool: vertices that keep their start position (open
-    borders, ``core/skin/tracking.py``). Returns the number of final ARAP sweeps run."""
+def track(x, rot, mesh, field, muscles, params, scratch):
+    """One frame of tracking (module docstring): ``x (V, 3)`` [m] in place, ``rot (V, 3, 3)``, ``mesh`` a
+    :class:`TrackMesh`, ``field`` and ``muscles`` the ``SkinArrays`` and ``MuscleArrays``, ``params`` a
+    :class:`TrackParams`, ``scratch`` a :class:`TrackScratch`. Returns the number of final ARAP sweeps run."""
+    prm = params
+    scr = scratch
+    iso = mesh.iso
+    ring_start = mesh.ring_start
+    ring_neighbour = mesh.ring_neighbour
+    eps = prm.eps
+    p = scr.p
+    anchor = scr.anchor
+    normal = scr.normal
+    state = scr.state
+    active = scr.active
+    lambdas = prm.lambdas
     V = x.shape[0]
-    T = field[0].shape[0]
+    T = field.node_kind.shape[0]
     n_chunks = (V + CHUNK - 1) // CHUNK
     # which vertices need work: off their iso-value at the start, then `dilation` rings around them
     for chunk in prange(n_chunks):
@@ -335,10 +382,10 @@ def track(x, rot, rest, iso, ring_start, ring_neighbour, ring_weight, field, lam
         grad = np.empty((T, 3))
         nodes = np.empty(T, dtype=np.bool_)
         for i in range(chunk * CHUNK, min(V, (chunk + 1) * CHUNK)):
-            f, _, _, _ = evaluate_point(x[i, 0], x[i, 1], x[i, 2], val, grad, nodes, field)
+            f, _, _, _ = evaluate_point(x[i, 0], x[i, 1], x[i, 2], val, grad, nodes, field, muscles)
             active[i] = abs(f - iso[i]) >= eps
     flag = np.empty(V, dtype=np.bool_)
-    for _ in range(dilation):
+    for _ in range(prm.dilation):
         for i in prange(V):
             on = active[i]
             if not on:
@@ -350,10 +397,10 @@ def track(x, rot, rest, iso, ring_start, ring_neighbour, ring_weight, field, lam
         for i in prange(V):
             active[i] = flag[i]
     for i in prange(V):
-        if pinned[i]:
+        if mesh.pinned[i]:
             active[i] = False
     moves = np.full(V, np.inf)
-    quiet2 = quiet * quiet
+    quiet2 = prm.quiet * prm.quiet
     for i in prange(V):
         state[i] = STATE_FREE
         for c in range(3):
@@ -373,20 +420,17 @@ def track(x, rot, rest, iso, ring_start, ring_neighbour, ring_weight, field, lam
                     for c in range(3):
                         p[i, c] = x[i, c]
                     continue
-                _project(i, x, iso, lambdas[n], eps, cos_stop, contact_band, bisect_steps, trust, max_step, n == 0, p,
-                         anchor, normal, g_prev, state, val, grad, nodes, field, own_leaf, leaf_nodes, landable,
-                         cos_land, land_steps)
-        _relax(p, x, active, state, rot, rest, ring_start, ring_neighbour, ring_weight, anchor, normal, moves)
+                _project(i, x, lambdas[n], n == 0, mesh, field, muscles, prm, scr, val, grad, nodes)
+        _relax(p, x, rot, mesh, scr, moves)
     # a sweep can carry a vertex across a contact surface after its last projection: land those once more, so the
     # final sweeps slide them on it
-    _land_pass(x, active, landable, own_leaf, leaf_nodes, cos_land, land_steps, trust, max_step, anchor, normal, state,
-               field)
+    _land_pass(x, mesh, field, muscles, prm, scr)
     sweeps = 0
-    for sweep in range(final_sweeps):
+    for sweep in range(prm.final_sweeps):
         src, dst = (x, p) if sweep % 2 == 0 else (p, x)
-        _relax(src, dst, active, state, rot, rest, ring_start, ring_neighbour, ring_weight, anchor, normal, moves)
+        _relax(src, dst, rot, mesh, scr, moves)
         sweeps += 1
-        if math.sqrt(moves.max()) < final_tol:
+        if math.sqrt(moves.max()) < prm.final_tol:
             break
     if sweeps % 2 == 1:
         for i in prange(V):

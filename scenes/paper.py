@@ -6,6 +6,10 @@ along +x, 0.70 m long, radius 4.6 cm at the shoulder narrowing to 2.8 cm at the 
 4 cm around each joint. Four muscles as in the paper: biceps (front, +z), triceps (back, -z), brachialis (front,
 under the biceps, crossing the elbow), brachioradialis (front-side, from the upper arm into the forearm).
 Units are metres; front is +z, the elbow flexes the forearm towards +z about +y through the elbow.
+
+**The full body** (paper Table 2/3 scale): a standing 1.8 m figure of five capped tubes (trunk with neck and head,
+two arms, two legs; 19,498 vertices) on 14 bones, with 50 muscles (four around each limb bone, fewer on the trunk),
+each in the collision group of its bone. ``PAPER_TABLE2`` holds the paper's per-frame times for these scenes.
 """
 from __future__ import annotations
 
@@ -122,7 +126,8 @@ def arm_shake(frame: int, fps: float = 24.0, shake_frames: int = 24):
 
 
 def arm_muscles(particles: int = 30):
-    """``(muscles, skin_bones)``: the four arm muscles (``core.muscle.primitive.FusiformMuscle``) and their skin bones."""
+    """``(muscles, skin_bones)``: the four arm muscles (``core.muscle.primitive.FusiformMuscle``) and their skin
+    bones."""
     from ..core.muscle.primitive import FusiformMuscle, MuscleShape
 
     muscles, bones = [], []
@@ -247,7 +252,8 @@ def _chain_tube(path, rings, around, profile, overhang, first):
 
 def body_rig() -> Rig:
     """The full-body scene's mesh (five capped tubes: trunk with neck and head, two arms, two legs, meeting at the
-    trunk's surface; 19,498 vertices) with smooth weights blending over 4 cm around each joint of a tube's bone chain."""
+    trunk's surface; 19,498 vertices) with smooth weights blending over 4 cm around each joint of a tube's bone
+    chain."""
     names, heads, tails, parents, _ = body_skeleton()
     all_v, all_f, all_w = [], [], []
     first = 0

@@ -1,12 +1,10 @@
 """Make this repository importable as the package ``implicit_muscles`` outside Blender (tests, demo, benchmarks).
 
 The repository root is the extension package itself, so a folder holding a symlink named ``implicit_muscles`` is
-put on ``sys.path``. The folder's path is fixed per checkout (system temp folder, named after a hash of the
-repository path): numba keys its cache by the source path as imported, so a fixed path lets later runs load the
-compiled kernels instead of compiling again. ``NUMBA_CACHE_DIR`` defaults to ``.numba_cache/<name>/<fingerprint>`` in
-the repository (git-ignored); one folder per import name, so cache entries never point at another package name,
-and one per state of the kernel sources (numba alone misses changes to functions a kernel inlines from another
-module; ``core/io/kernel_cache.py``).
+put on ``sys.path``. The folder is ``<system temp>/implicit_muscles-<hash of the repository path>``, fixed per
+checkout. ``NUMBA_CACHE_DIR`` defaults to ``.numba_cache/<name>/<fingerprint>`` in the repository (git-ignored):
+one folder per import name and per state of the kernel sources (``core/io/kernel_cache.py``). Why the path is fixed
+and the cache split: docs/design-notes.md, *A fixed import path outside Blender*.
 """
 from __future__ import annotations
 

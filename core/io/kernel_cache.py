@@ -1,9 +1,8 @@
 """The compiled-kernel cache: a fingerprint of the kernels' sources for its folder's name, and a warm-up.
 
-numba decides whether a cached kernel is still valid from its own source file's timestamp only: a kernel that
-inlines a function from another module (the skin tracking calls the skin field, which calls the muscle field) keeps
-its stale machine code when only that other module changes. Every host therefore caches into a folder named after
-this fingerprint (the SHA-1 of all ``kernels/*.py`` sources): any change to any kernel starts a fresh cache.
+The fingerprint is the SHA-1 of all ``kernels/*.py`` sources (names and bytes, in file-name order); every host
+caches compiled kernels into a folder named after it, so any change to any kernel starts a fresh cache
+(docs/design-notes.md, *Kernel cache named by a fingerprint*).
 """
 from __future__ import annotations
 

@@ -4,10 +4,8 @@ Layout (little-endian): a 32-byte header ``b"POINTCACHE2\\0"``, int32 version 1,
 start frame, float32 sample rate (frames per sample, 1 here), int32 sample count; then per sample the points'
 ``x, y, z`` as float32. Positions are in the mesh object's local space [m].
 
-A bake is written one frame at a time (:class:`PC2Writer`), so memory stays at one frame. A farm bakes a long range
-as *parts* (frames 1-50 and 51-100 in separate processes, each simulating the muscles from the start frame) and
-:func:`merge` joins the parts into the file of the whole range; the joined file is byte-identical to a single bake of
-that range because each frame's positions do not depend on which process computed them.
+:class:`PC2Writer` writes a bake one frame at a time. :func:`merge` joins the *parts* of a farm bake (consecutive
+frame ranges baked in separate processes) into the file of the whole range, byte-identical to a single bake of it.
 """
 from __future__ import annotations
 

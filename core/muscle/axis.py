@@ -5,12 +5,9 @@ The endpoints follow their bones; the inner points are PBD particles (paper §6)
 
 Control normals (paper §5.1, "Central polyline construction"): the endpoint normals ``n_m0``, ``n_m1`` are slerped
 to each control point by its parameter ``s_i``, then projected on the plane through ``P_i`` orthogonal to the axis
-there (``T_i``, the normalised chord ``P_{i+1} - P_{i-1}``) so that the normal follows the local twist of the polyline.
-We read the paper's "plane spanning p_{i-1}, p_i, p_{i+1}" this way because a cross-section normal must be orthogonal
-to the axis, and because projecting on the osculating plane itself would snap every normal to the bending direction
-(losing the artist's orientation as soon as the axis bends and jumping back when it straightens). Where the projection
-degenerates (the slerped normal is parallel to the axis) the paper's fallback is used: the normal is interpolated
-from the two nearest control points where it is defined.
+there (``T_i``, the normalised chord ``P_{i+1} - P_{i-1}``), our reading of the paper's "plane spanning p_{i-1}, p_i,
+p_{i+1}". Where the projection degenerates (the slerped normal is parallel to the axis) the paper's fallback is used:
+the normal is interpolated from the two nearest control points where it is defined.
 
 Frames along the axis: at parameter ``s`` on segment ``k`` with local fraction ``beta``, the tangent ``T(s)`` is the
 normalised linear interpolation of the vertex tangents ``T_k, T_{k+1}`` and the normal ``n(s)`` is the slerp of the
@@ -18,6 +15,9 @@ control normals ``n_k, n_{k+1}`` (paper), made orthogonal to ``T(s)``. Both are 
 so the cross-section angle ``theta`` and thus the field are continuous there too.
 
 Arrays: ``points (n+1, 3) float64 [m]``; ``tangents``, ``normals`` ``(n+1, 3)`` unit vectors.
+
+Plain numpy, one axis at a time. It is the numpy reference of ``kernels/axis.py`` ``axis_geometry``, ``axis_update``
+and ``_one_axis`` (:func:`axis_geometry`).
 """
 from __future__ import annotations
 
@@ -26,10 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import validation
-from ...kernels.constants import MIN_SEGMENT_LENGTH, SLERP_SMALL_ANGLE
-
-DEGENERATE_NORMAL = 1e-6
-"""A projected normal shorter than this is considered undefined (normal parallel to the axis)."""
+from ...kernels.constants import DEGENERATE_NORMAL, MIN_SEGMENT_LENGTH, SLERP_SMALL_ANGLE
 
 
 def straight_axis(origin, insertion, particles: int) -> np.ndarray:
@@ -62,12 +59,14 @@ def perpendicular_normal(direction) -> np.ndarray:
     return n / np.linalg.norm(n)
 
 
-def slerp(a: np.ndarray, b: np.ndarray, t: float, fallback_axis: np.ndarray | None = None) -> np.ndarray:
-    """Spherical linear interpolation between unit vectors ``a`` and ``b``.
+def slerp(a: np.ndarray, b: np.ndarray, t, fallback_axis: np.ndarray | None = None) -> np.ndarray:
+    """Spherical linear interpolation between unit vectors ``a`` and ``b`` (3,): ``(3,)`` for a scalar ``t``,
+    ``(n, 3)`` for ``t (n,)``.
 
     For (near-)opposite vectors the great circle is not unique: ``a`` is rotated about ``fallback_axis`` (the muscle
-    axis, to which both are orthogonal) by ``t * pi``, which is the twist an artist expects.
+    axis, to which both are orthogonal) by ``t * pi``.
     """
+    t = np.asarray(t, dtype=np.float64)[..., None]
     dot = float(np.clip(np.dot(a, b), -1.0, 1.0))
     if dot < -1.0 + 1e-9 and fallback_axis is not None:
         k = fallback_axis / np.linalg.norm(fallback_axis)
@@ -76,7 +75,7 @@ def slerp(a: np.ndarray, b: np.ndarray, t: float, fallback_axis: np.ndarray | No
     omega = np.arccos(dot)
     if omega < SLERP_SMALL_ANGLE:
         m = (1.0 - t) * a + t * b
-        return m / np.linalg.norm(m)
+        return m / np.linalg.norm(m, axis=-1, keepdims=True)
     so = np.sin(omega)
     return (np.sin((1.0 - t) * omega) * a + np.sin(t * omega) * b) / so
 
@@ -138,7 +137,7 @@ def axis_geometry(points, origin_normal=None, insertion_normal=None) -> AxisGeom
 def vertex_tangents(points: np.ndarray) -> np.ndarray:
     """``(n+1, 3)`` unit tangents: the chord ``P_{k+1} - P_{k-1}`` inside, the end segments at the ends.
 
-    Collapsed chords fall back to the nearest defined tangent, then to the overall direction.
+    A collapsed chord takes the overall direction ``P_n - P_0`` (the longest chord if that collapses too).
     """
     p = np.asarray(points, dtype=np.float64)
     chord = np.empty_like(p)
@@ -152,13 +151,8 @@ def vertex_tangents(points: np.ndarray) -> np.ndarray:
     if np.linalg.norm(overall) <= MIN_SEGMENT_LENGTH:
         overall = np.array([0.0, 0.0, 1.0])  # every point coincides: any direction (callers reject the axis)
     overall = overall / np.linalg.norm(overall)
-    out = np.empty_like(p)
-    for k in range(len(p)):
-        if norm[k] > MIN_SEGMENT_LENGTH:
-            out[k] = chord[k] / norm[k]
-        else:
-            out[k] = overall
-    return out
+    defined = norm > MIN_SEGMENT_LENGTH
+    return np.where(defined[:, None], chord / np.where(defined, norm, 1.0)[:, None], overall)
 
 
 def _endpoint_normal(normal, tangent: np.ndarray, name: str) -> np.ndarray:
@@ -175,16 +169,12 @@ def control_normals(params: np.ndarray, tangents: np.ndarray, n0: np.ndarray, n1
 
     Where the projection degenerates, the normal is interpolated from the nearest defined neighbours (paper §5.1).
     """
-    count = len(params)
-    normals = np.zeros((count, 3))
-    defined = np.zeros(count, dtype=bool)
-    for i in range(count):
-        n = slerp(n0, n1, float(params[i]), fallback_axis=chord)
-        m = n - np.dot(n, tangents[i]) * tangents[i]
-        norm = np.linalg.norm(m)
-        if norm > DEGENERATE_NORMAL:
-            normals[i] = m / norm
-            defined[i] = True
+    n = slerp(n0, n1, params, fallback_axis=chord)
+    m = n - np.einsum("ij,ij->i", n, tangents)[:, None] * tangents
+    norm = np.linalg.norm(m, axis=1)
+    defined = norm > DEGENERATE_NORMAL
+    normals = np.zeros((len(params), 3))
+    normals[defined] = m[defined] / norm[defined, None]
     if not defined.all():
         idx = np.flatnonzero(defined)
         if idx.size == 0:

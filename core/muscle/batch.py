@@ -1,56 +1,78 @@
 """Many muscles as flat arrays (CSR offsets), updated per frame by numba kernels, evaluated in one call.
 
-A :class:`MuscleBatch` holds the layout documented in ``kernels/fusiform.py``. :meth:`MuscleBatch.update` takes the
-per-frame state of all muscles (axis points, endpoint normals, activation, eccentricity, width scale) and refreshes
-every derived array with two kernels (``kernels/axis.py``, ``kernels/profile.py``): no Python work per muscle or per
-axis point, so the PBD system and the skin can refresh 50 muscles every substep.
+A :class:`MuscleBatch` holds one ``kernels.fusiform.MuscleArrays`` (the layout documented there) and the per-muscle
+inputs the kernels need besides it. :meth:`MuscleBatch.update` takes the per-frame state of all muscles (axis
+points, endpoint normals, activation, eccentricity, width scale) and refreshes every derived array with two kernels
+(``kernels/axis.py`` ``axis_geometry``, ``kernels/profile.py`` ``profile_scalars``), with no Python work per muscle
+or per axis point.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import profile as _profile
 from .. import validation
-from ...kernels.constants import SCALAR_COUNT
+from ...kernels.constants import (SCALAR_COUNT, STATUS_INSERTION_NORMAL_PARALLEL, STATUS_NO_NORMAL, STATUS_NOT_FINITE,
+                                  STATUS_ORIGIN_NORMAL_PARALLEL, STATUS_ZERO_LENGTH)
+
+if TYPE_CHECKING:  # the kernel module imports numba; the batch imports it when it first builds arrays
+    from ...kernels.fusiform import MuscleArrays
 
 _STATUS_MESSAGES = {
-    1: "muscle {name}: its axis has zero length (origin and insertion are at the same place).",
-    2: "muscle {name}: its origin normal is parallel to the muscle axis; give a direction across the muscle.",
-    3: "muscle {name}: its insertion normal is parallel to the muscle axis; give a direction across the muscle.",
-    4: "muscle {name}: its axis is folded so that no cross-section normal can be defined.",
-    5: "muscle {name}: its axis contains NaN or infinite coordinates.",
+    STATUS_ZERO_LENGTH: "muscle {name}: its axis has zero length (origin and insertion are at the same place).",
+    STATUS_ORIGIN_NORMAL_PARALLEL: "muscle {name}: its origin normal is parallel to the muscle axis; give a direction "
+                                   "across the muscle.",
+    STATUS_INSERTION_NORMAL_PARALLEL: "muscle {name}: its insertion normal is parallel to the muscle axis; give a "
+                                      "direction across the muscle.",
+    STATUS_NO_NORMAL: "muscle {name}: its axis is folded so that no cross-section normal can be defined.",
+    STATUS_NOT_FINITE: "muscle {name}: its axis contains NaN or infinite coordinates.",
 }
+
+_ARRAY_NAMES = ("axis_start", "axis_points", "axis_cumulative", "axis_tangent", "axis_normal", "seg_tangent",
+                "seg_length", "seg_angle", "muscle_scalar", "muscle_exponent", "muscle_bounds")
+"""The fields of ``kernels.fusiform.MuscleArrays``, readable on a :class:`MuscleBatch` by the same names."""
+
+
+@cache
+def profile_tables():
+    """The ``kernels.profile.ProfileTables`` of ``core/muscle/profile.py`` (``PHI_NORMALISER``, ``K_TABLE``,
+    ``PROFILE_MAX_SAMPLES``, ``PROFILE_MAX_NEWTON``), built once."""
+    from ...kernels.profile import ProfileTables
+
+    return ProfileTables(_profile.PHI_NORMALISER, _profile.K_TABLE, int(_profile.PROFILE_MAX_SAMPLES),
+                         int(_profile.PROFILE_MAX_NEWTON))
 
 
 @dataclass
 class MuscleBatch:
-    """Flat arrays for ``M`` muscles with ``P`` axis points in all (see ``kernels/fusiform.py`` for each array).
+    """``M`` muscles with ``P`` axis points in all.
 
-    Besides the kernel arrays it keeps the per-muscle inputs of the last update:
-    exponents (M, 4) int64, volume (M,) [m^3], names (M,) for messages.
+    arrays: ``kernels.fusiform.MuscleArrays``  what the kernels read (each array documented there); its fields
+                                              are also attributes of the batch (``batch.axis_points``, ...)
+    volume: (M,) float64 [m^3]               each muscle's volume (paper eq. 3)
+    names: (M,) tuple of str                 muscle names for error messages
+    length: (M,) float64 [m]                 axis arc lengths of the last update
+    status: (M,) int64                       ``STATUS_*`` of the last geometry kernel (0 = OK)
     """
 
-    axis_start: np.ndarray
-    axis_points: np.ndarray
-    axis_cumulative: np.ndarray
-    axis_tangent: np.ndarray
-    axis_normal: np.ndarray
-    seg_tangent: np.ndarray
-    seg_length: np.ndarray
-    seg_angle: np.ndarray
-    muscle_scalar: np.ndarray
-    muscle_exponent: np.ndarray
-    muscle_bounds: np.ndarray
+    arrays: MuscleArrays
     volume: np.ndarray
     names: tuple
-    _length: np.ndarray
-    _status: np.ndarray
+    length: np.ndarray
+    status: np.ndarray
 
     @classmethod
     def allocate(cls, point_counts, exponents, volume, names=None) -> "MuscleBatch":
-        """Empty batch for muscles with ``point_counts[m]`` axis points (>= 2), fixed shapes and volumes."""
+        """Empty batch for muscles with ``point_counts[m]`` axis points (>= 2), fixed shapes and volumes.
+
+        exponents: (M, 4) alpha0-1, beta0-1, alpha1-1, beta1-1; volume: (M,) [m^3]; names: (M,) or None.
+        """
+        from ...kernels.fusiform import MuscleArrays
+
         counts = np.asarray(point_counts, dtype=np.int64)
         if counts.ndim != 1 or np.any(counts < 2):
             raise ValueError("every muscle axis needs at least 2 points.")
@@ -58,20 +80,21 @@ class MuscleBatch:
         np.cumsum(counts, out=start[1:])
         total, count = int(start[-1]), len(counts)
         names = tuple(names) if names is not None else tuple(str(i) for i in range(count))
-        return cls(start, np.zeros((total, 3)), np.zeros(total), np.zeros((total, 3)), np.zeros((total, 3)),
-                   np.zeros((total, 3)), np.zeros(total), np.zeros(total), np.zeros((count, SCALAR_COUNT)),
-                   np.ascontiguousarray(exponents, dtype=np.int64).reshape(count, 4),
-                   np.zeros((count, 6)), np.asarray(volume, dtype=np.float64).reshape(count).copy(), names,
-                   np.zeros(count), np.zeros(count, dtype=np.int64))
+        arrays = MuscleArrays(start, np.zeros((total, 3)), np.zeros(total), np.zeros((total, 3)),
+                              np.zeros((total, 3)), np.zeros((total, 3)), np.zeros(total), np.zeros(total),
+                              np.zeros((count, SCALAR_COUNT)),
+                              np.ascontiguousarray(exponents, dtype=np.int64).reshape(count, 4), np.zeros((count, 6)))
+        return cls(arrays, np.asarray(volume, dtype=np.float64).reshape(count).copy(), names, np.zeros(count),
+                   np.zeros(count, dtype=np.int64))
 
     @property
     def muscle_count(self) -> int:
-        return self.muscle_scalar.shape[0]
+        return self.arrays.muscle_scalar.shape[0]
 
     @property
     def lengths(self) -> np.ndarray:
-        """``(M,)`` current axis arc lengths [m]."""
-        return self._length
+        """``(M,)`` current axis arc lengths [m] (the same array as :attr:`length`)."""
+        return self.length
 
     def update(self, points, end_normals, activation, eccentricity, width_scale) -> None:
         """Refresh every derived array from the muscles' current state (two numba kernels, no Python loop).
@@ -82,23 +105,20 @@ class MuscleBatch:
         from ...kernels import profile as kp
 
         self._geometry(points, end_normals)
-        kp.profile_scalars(self.muscle_exponent, np.asarray(activation, dtype=np.float64),
-                           np.asarray(eccentricity, dtype=np.float64), self.volume,
-                           np.asarray(width_scale, dtype=np.float64), self._length, _profile.PHI_NORMALISER,
-                           _profile.K_TABLE, _profile.PROFILE_MAX_SAMPLES,
-                           _profile.PROFILE_MAX_NEWTON, self.muscle_scalar)
+        kp.profile_scalars(self.arrays, np.asarray(activation, dtype=np.float64),
+                           np.asarray(eccentricity, dtype=np.float64), np.asarray(width_scale, dtype=np.float64),
+                           self.volume, self.length, profile_tables())
 
     def update_axes(self, points, end_normals, width_scale) -> None:
         """Refresh the axis geometry and the widths only (activation and eccentricity unchanged since the last
-        :meth:`update`): after a PBD step, the new lengths rescale ``w``, the support and the reach (volume law).
-        One numba kernel (``kernels/axis.axis_update``); ``ValueError`` naming the muscle on a degenerate axis."""
+        :meth:`update`): the new lengths rescale ``w``, the support and the reach (volume law, paper eq. 3).
+        points: (P, 3) [m]; end_normals: (M, 2, 3); width_scale: (M,). One numba kernel
+        (``kernels/axis.py`` ``axis_update``); ``ValueError`` naming the muscle on a degenerate axis."""
         from ...kernels import axis as ka
 
-        ka.axis_update(self.axis_start, np.ascontiguousarray(points, dtype=np.float64),
+        ka.axis_update(self.arrays, np.ascontiguousarray(points, dtype=np.float64),
                        np.ascontiguousarray(end_normals, dtype=np.float64),
-                       np.ascontiguousarray(width_scale, dtype=np.float64), self.volume, self.axis_points,
-                       self.axis_cumulative, self.axis_tangent, self.axis_normal, self.seg_tangent, self.seg_length,
-                       self.seg_angle, self.muscle_bounds, self.muscle_scalar, self._length, self._status)
+                       np.ascontiguousarray(width_scale, dtype=np.float64), self.volume, self.length, self.status)
         self._raise_on_status()
 
     def _geometry(self, points, end_normals) -> None:
@@ -106,25 +126,29 @@ class MuscleBatch:
         ``ValueError`` naming the muscle on a degenerate axis."""
         from ...kernels import axis as ka
 
-        np.copyto(self.axis_points, points)
-        ka.axis_geometry(self.axis_start, self.axis_points, np.ascontiguousarray(end_normals, dtype=np.float64),
-                         self.axis_cumulative, self.axis_tangent, self.axis_normal, self.seg_tangent,
-                         self.seg_length, self.seg_angle, self.muscle_bounds, self._length, self._status)
+        np.copyto(self.arrays.axis_points, points)
+        ka.axis_geometry(self.arrays, np.ascontiguousarray(end_normals, dtype=np.float64), self.length,
+                         self.status)
         self._raise_on_status()
 
     def _raise_on_status(self) -> None:
         """``ValueError`` naming the first muscle whose geometry kernel status is not OK."""
-        if self._status.any():
-            m = int(np.flatnonzero(self._status)[0])
-            raise ValueError(_STATUS_MESSAGES[int(self._status[m])].format(name=self.names[m]))
+        if self.status.any():
+            m = int(np.flatnonzero(self.status)[0])
+            raise ValueError(_STATUS_MESSAGES[int(self.status[m])].format(name=self.names[m]))
 
     def kernel_arrays(self):
-        """The arrays the kernels read, as one ``kernels.fusiform.MuscleArrays``."""
-        from ...kernels.fusiform import MuscleArrays
+        """The arrays the kernels read, as one ``kernels.fusiform.MuscleArrays`` (:attr:`arrays`)."""
+        return self.arrays
 
-        return MuscleArrays(self.axis_start, self.axis_points, self.axis_cumulative, self.axis_tangent,
-                            self.axis_normal, self.seg_tangent, self.seg_length, self.seg_angle, self.muscle_scalar,
-                            self.muscle_exponent, self.muscle_bounds)
+
+def _array_property(name: str) -> property:
+    return property(lambda self: getattr(self.arrays, name), doc=f"``arrays.{name}`` (``kernels/fusiform.py``).")
+
+
+for _name in _ARRAY_NAMES:
+    setattr(MuscleBatch, _name, _array_property(_name))
+del _name
 
 
 def pack_muscles(muscles) -> MuscleBatch:

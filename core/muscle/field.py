@@ -1,8 +1,8 @@
 """Plain-numpy reference of the fusiform muscle field ``f_M`` and its gradient (paper §5.1, eq. 1-2, Algorithm 1).
 
 ``f_M(q) = |q - h(q)| - R(q)``, ``R(q) = w Phi_a(s(q)) r(theta(q))``, where ``h = C(s(q))`` is the reparameterised
-projection of Algorithm 1. This module is written for reading and testing, one query point at a time; the numba
-kernel in ``kernels/fusiform.py`` is the same computation, line for line, and is what the product runs.
+projection of Algorithm 1. One query point at a time, vectorised over the axis segments. It is the numpy
+reference of ``kernels/fusiform.py`` ``muscle_field`` (:func:`evaluate`) and ``_field_one`` (:func:`field`).
 
 Projection (Algorithm 1): project ``q`` on every segment ``[P_j, P_{j+1}]`` -> ``h_j``, ``s_j``; let ``j*`` be the
 nearest. If ``h_{j*}`` is inside its segment and so is the projection on a neighbouring segment, ``q`` lies in the
@@ -10,14 +10,12 @@ inner region of the dihedral angle at their shared vertex ``V``, and
 
     s(q) = (s_i cot(lambda_i) + s_{i+1} cot(lambda_{i+1})) / (cot(lambda_i) + cot(lambda_{i+1}))
 
-with ``lambda_i`` the angle at ``V`` between ``q - V`` and segment ``i`` (towards ``P_i``) and ``lambda_{i+1}`` the angle
-between ``q - V`` and segment ``i+1`` (towards ``P_{i+2}``). This choice makes ``s`` continuous at both borders of the
-region: on the border where the projection on segment ``i`` reaches ``V``, ``q - V`` is orthogonal to segment ``i``, so
-``cot(lambda_i) = 0`` and ``s = s_{i+1}``, which is what the plain projection gives just outside (and symmetrically).
-The cotangents are evaluated as ``cos/sin`` and the common ``sin`` factors cancelled, so no division by zero occurs:
-``w_i = (d . -t_i) |d x t_{i+1}|``, ``w_{i+1} = (d . t_{i+1}) |d x t_i|``, ``s = (w_i s_i + w_{i+1} s_{i+1}) / (w_i + w_{i+1})``.
-When two neighbours qualify (``q`` projects inside three consecutive segments, which only happens farther from a
-bent axis than its radius of curvature), the nearer neighbour is used.
+with ``lambda_i`` the angle at ``V`` between ``q - V`` and segment ``i`` (towards ``P_i``) and ``lambda_{i+1}`` the
+angle between ``q - V`` and segment ``i+1`` (towards ``P_{i+2}``); ``s`` is continuous at both borders of the region.
+The cotangents are evaluated as ``cos/sin`` with the common ``sin`` factors cancelled:
+``w_i = (d . -t_i) |d x t_{i+1}|``, ``w_{i+1} = (d . t_{i+1}) |d x t_i|``,
+``s = (w_i s_i + w_{i+1} s_{i+1}) / (w_i + w_{i+1})``. When two neighbours qualify (``q`` projects inside three
+consecutive segments), the nearer one is used.
 
 Cross-section angle: with the continuous frame ``(T(s), n(s), b(s))`` of :mod:`core.muscle.axis` and ``D = q - h``,
 ``x = D . n``, ``y = D . b``, ``cos^2 theta = x^2 / (x^2 + y^2)``, so eq. (5) becomes
@@ -37,12 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .axis import AxisGeometry
-from .profile import _mono
-from ...kernels.constants import MIN_SEGMENT_LENGTH, SLERP_SMALL_ANGLE
-
-MIN_DISTANCE = 1e-12
-"""A query closer than this to the axis [m] is on it: the directions to it are undefined and taken as 0 (below it,
-squares of subnormal distances underflow and the gradient would be 0/0). ``kernels/fusiform.py`` has the same."""
+from .profile import beta_monomial
+from ...kernels.constants import MIN_DISTANCE, MIN_SEGMENT_LENGTH, SLERP_SMALL_ANGLE
 
 BRANCH_VERTEX = 1 << 20
 """Branch code offset: the projection is clamped to a vertex (``grad s = 0``)."""
@@ -73,9 +67,9 @@ class MuscleProfile:
 def profile_value(p: MuscleProfile, s: float) -> tuple[float, float]:
     """``(Phi_a(s), dPhi_a/ds)``."""
     ea0, eb0, ea1, eb1 = p.exponents
-    v0, d0, _ = _mono(ea0, eb0, s)
-    v1, d1, _ = _mono(ea1, eb1, s)
-    return p.c0 * v0 + p.c1 * v1, p.c0 * d0 + p.c1 * d1
+    v0, d0 = beta_monomial(ea0, eb0, s)
+    v1, d1 = beta_monomial(ea1, eb1, s)
+    return float(p.c0 * v0 + p.c1 * v1), float(p.c0 * d0 + p.c1 * d1)
 
 
 def project(axis: AxisGeometry, q: np.ndarray, reparameterise: bool = True):

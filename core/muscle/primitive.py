@@ -50,8 +50,13 @@ class MuscleShape:
         )
 
     def eccentricity(self, activation: float) -> float:
-        """``e = (1-a) e0 + a e1`` (paper §5.2: eccentricities are interpolated linearly)."""
-        return (1.0 - activation) * self.eccentricity_rest + activation * self.eccentricity_active
+        """The cross-section eccentricity at ``activation`` (:func:`eccentricity_at`)."""
+        return eccentricity_at(self.eccentricity_rest, self.eccentricity_active, activation)
+
+
+def eccentricity_at(eccentricity_rest, eccentricity_active, activation):
+    """``e = (1-a) e0 + a e1`` (paper §5.2: eccentricities are interpolated linearly); scalars or ``(M,)`` arrays."""
+    return (1.0 - activation) * eccentricity_rest + activation * eccentricity_active
 
 
 class FusiformMuscle:

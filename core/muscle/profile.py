@@ -10,7 +10,10 @@
   ``v = 1/u``; ``int_0^{2 pi} r^2 / 2 dtheta = pi`` (the paper's "= 1" is an erratum, see SEED-NOTES §5).
 * Volume law, paper eq. (3): ``V = pi w^2 l``, so ``w = sqrt(V / (pi l))``, times the artist's width scale.
 
-Everything here is plain numpy; the numba kernels use the coefficient form returned by :func:`profile_coefficients`.
+Everything here is plain numpy, vectorised over ``s``, from these closed forms. It is the numpy reference of
+``kernels/profile.py`` ``profile_scalars`` and ``profile_max`` (:func:`profile_coefficients`, :func:`ellipse_axes`,
+:func:`width_from_volume`, :func:`profile_max`) and of the value and first derivative of ``kernels/fusiform.py``
+``_monomial`` (:func:`beta_monomial`). The tables ``PHI_NORMALISER`` and ``K_TABLE`` are what the kernels read.
 """
 from __future__ import annotations
 
@@ -28,26 +31,46 @@ def beta_function(x: float, y: float) -> float:
     return exp(lgamma(x) + lgamma(y) - lgamma(x + y))
 
 
-def _normaliser(alpha: int, beta: int) -> float:
+def phi_norm(alpha: int, beta: int) -> float:
+    """``||s^(alpha-1) (1-s)^(beta-1)||_2`` on ``[0, 1]`` ``= sqrt(B(2 alpha - 1, 2 beta - 1))`` (paper eq. 4)."""
     return sqrt(beta_function(2 * alpha - 1, 2 * beta - 1))
 
 
-PHI_NORMALISER = np.array(
-    [[_normaliser(a, b) for b in SHAPE_RANGE] for a in SHAPE_RANGE], dtype=np.float64
-)
-"""``(9, 9) float64``: ``||phi_0(alpha, beta)||_2 = sqrt(B(2 alpha - 1, 2 beta - 1))``, row ``alpha-1``, column ``beta-1``."""
-
-
 def _k_value(a0: int, b0: int, a1: int, b1: int) -> float:
-    return beta_function(a0 + a1 - 1, b0 + b1 - 1) / (_normaliser(a0, b0) * _normaliser(a1, b1))
+    """``K = B(a0+a1-1, b0+b1-1) / sqrt(B(2a0-1, 2b0-1) B(2a1-1, 2b1-1))`` (paper App. B), unvalidated."""
+    return beta_function(a0 + a1 - 1, b0 + b1 - 1) / (phi_norm(a0, b0) * phi_norm(a1, b1))
 
+
+PHI_NORMALISER = np.array(
+    [[phi_norm(a, b) for b in SHAPE_RANGE] for a in SHAPE_RANGE], dtype=np.float64
+)
+"""``(9, 9) float64``: :func:`phi_norm` tabulated, row ``alpha-1``, column ``beta-1`` (read by the kernels)."""
 
 K_TABLE = np.array(
     [[[[_k_value(a0, b0, a1, b1) for b1 in SHAPE_RANGE] for a1 in SHAPE_RANGE] for b0 in SHAPE_RANGE]
      for a0 in SHAPE_RANGE],
     dtype=np.float64,
 )
-"""``(9, 9, 9, 9) float64``: ``K(a0, a1, b0, b1)`` indexed ``[a0-1, b0-1, a1-1, b1-1]`` (rest pair, active pair)."""
+"""``(9, 9, 9, 9) float64``: ``K(a0, a1, b0, b1)`` indexed ``[a0-1, b0-1, a1-1, b1-1]`` (rest pair, active pair),
+read by the kernels."""
+
+
+def beta_monomial(p: int, q: int, s):
+    """``(m(s), m'(s))`` of ``m(s) = s^p (1-s)^q`` for integers ``p, q >= 0`` and ``s`` in ``[0, 1]`` (array or scalar),
+    with ``m'(s) = s^(p-1) (1-s)^(q-1) (p (1-s) - q s)`` (``-q (1-s)^(q-1)`` for ``p = 0``, ``p s^(p-1)`` for
+    ``q = 0``)."""
+    s = np.asarray(s, dtype=np.float64)
+    t = 1.0 - s
+    value = s ** p * t ** q
+    if p == 0 and q == 0:
+        slope = np.zeros_like(s)
+    elif p == 0:
+        slope = -q * t ** (q - 1)
+    elif q == 0:
+        slope = p * s ** (p - 1)
+    else:
+        slope = s ** (p - 1) * t ** (q - 1) * (p * t - q * s)
+    return value, slope
 
 
 def phi(alpha: int, beta: int, s) -> np.ndarray:
@@ -55,14 +78,14 @@ def phi(alpha: int, beta: int, s) -> np.ndarray:
     alpha = validation.shape_exponent(alpha, "alpha")
     beta = validation.shape_exponent(beta, "beta")
     s = np.clip(np.asarray(s, dtype=np.float64), 0.0, 1.0)
-    return s ** (alpha - 1) * (1.0 - s) ** (beta - 1) / PHI_NORMALISER[alpha - 1, beta - 1]
+    return s ** (alpha - 1) * (1.0 - s) ** (beta - 1) / phi_norm(alpha, beta)
 
 
 def k_constant(a0: int, b0: int, a1: int, b1: int) -> float:
-    """Tabulated ``K(a0, a1, b0, b1)`` of paper §5.2 (inner product of the rest and active profiles)."""
+    """``K(a0, a1, b0, b1)`` of paper §5.2 (inner product of the rest and active profiles), from the Beta function."""
     a0, b0, a1, b1 = (validation.shape_exponent(v, n) for v, n in
                       ((a0, "alpha_rest"), (b0, "beta_rest"), (a1, "alpha_active"), (b1, "beta_active")))
-    return float(K_TABLE[a0 - 1, b0 - 1, a1 - 1, b1 - 1])
+    return _k_value(a0, b0, a1, b1)
 
 
 def activation_norm(a0: int, b0: int, a1: int, b1: int, activation: float) -> float:
@@ -73,23 +96,24 @@ def activation_norm(a0: int, b0: int, a1: int, b1: int, activation: float) -> fl
 
 
 def profile_coefficients(a0: int, b0: int, a1: int, b1: int, activation: float) -> tuple[float, float]:
-    """Coefficients ``(c0, c1)`` with ``Phi_a(s) = c0 s^(a0-1)(1-s)^(b0-1) + c1 s^(a1-1)(1-s)^(b1-1)``.
-
-    ``c0 = (1-a) / (||phi_0(a0,b0)|| sqrt(F(a)))`` and ``c1 = a / (||phi_0(a1,b1)|| sqrt(F(a)))``.
-    This is the form the kernels evaluate: two monomial products, no table look-up per point.
-    """
+    """Coefficients ``(c0, c1)`` with ``Phi_a(s) = c0 s^(a0-1)(1-s)^(b0-1) + c1 s^(a1-1)(1-s)^(b1-1)``:
+    ``c0 = (1-a) / (||phi_0(a0,b0)|| sqrt(F(a)))`` and ``c1 = a / (||phi_0(a1,b1)|| sqrt(F(a)))``."""
     f = activation_norm(a0, b0, a1, b1, activation)
     a = float(activation)
     root = sqrt(f)
-    c0 = (1.0 - a) / (PHI_NORMALISER[int(a0) - 1, int(b0) - 1] * root)
-    c1 = a / (PHI_NORMALISER[int(a1) - 1, int(b1) - 1] * root)
+    c0 = (1.0 - a) / (phi_norm(int(a0), int(b0)) * root)
+    c1 = a / (phi_norm(int(a1), int(b1)) * root)
     return float(c0), float(c1)
 
 
 def activation_profile(a0: int, b0: int, a1: int, b1: int, activation: float, s) -> np.ndarray:
     """``Phi_a(s)`` (paper §5.2): unit-L2-norm interpolation between rest and active beta profiles."""
     c0, c1 = profile_coefficients(a0, b0, a1, b1, activation)
-    s = np.clip(np.asarray(s, dtype=np.float64), 0.0, 1.0)
+    return _mix(c0, c1, a0, b0, a1, b1, np.clip(np.asarray(s, dtype=np.float64), 0.0, 1.0))
+
+
+def _mix(c0, c1, a0, b0, a1, b1, s):
+    """``c0 s^(a0-1)(1-s)^(b0-1) + c1 s^(a1-1)(1-s)^(b1-1)`` for ``s`` in ``[0, 1]``."""
     return c0 * s ** (a0 - 1) * (1.0 - s) ** (b0 - 1) + c1 * s ** (a1 - 1) * (1.0 - s) ** (b1 - 1)
 
 
@@ -97,60 +121,35 @@ def activation_profile_derivative(a0: int, b0: int, a1: int, b1: int, activation
     """``dPhi_a/ds`` on ``[0, 1]`` (one-sided at the ends), used by the field gradient."""
     c0, c1 = profile_coefficients(a0, b0, a1, b1, activation)
     s = np.clip(np.asarray(s, dtype=np.float64), 0.0, 1.0)
-    return c0 * _mono(a0 - 1, b0 - 1, s)[1] + c1 * _mono(a1 - 1, b1 - 1, s)[1]
+    return c0 * beta_monomial(a0 - 1, b0 - 1, s)[1] + c1 * beta_monomial(a1 - 1, b1 - 1, s)[1]
 
 
 PROFILE_MAX_SAMPLES = 33
-"""Coarse samples used to bracket ``max_s Phi_a(s)`` before Newton's method refines it."""
+"""``samples`` of ``kernels/profile.py`` ``profile_max``: evenly spaced samples that bracket ``max_s Phi_a(s)``."""
 PROFILE_MAX_NEWTON = 12
-"""Newton steps on ``Phi_a'(s) = 0`` (quadratic convergence: machine precision in 3-5 steps)."""
+"""``newton`` of ``kernels/profile.py`` ``profile_max``: at most this many Newton steps on ``Phi_a'(s) = 0``."""
+PROFILE_MAX_GRID = 1025
+"""Samples per level of :func:`profile_max` (evenly spaced over the current bracket)."""
+PROFILE_MAX_LEVELS = 5
+"""Levels of :func:`profile_max`: each narrows the bracket to the two sample spacings around the best sample."""
 
 
 def profile_max(a0: int, b0: int, a1: int, b1: int, activation: float) -> float:
     """``max_{s in [0,1]} Phi_a(s)``, used for the compact-support radius ``R = max(w u Phi)`` (thesis §6.1).
 
-    The best of ``PROFILE_MAX_SAMPLES`` evenly spaced samples brackets the peak (``Phi_a`` has at most two bumps,
-    both far wider than the spacing); Newton's method on ``Phi_a' = 0``, kept inside the bracket, refines it.
+    ``Phi_a`` is sampled at ``PROFILE_MAX_GRID`` points over ``[0, 1]``, then at as many over the bracket of the
+    best sample and its two neighbours, ``PROFILE_MAX_LEVELS`` levels in all (last spacing ``(2 / 1024)^4 / 1024``,
+    about ``1.4e-14``); the result is the largest value sampled.
     """
     c0, c1 = profile_coefficients(a0, b0, a1, b1, activation)
-    e = (a0 - 1, b0 - 1, a1 - 1, b1 - 1)
-    n = PROFILE_MAX_SAMPLES
-    values = [c0 * _mono(e[0], e[1], i / (n - 1))[0] + c1 * _mono(e[2], e[3], i / (n - 1))[0] for i in range(n)]
-    i = int(np.argmax(values))
-    best = values[i]
-    lo, hi = max(i - 1, 0) / (n - 1), min(i + 1, n - 1) / (n - 1)
-    s = i / (n - 1)
-    for _ in range(PROFILE_MAX_NEWTON):
-        _, d0, dd0 = _mono(e[0], e[1], s)
-        _, d1, dd1 = _mono(e[2], e[3], s)
-        d, dd = c0 * d0 + c1 * d1, c0 * dd0 + c1 * dd1
-        if dd >= 0.0:
-            break
-        step = -d / dd
-        s = min(max(s + step, lo), hi)
-        if abs(step) < 1e-15:
-            break
-    v = c0 * _mono(e[0], e[1], s)[0] + c1 * _mono(e[2], e[3], s)[0]
-    return float(max(v, best))
-
-
-def _mono(ea: int, eb: int, s):
-    """``s^ea (1-s)^eb`` with its first and second derivatives, no negative powers (scalars or arrays)."""
-    t = 1.0 - s
-    value = s ** ea * t ** eb
-    d1 = 0.0
-    if ea > 0:
-        d1 += ea * s ** (ea - 1) * t ** eb
-    if eb > 0:
-        d1 -= eb * s ** ea * t ** (eb - 1)
-    d2 = 0.0
-    if ea > 1:
-        d2 += ea * (ea - 1) * s ** (ea - 2) * t ** eb
-    if ea > 0 and eb > 0:
-        d2 -= 2.0 * ea * eb * s ** (ea - 1) * t ** (eb - 1)
-    if eb > 1:
-        d2 += eb * (eb - 1) * s ** ea * t ** (eb - 2)
-    return value, d1, d2
+    lo, hi, best = 0.0, 1.0, -np.inf
+    for _ in range(PROFILE_MAX_LEVELS):
+        s = np.linspace(lo, hi, PROFILE_MAX_GRID)
+        values = _mix(c0, c1, a0, b0, a1, b1, s)
+        i = int(np.argmax(values))
+        best = max(best, float(values[i]))
+        lo, hi = s[max(i - 1, 0)], s[min(i + 1, PROFILE_MAX_GRID - 1)]
+    return best
 
 
 def ellipse_axes(e: float) -> tuple[float, float]:

@@ -1,11 +1,12 @@
 """Parametric surface mesh of a muscle (rings along the axis) for display and volume measurement.
 
 Ring ``j`` sits at parameter ``s_j``; its vertex at angle ``theta`` is ``C(s_j) + w Phi(s_j) r(theta) (cos theta n +
-sin theta b)`` in the continuous frame of :mod:`core.muscle.axis` (paper eq. 2 and 5). The angles are spaced uniformly in
-the ellipse's parametric angle, so a ring's polygon keeps the same area ratio to its ellipse for every eccentricity. On a straight axis these vertices lie
-exactly on the 0-iso of ``f_M``. On a bent axis the reparameterised projection (Algorithm 1) moves the iso-surface a
-little on the inner side of each bend, so ``snap=True`` (default) then moves every vertex along its ray onto
-``f_M = 0`` by safeguarded Newton steps (numba kernel, all vertices at once), and the mesh is the true surface.
+sin theta b)`` in the continuous frame of :mod:`core.muscle.axis` (paper eq. 2 and 5). The angles are spaced
+uniformly in the ellipse's parametric angle, so a ring's polygon keeps the same area ratio to its ellipse for every
+eccentricity. On a straight axis these vertices lie exactly on the 0-iso of ``f_M``. On a bent axis the
+reparameterised projection (Algorithm 1) moves the iso-surface a little on the inner side of each bend;
+``snap=True`` (default) moves every vertex along its ray onto ``f_M = 0`` by safeguarded Newton steps (field from the
+numba kernel, all vertices at once).
 """
 from __future__ import annotations
 
@@ -117,12 +118,10 @@ def field_volume(muscle, cells: int = FIELD_VOLUME_CELLS) -> float:
     long semi-axis; nothing of the muscle lies further out), plus 5 %; ``cells^3`` points at its cell centres each
     count their cell's volume times the smoothed indicator ``clip(1/2 - f_M / h, 0, 1)``, ``h`` the cell's mean
     size: ``f_M`` grows like a distance near its surface, so cut cells count about the part inside (the error is
-    second order in ``h``, not first as for a plain count). Unlike :func:`mesh_volume` of :func:`muscle_surface`,
-    this stays right when the axis bends more tightly than the muscle is wide: the rings of a swept mesh then cross
-    each other on the inner side and its signed volume counts the overlap wrongly (measured: a forearm muscle of a
-    flailing character read 69 % of its rest volume by the mesh and 99.6 % by this). Where a profile is open at an
-    end (alpha or beta = 1) the region also holds the rounded end beyond the axis's end, which the mesh closes with
-    a flat cap.
+    second order in ``h``, not first as for a plain count). It holds where the axis bends more tightly than the
+    muscle is wide, where the rings of :func:`muscle_surface` cross each other on the inner side. Where a profile
+    is open at an end (alpha or beta = 1) the region also holds the rounded end beyond the axis's end, which the
+    mesh closes with a flat cap.
     """
     if cells < 4:
         raise ValueError("field_volume needs at least 4 cells per side.")

@@ -27,7 +27,7 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
     """Advance ``x, v (P, 3)`` in place by substep ``sub`` of ``n_sub`` (``dt`` = substep length [s]).
 
     control_arrays: ``(activation, stiffness, width_scale, eccentricity, ends, normals, caps, grid_inverse)`` as
-    prepared by ``PBDSolver._inputs``; state_in: the frame's input :class:`core.pbd.solver.PBDState`.
+    prepared by ``PBDSolver.inputs`` (a ``FrameInputs``); state_in: the frame's input :class:`core.pbd.state.PBDState`.
     """
     s = model.settings
     activation, stiffness, width_scale, eccentricity, ends, normals, caps, grid_inverse = control_arrays

@@ -27,19 +27,16 @@ second when first used and kept in memory) and read bilinearly (``kernels/blend.
   = 0.3``) ``C = 1/2 + (M - 1/2)(1 - g(s))``, ``s = (m - CONTACT_LOW) / (M - CONTACT_LOW)``, ``g(s) = s^2 (3 - 2 s)``;
   elsewhere ``C`` is the clean union. So ``C = 0.5`` on the diagonal ``f1 = f2 > 0.5``: the contact surface where
   both fields are equal, a crease; ``C`` joins the clean union with matching value and gradient at
-  ``m = CONTACT_LOW`` (``g(0) = g'(0) = 0``) and takes its value 0.5 on the union's surface ``M = 0.5``. Starting
-  below ``m = 0.5`` matters: a skin vertex that DQS pushed deep into the other part sits on its own surface
-  (``m = 0.5``) inside the other volume; there ``dC/dm < 0`` leads it into its own part, to the contact surface,
-  instead of out through the far side of the other part (which the union alone would do). On the surface
-  ``M = 0.5`` the gradient has a kink where ``m > CONTACT_LOW`` (the value is continuous and the 0.5-iso is the
-  union there).
+  ``m = CONTACT_LOW`` (``g(0) = g'(0) = 0``) and takes its value 0.5 on the union's surface ``M = 0.5``. On the
+  surface ``M = 0.5`` the gradient has a kink where ``m > CONTACT_LOW`` (the value is continuous and the 0.5-iso is
+  the union there).
 * the controller ``alpha = kappa(theta)`` in [0, 1] from the angle ``theta`` between the two gradients:
   0 below ``theta0``, 1 above ``theta1``, smoothstep in ``cos theta`` between (defaults 80 and 110 degrees, around
   pi/2 as in thesis Fig. 2.16): gradients that oppose each other mean two skin sheets pressed together.
 * ``G = (1 - beta) U + beta C`` with ``U`` the clean union and ``beta(alpha, m)`` = 1 while the interpenetration
   depth ``tau = 2 (m - 1/2)`` (0 .. 1) is below ``alpha``, smoothstep down to 0 at ``tau = 2 alpha``: small
-  ``alpha`` makes a short contact surface that opens into the union, ``alpha = 1`` the full contact. ``G`` stays in [0.5, 1] inside
-  either volume and equals the union outside both, so ``G(f, 0) = f``.
+  ``alpha`` makes a short contact surface that opens into the union, ``alpha = 1`` the full contact. ``G`` stays
+  in [0.5, 1] inside either volume and equals the union outside both, so ``G(f, 0) = f``.
 
 Like Gourmel et al. and the published implementations, the gradient treats ``alpha`` as locally constant (its
 derivative would need the fields' Hessians): exact where the controller is saturated (0 or 1).
@@ -48,11 +45,7 @@ derivative would need the fields' Hessians): exact where the controller is satur
 of a part are first clean-unioned, then joined to the part's HRBF with the ``blend`` arc union: monotone in both
 fields (``dG/df1, dG/df2 >= 0``, no inward gradient), ``G(h, 0) = h`` (no change where there is no muscle), and the
 fillet where a muscle leaves the HRBF is smooth. A critical point of the result needs exactly opposed gradients of
-equal weight. On a muscle's outer side the HRBF pull-in (``core/skin/field.py``) keeps the HRBF's surface under the
-muscle's, so the muscle's gradient leads; on its bone side, deep inside the part, the two gradients do oppose and
-partly cancel (the arm test measures ``|grad F|`` at no less than about a fifth of the two terms' summed length).
-We tried fading the muscle out where the HRBF is deep (``blend(h, m (1 - S(h)))``): it did not raise that bound
-and made ``dG/dh`` negative, so it is not used.
+equal weight.
 """
 from __future__ import annotations
 

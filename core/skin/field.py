@@ -1,38 +1,42 @@
 """The implicit skin: one compact HRBF field per bone's part, muscles joined to their part, parts composed along
 the skeleton (thesis §3.1 and Fig. 6.1, paper §7.1).
 
-Bind (:func:`bind_skin_field`, once): partition the mesh by highest weight, sample each part (``core/skin/parts.py``),
-pull the samples that lie over a muscle of the part in under that muscle's surface, fit one HRBF per part
-(``core/skin/hrbf.py``), bake it in a grid in rest space (``core/skin/part_grid.py``) and build the composition tree:
+Model (:class:`SkinField`, frozen, built once by :func:`bind_skin_field`): partition the mesh by highest weight,
+sample each part (``core/skin/parts.py``), pull the samples that lie over a muscle of the part in under that
+muscle's surface, fit one HRBF per part (``core/skin/hrbf.py``), bake it in a grid in rest space
+(``core/skin/part_grid.py``) and build the composition tree:
 
 * a leaf per part: its HRBF field, with the part's muscles clean-unioned and joined by the detail operator;
 * a bone's children subtrees are combined pairwise with the contact operator, then combined with the bone's own
   leaf with the contact operator (children into parents); several roots are combined the same way. Bones without
   vertices are skipped (their children hang on the nearest ancestor that has a part).
 
-Per frame (:meth:`SkinField.update`): bone transforms ``B_j = M_j M_ref_j^-1`` (rest -> posed, column vectors,
-``(B, 4, 4)``) and the muscles' :class:`core.muscle.batch.MuscleBatch` set each part grid's placement and every
-node's world box; :meth:`SkinField.evaluate` then returns ``F`` and its gradient at any points (one numba call).
+State (:class:`SkinPlacement`, one per frame, from :func:`place_skin` / :meth:`SkinField.place`): bone transforms
+``B_j = M_j M_ref_j^-1`` (rest -> posed, column vectors, ``(B, 4, 4)``) and the muscles'
+:class:`core.muscle.batch.MuscleBatch` give each part grid's placement and every node's world box;
+:meth:`SkinPlacement.evaluate` returns ``F`` and its gradient at any points (one numba call with the
+``kernels/skin_field.SkinArrays`` and the muscles' ``MuscleArrays``).
 
-**HRBF pull-in under muscles** (thesis Fig. 6.4 did it by hand). Where a muscle lies close under the skin, the
-part's HRBF is pulled in just enough that the composed field stays 0.5 on the skin at rest: each mesh sample
-moves in along its normal to the depth ``d`` with ``blend(K(d / R_j), mu) = 0.5``, ``mu`` being the part's muscles
-(clean union of their compact fields) at the sample. The skin then lies on the fillet where HRBF and muscle blend,
-its value depends on both, and a muscle that swells, shrinks or slides moves the skin; the skin vertices keep
-iso-values near 0.5, which the contact handling of the tracking needs (a deeper pull we tried left the skin at
-values down to 0.26, below the contact surface's 0.5, and skins of two parts passed through each other).
+**HRBF pull-in under muscles.** Each mesh sample of a part with muscles moves in along its normal to the depth
+``d`` with ``blend(K(d / R_j), mu) = 0.5``, ``mu`` being the part's muscles (clean union of their compact fields)
+at the sample, so that the composed field is 0.5 on the skin at rest and the skin lies on the fillet where HRBF and
+muscle blend.
 
-**Muscles through the rest skin.** No pull-in can bring the skin to 0.5 where a muscle's own compact field is
-already above 0.5 on it: a muscle that reaches through the rest skin (the arm character's settled biceps by 9 mm;
-an artist's muscle may) left those skin vertices with iso-values up to 0.82, and at a bent elbow they settled on
-that level inside the other part, through its skin. So the skin sees each muscle ``K((f_M + o) / R)``, moved in by
-the smallest offset ``o >= 0`` [m] that keeps it at most ``SKIN_MUSCLE_MAX`` = 0.45 on every rest vertex
-(:func:`muscle_offsets`, at bind, kept for the bind). The muscle itself (its simulation, its volume, its
-collisions) is as placed; a muscle under the skin has ``o = 0`` and is seen unchanged.
+**Muscle skin offsets.** The skin sees each muscle as ``K((f_M + o) / R)``, moved in by the smallest offset
+``o >= 0`` [m] that keeps it at most ``SKIN_MUSCLE_MAX`` = 0.45 on every rest vertex (:func:`muscle_offsets`, at
+bind). The muscle itself (its simulation, its volume, its collisions) is as placed; a muscle under the skin has
+``o = 0`` and is seen unchanged.
+
+**References.** :meth:`SkinPlacement.evaluate_reference` and :meth:`SkinPlacement.leaf_reference` are the numpy
+references of the kernel (the convention of ``core/skin``): vectorised over the query points, one node of the tree
+at a time, the muscle fields from their own tested evaluation (``core.muscle.batch.evaluate_muscles``); they share
+no code with the kernel's per-point loops.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+import functools
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -65,37 +69,38 @@ class SkinSettings:
     pull_under_muscles: bool = True
 
 
-@dataclass
+@dataclass(frozen=True)
 class SkinField:
-    """Bound skin field of one mesh. See the module docstring; arrays below are per part ``P`` / node ``T``."""
+    """Bound skin field of one mesh: the model (module docstring). Arrays per vertex ``V``, bone ``B``, part ``P``,
+    node ``T``, muscle ``M``; none of them changes after :func:`bind_skin_field`."""
 
     settings: SkinSettings
     bone_count: int
     parts: list  # PartSamples, in part order
     hrbfs: list
     grids: list  # PartGrid
-    labels: np.ndarray  # (V,) part bone of each vertex
-    part_bone: np.ndarray  # (P,) bone of each part
-    muscle_part: np.ndarray  # (M,) part index of each muscle, -1: joins no part
-    part_muscle_start: np.ndarray
-    part_muscle_index: np.ndarray
-    node_kind: np.ndarray
-    node_left: np.ndarray
-    node_right: np.ndarray
-    node_part: np.ndarray
-    node_end: np.ndarray
-    grid_values: np.ndarray
-    grid_offset: np.ndarray
-    grid_dims: np.ndarray
-    grid_origin: np.ndarray
-    grid_inv_h: np.ndarray
-    grid_binv: np.ndarray = field(default=None)
-    node_bounds: np.ndarray = field(default=None)
-    muscles: MuscleBatch = field(default=None)
-    muscle_offset: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (M,) [m] muscle_offsets()
-    heads: np.ndarray = field(default=None)  # (B, 3) [m] rest bone heads (the joints, core/skin/joint_volume.py)
-    tails: np.ndarray = field(default=None)  # (B, 3) [m] rest bone tails
-    parents: np.ndarray = field(default=None)  # (B,) int64, -1 for a root
+    labels: np.ndarray  # (V,) int64 part bone of each vertex
+    part_bone: np.ndarray  # (P,) int64 bone of each part
+    part_of_bone: np.ndarray  # (B,) int64 part of each bone, -1: the bone has no part
+    muscle_part: np.ndarray  # (M,) int64 part index of each muscle, -1: joins no part
+    part_muscle_start: np.ndarray  # (P+1,) int64 CSR: each part's muscles ...
+    part_muscle_index: np.ndarray  # (sum,) int64 ... as muscle indices
+    node_kind: np.ndarray  # (T,) int64 NODE_* (pre-order tree, kernels/skin_field.py)
+    node_left: np.ndarray  # (T,) int64
+    node_right: np.ndarray  # (T,) int64
+    node_part: np.ndarray  # (T,) int64
+    node_end: np.ndarray  # (T,) int64
+    leaf_node: np.ndarray  # (P,) int64 the tree's leaf node of each part
+    grid_values: np.ndarray  # (sum nx ny nz 4,) float32 packed part grids
+    grid_offset: np.ndarray  # (P+1,) int64
+    grid_dims: np.ndarray  # (P, 3) int64
+    grid_origin: np.ndarray  # (P, 3) float64 [m]
+    grid_inv_h: np.ndarray  # (P,) float64 [1/m]
+    muscles: MuscleBatch | None = None  # the muscles at bind (they define the rest iso-values)
+    muscle_offset: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))  # (M,) [m] muscle_offsets()
+    heads: np.ndarray = None  # (B, 3) [m] rest bone heads (the joints, core/skin/joint_volume.py)
+    tails: np.ndarray = None  # (B, 3) [m] rest bone tails
+    parents: np.ndarray = None  # (B,) int64, -1 for a root
 
     @property
     def part_count(self) -> int:
@@ -109,97 +114,34 @@ class SkinField:
                   ops.table("clean"), ops.table("blend")]
         return int(sum(a.nbytes for a in arrays))
 
-    def update(self, bone_transforms=None, muscles: MuscleBatch | None = None) -> None:
-        """Place the part grids and node boxes for this frame.
-
-        bone_transforms: ``(B, 4, 4)`` rest -> posed rigid transforms ``B_j`` (None: rest pose).
-        muscles: the muscles' batch (same muscle order as at bind; None keeps the bind-time muscles).
-        """
-        if bone_transforms is None:
-            B = np.broadcast_to(np.eye(4), (self.bone_count, 4, 4))
-        else:
-            B = np.asarray(bone_transforms, dtype=np.float64)
-            if B.shape != (self.bone_count, 4, 4):
-                raise ValueError(f"bone transforms must have shape ({self.bone_count}, 4, 4), got {B.shape}.")
-            if not np.all(np.isfinite(B)):
-                raise ValueError("bone transforms contain NaN or infinite values; check the pose.")
-        if muscles is not None:
-            if muscles.muscle_count != len(self.muscle_part):
-                raise ValueError(f"the skin was bound with {len(self.muscle_part)} muscles, got "
-                                 f"{muscles.muscle_count}.")
-            self.muscles = muscles
-        Bp = B[self.part_bone]
-        # rigid inverse [R^T | -R^T t] (callers check rigidity; numpy's general inverse costs milliseconds here)
-        Rt = np.transpose(Bp[:, :3, :3], (0, 2, 1))
-        self.grid_binv = np.ascontiguousarray(np.concatenate(
-            [Rt, -np.einsum("pij,pj->pi", Rt, Bp[:, :3, 3])[:, :, None]], axis=2))
-        # leaf boxes: the 8 corners of each grid box moved by B_j, then the part's muscles' reach
-        boxes = np.empty((len(self.parts), 6))
-        corners = np.array([[i & 1, (i >> 1) & 1, (i >> 2) & 1] for i in range(8)], dtype=np.float64)
-        for p, g in enumerate(self.grids):
-            lo, hi = g.box
-            pts = lo + corners * (hi - lo)
-            world = pts @ Bp[p, :3, :3].T + Bp[p, :3, 3]
-            boxes[p, :3] = world.min(axis=0)
-            boxes[p, 3:] = world.max(axis=0)
-        m = self.muscles
-        if m is not None and m.muscle_count:
-            cut = m.muscle_scalar[:, SCALAR_REACH] + m.muscle_scalar[:, SCALAR_SUPPORT]
-            for k, p in enumerate(self.muscle_part):
-                if p >= 0:
-                    boxes[p, :3] = np.minimum(boxes[p, :3], m.muscle_bounds[k, :3] - cut[k])
-                    boxes[p, 3:] = np.maximum(boxes[p, 3:], m.muscle_bounds[k, 3:] + cut[k])
-        T = len(self.node_kind)
-        bounds = np.empty((T, 6))
-        for i in range(T - 1, -1, -1):
-            if self.node_kind[i] == NODE_PART:
-                bounds[i] = boxes[self.node_part[i]]
-            else:
-                a, b = bounds[self.node_left[i]], bounds[self.node_right[i]]
-                bounds[i, :3] = np.minimum(a[:3], b[:3])
-                bounds[i, 3:] = np.maximum(a[3:], b[3:])
-        self.node_bounds = bounds
+    def place(self, bone_transforms=None, muscles: MuscleBatch | None = None) -> "SkinPlacement":
+        """This frame's placement (:func:`place_skin`)."""
+        return place_skin(self, bone_transforms, muscles)
 
     def without_muscles(self) -> "SkinField":
-        """The same parts, grids and tree with no muscle joined (shares the arrays; placed by its own
-        :meth:`update`): the skin the muscles are kept inside (paper §6.3)."""
-        import dataclasses
-
+        """The same parts, grids and tree with no muscle joined (shares the arrays): the skin the muscles are kept
+        inside (paper §6.3)."""
         return dataclasses.replace(
             self, muscle_part=np.full(0, -1, dtype=np.int64),
             part_muscle_start=np.zeros(len(self.parts) + 1, dtype=np.int64),
-            part_muscle_index=np.zeros(0, dtype=np.int64), muscles=None, muscle_offset=np.zeros(0), grid_binv=None,
-            node_bounds=None)
+            part_muscle_index=np.zeros(0, dtype=np.int64), muscles=None, muscle_offset=np.zeros(0))
 
-    def _muscle_arrays(self):
-        m = self.muscles if self.muscles is not None else MuscleBatch.allocate([], np.zeros((0, 4)), [])
-        return m.kernel_arrays()
 
-    def kernel_field(self) -> tuple:
-        """The field's arrays as the one tuple the kernels take (``kernels/skin_field.py``), this frame."""
-        if self.node_bounds is None:
-            self.update()
-        cos0, cos1 = np.cos(np.radians(self.settings.contact_angles))
-        return (self.node_kind, self.node_left, self.node_right, self.node_part, self.node_end, self.node_bounds,
-                self.grid_values, self.grid_offset, self.grid_dims, self.grid_origin, self.grid_inv_h,
-                self.grid_binv, self.part_muscle_start, self.part_muscle_index, ops.table("clean"),
-                ops.table("blend"), float(cos0), float(cos1), self._chord_deviation(),
-                self.muscle_offset) + tuple(self._muscle_arrays())
+@dataclass(frozen=True)
+class SkinPlacement:
+    """The skin field placed for one frame: the state (module docstring). Arrays per part ``P``, node ``T``."""
 
-    def _chord_deviation(self) -> np.ndarray:
-        """``(M,)`` [m] each muscle axis's largest distance from its chord (the kernel's cheap rejection test)."""
-        m = self.muscles
-        if m is None or not m.muscle_count:
-            return np.zeros(0)
-        P = m.axis_points
-        first = P[m.axis_start[:-1]]
-        last = P[m.axis_start[1:] - 1]
-        owner = np.repeat(np.arange(m.muscle_count), np.diff(m.axis_start))
-        e = (last - first)[owner]
-        t = np.clip(np.einsum("ij,ij->i", P - first[owner], e) / np.maximum(np.einsum("ij,ij->i", e, e), 1e-30),
-                    0.0, 1.0)
-        dist = np.linalg.norm(P - first[owner] - t[:, None] * e, axis=1)
-        return np.maximum.reduceat(dist, m.axis_start[:-1])
+    model: SkinField
+    grid_binv: np.ndarray  # (P, 3, 4) float64 world -> rest rigid transform of each part grid
+    node_bounds: np.ndarray  # (T, 6) float64 [m] world box of each node (min xyz, max xyz)
+    muscles: MuscleBatch | None  # this frame's muscles (None: no muscles)
+    arrays: tuple  # kernels.skin_field.SkinArrays
+    muscle_arrays: tuple  # kernels.fusiform.MuscleArrays of this frame's muscles
+
+    @property
+    def kernel_args(self) -> tuple:
+        """``(arrays, muscle_arrays)``: the field as the kernels take it (``kernels/skin_field.py``)."""
+        return self.arrays, self.muscle_arrays
 
     def evaluate(self, points, out=None):
         """Composed field ``F (n,)`` and gradient ``(n, 3)`` [1/m] at world ``points (n, 3)`` [m] (numba).
@@ -208,38 +150,33 @@ class SkinField:
         """
         from ...kernels.skin_field import skin_field
 
-        if self.node_bounds is None:
-            self.update()
         pts = validation.points(points, "query points", min_count=0)
         n = len(pts)
         if out is None:
             values, grads = np.empty(n), np.empty((n, 3))
         else:
             values, grads = out
-        skin_field(pts, self.kernel_field(), values, grads)
+        skin_field(pts, self.arrays, self.muscle_arrays, values, grads)
         return values, grads
 
     def leaf_reference(self, points, details: bool = False):
         """Numpy reference of every leaf (a part's HRBF grid with its muscles joined by the detail operator):
-        lists of ``values (n,)`` and ``grads (n, 3)`` per part, at world ``points (n, 3)`` [m], this frame.
+        lists of ``values (n,)`` and ``grads (n, 3)`` per part, at world ``points (n, 3)`` [m].
         ``details``: also the lists of the HRBF's ``(h, grad h)`` and the muscles' union ``(mu, grad mu)``."""
-        from ..muscle.batch import evaluate_muscles
-
-        if self.node_bounds is None:
-            self.update()
+        m = self.model
         pts = validation.points(points, "query points", min_count=0)
         n = len(pts)
-        B = np.zeros((len(self.parts), 4, 4))
+        B = np.zeros((m.part_count, 4, 4))
         B[:, :3, :] = self.grid_binv
         B[:, 3, 3] = 1.0
         part_v, part_g, parts_h, parts_mu = [], [], [], []
         mv = mg = None
         if self.muscles is not None and self.muscles.muscle_count:
-            mv, mg = _compact_muscles(self.muscles, pts, self.muscle_offset)
-        for p, g in enumerate(self.grids):
+            mv, mg = _compact_muscles(self.muscles, pts, m.muscle_offset)
+        for p, g in enumerate(m.grids):
             v, gr = g.sample(pts, np.linalg.inv(B[p]))
             mu, mgr = np.zeros(n), np.zeros((n, 3))
-            for k in self.part_muscle_index[self.part_muscle_start[p]:self.part_muscle_start[p + 1]]:
+            for k in m.part_muscle_index[m.part_muscle_start[p]:m.part_muscle_start[p + 1]]:
                 G, G1, G2 = ops.lookup(ops.table("clean"), mu, mv[:, k])
                 use = mv[:, k] > 0
                 mgr = np.where(use[:, None], G1[:, None] * mgr + G2[:, None] * mg[:, k], mgr)
@@ -255,29 +192,29 @@ class SkinField:
         return part_v, part_g
 
     def evaluate_reference(self, points):
-        """Numpy reference of :meth:`evaluate` (muscle fields from their own tested kernel), for tests."""
+        """Numpy reference of :meth:`evaluate` (module docstring), for tests."""
+        m = self.model
         pts = validation.points(points, "query points", min_count=0)
         part_v, part_g = self.leaf_reference(pts)
-        T = len(self.node_kind)
+        T = len(m.node_kind)
         val = [None] * T
         grad = [None] * T
-        cos0, cos1 = np.cos(np.radians(self.settings.contact_angles))
         for i in range(T - 1, -1, -1):
             b = self.node_bounds[i]
             inside = np.all((pts >= b[:3]) & (pts <= b[3:]), axis=1)
-            if self.node_kind[i] == NODE_PART:
-                v, gr = part_v[self.node_part[i]], part_g[self.node_part[i]]
+            if m.node_kind[i] == NODE_PART:
+                v, gr = part_v[m.node_part[i]], part_g[m.node_part[i]]
             else:
-                a, c = self.node_left[i], self.node_right[i]
+                a, c = m.node_left[i], m.node_right[i]
                 f1, f2, g1, g2 = val[a], val[c], grad[a], grad[c]
-                if self.node_kind[i] == NODE_CONTACT:
+                if m.node_kind[i] == NODE_CONTACT:
                     n1, n2 = np.linalg.norm(g1, axis=1), np.linalg.norm(g2, axis=1)
                     ok = (n1 > 1e-12) & (n2 > 1e-12)
                     cos_t = np.where(ok, np.einsum("ij,ij->i", g1, g2) / np.where(ok, n1 * n2, 1.0), 1.0)
-                    alpha = np.where(ok, ops.controller(cos_t, np.radians(self.settings.contact_angles[0]),
-                                                        np.radians(self.settings.contact_angles[1])), 0.0)
+                    alpha = np.where(ok, ops.controller(cos_t, np.radians(m.settings.contact_angles[0]),
+                                                        np.radians(m.settings.contact_angles[1])), 0.0)
                     G, G1, G2 = ops.contact(f1, f2, alpha)
-                elif self.node_kind[i] == NODE_CLEAN:
+                elif m.node_kind[i] == NODE_CLEAN:
                     G, G1, G2 = ops.lookup(ops.table("clean"), f1, f2)
                 else:
                     first = f1 >= f2
@@ -289,6 +226,92 @@ class SkinField:
             val[i] = np.where(inside, v, 0.0)
             grad[i] = np.where(inside[:, None], gr, 0.0)
         return val[0], grad[0]
+
+
+_BOX_CORNERS = np.array([[i & 1, (i >> 1) & 1, (i >> 2) & 1] for i in range(8)], dtype=np.float64)
+
+
+@functools.cache
+def _no_muscle_arrays():
+    """The kernels' muscle arrays of no muscle (shared, never written)."""
+    return MuscleBatch.allocate([], np.zeros((0, 4)), []).kernel_arrays()
+
+
+def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | None = None) -> SkinPlacement:
+    """Place the part grids and node boxes of ``model`` for one frame.
+
+    bone_transforms: ``(B, 4, 4)`` rest -> posed rigid transforms ``B_j`` (None: rest pose).
+    muscles: the muscles' batch (same muscle order as at bind; None: the bind-time muscles).
+    """
+    from ...kernels.skin_field import SkinArrays
+
+    if bone_transforms is None:
+        B = np.broadcast_to(np.eye(4), (model.bone_count, 4, 4))
+    else:
+        B = np.asarray(bone_transforms, dtype=np.float64)
+        if B.shape != (model.bone_count, 4, 4):
+            raise ValueError(f"bone transforms must have shape ({model.bone_count}, 4, 4), got {B.shape}.")
+        if not np.all(np.isfinite(B)):
+            raise ValueError("bone transforms contain NaN or infinite values; check the pose.")
+    if muscles is None:
+        muscles = model.muscles
+    elif muscles.muscle_count != len(model.muscle_part):
+        raise ValueError(f"the skin was bound with {len(model.muscle_part)} muscles, got {muscles.muscle_count}.")
+    Bp = B[model.part_bone]
+    # rigid inverse [R^T | -R^T t] (callers check rigidity)
+    Rt = np.transpose(Bp[:, :3, :3], (0, 2, 1))
+    grid_binv = np.ascontiguousarray(np.concatenate(
+        [Rt, -np.einsum("pij,pj->pi", Rt, Bp[:, :3, 3])[:, :, None]], axis=2))
+    # leaf boxes: the 8 corners of each grid box moved by B_j, then the part's muscles' reach
+    boxes = np.empty((model.part_count, 6))
+    for p, g in enumerate(model.grids):
+        lo, hi = g.box
+        pts = lo + _BOX_CORNERS * (hi - lo)
+        world = pts @ Bp[p, :3, :3].T + Bp[p, :3, 3]
+        boxes[p, :3] = world.min(axis=0)
+        boxes[p, 3:] = world.max(axis=0)
+    if muscles is not None and muscles.muscle_count:
+        cut = muscles.muscle_scalar[:, SCALAR_REACH] + muscles.muscle_scalar[:, SCALAR_SUPPORT]
+        for k, p in enumerate(model.muscle_part):
+            if p >= 0:
+                boxes[p, :3] = np.minimum(boxes[p, :3], muscles.muscle_bounds[k, :3] - cut[k])
+                boxes[p, 3:] = np.maximum(boxes[p, 3:], muscles.muscle_bounds[k, 3:] + cut[k])
+    T = len(model.node_kind)
+    bounds = np.empty((T, 6))
+    for i in range(T - 1, -1, -1):
+        if model.node_kind[i] == NODE_PART:
+            bounds[i] = boxes[model.node_part[i]]
+        else:
+            a, b = bounds[model.node_left[i]], bounds[model.node_right[i]]
+            bounds[i, :3] = np.minimum(a[:3], b[:3])
+            bounds[i, 3:] = np.maximum(a[3:], b[3:])
+    has_muscles = muscles is not None and muscles.muscle_count > 0
+    cos0, cos1 = np.cos(np.radians(model.settings.contact_angles))
+    arrays = SkinArrays(
+        node_kind=model.node_kind, node_left=model.node_left, node_right=model.node_right,
+        node_part=model.node_part, node_end=model.node_end, grid_values=model.grid_values,
+        grid_offset=model.grid_offset, grid_dims=model.grid_dims, grid_origin=model.grid_origin,
+        grid_inv_h=model.grid_inv_h, part_muscle_start=model.part_muscle_start,
+        part_muscle_index=model.part_muscle_index, skin_offset=model.muscle_offset,
+        clean_table=ops.table("clean"), blend_table=ops.table("blend"), cos0=float(cos0), cos1=float(cos1),
+        grid_binv=grid_binv, node_bounds=bounds,
+        chord_dev=_chord_deviation(muscles) if has_muscles else np.zeros(0))
+    return SkinPlacement(model=model, grid_binv=grid_binv, node_bounds=bounds,
+                         muscles=muscles if has_muscles else None, arrays=arrays,
+                         muscle_arrays=muscles.kernel_arrays() if muscles is not None else _no_muscle_arrays())
+
+
+def _chord_deviation(m: MuscleBatch) -> np.ndarray:
+    """``(M,)`` [m] each muscle axis's largest distance from its chord (the kernel's cheap rejection test)."""
+    P = m.axis_points
+    first = P[m.axis_start[:-1]]
+    last = P[m.axis_start[1:] - 1]
+    owner = np.repeat(np.arange(m.muscle_count), np.diff(m.axis_start))
+    e = (last - first)[owner]
+    t = np.clip(np.einsum("ij,ij->i", P - first[owner], e) / np.maximum(np.einsum("ij,ij->i", e, e), 1e-30),
+                0.0, 1.0)
+    dist = np.linalg.norm(P - first[owner] - t[:, None] * e, axis=1)
+    return np.maximum.reduceat(dist, m.axis_start[:-1])
 
 
 def _compact_muscles(muscles: MuscleBatch, points, offsets):
@@ -487,14 +510,15 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
     kinds, left, right, part, end = _build_tree(part_of_bone, parents)
     grid_offsets = np.zeros(len(grids) + 1, dtype=np.int64)
     np.cumsum([g.values.size for g in grids], out=grid_offsets[1:])
-    field_ = SkinField(
+    leaf_node = np.empty(len(parts), dtype=np.int64)
+    leaves = np.flatnonzero(kinds == NODE_PART)
+    leaf_node[part[leaves]] = leaves
+    return SkinField(
         settings=s, bone_count=B, parts=parts, hrbfs=hrbfs, grids=grids, labels=labels,
-        part_bone=np.array([ps.bone for ps in parts], dtype=np.int64), muscle_part=muscle_part,
-        part_muscle_start=start, part_muscle_index=index, node_kind=kinds, node_left=left, node_right=right,
-        node_part=part, node_end=end,
+        part_bone=np.array([ps.bone for ps in parts], dtype=np.int64), part_of_bone=part_of_bone,
+        muscle_part=muscle_part, part_muscle_start=start, part_muscle_index=index, node_kind=kinds, node_left=left,
+        node_right=right, node_part=part, node_end=end, leaf_node=leaf_node,
         grid_values=np.concatenate([g.values.reshape(-1) for g in grids]).astype(np.float32),
         grid_offset=grid_offsets, grid_dims=np.array([g.values.shape[:3] for g in grids], dtype=np.int64),
         grid_origin=np.array([g.origin for g in grids]), grid_inv_h=np.array([1.0 / g.spacing for g in grids]),
         muscles=muscles, muscle_offset=offsets, heads=heads, tails=tails, parents=parents)
-    field_.update()
-    return field_

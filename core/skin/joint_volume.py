@@ -1,50 +1,36 @@
 """Joint volume: give back the volume Implicit Skinning's union of rigid parts loses at a bent joint.
 
-**Why.** Tracked to their iso-values, the vertices near a bent joint lie on the union of the two parts' fields
-(with the contact crease where they meet). For a tube of radius ``r`` bent by 90 degrees about a joint on its axis,
-the union loses the two half-tubes' overlap on the inner side, ``4/3 r^3``, and gains only the ball wedge that
-closes the outer side, ``(2/3) theta r^3 = pi/3 r^3``: ``0.286 r^3`` in all, 1.8 % of the arm's volume within
-10 cm of its elbow (we measured 2.2 %; dual quaternions, which keep every vertex's distance to a joint on the
-axis, lose 1.1 %). Vaillant et al. (2014) shape a bulge into their contact operator for this; a bulge term we
-tried in ours moved the volume by less than 0.1 % (README), so the volume is given back after tracking:
-
 * **Region** (per joint ``j``, bind time): the joint is bone ``j``'s head ``c_j`` between its part and the part
   of its nearest ancestor ``a`` that has one. ``r_j`` is the limb's radius there (``joint_radius``: the median
-  distance to the bone's axis of its part's vertices over the first 30 % of its length), ``D_j = region r_j`` (at
-  most the bone's length). The region's vertices are those of the two parts within ``D_j`` of ``c_j`` that carry
-  at least 99 % of their weight on the two bones (skin another joint also moves is that joint's: the pelvis under
-  a swinging thigh), each in the region of the joint it is relatively nearest to (``|v - c| / D``).
+  distance to the bone's axis of its part's vertices over the first ``RADIUS_SPAN`` of its length),
+  ``D_j = region r_j`` (at most the bone's length). The region's vertices are those of the two parts within ``D_j``
+  of ``c_j`` that carry at least ``OWN_WEIGHT`` of their weight on the two bones, each in the region of the joint
+  it is relatively nearest to (``|v - c| / D``).
 * **Measure**: over the faces ``S_j`` that touch the region, the cone sum ``V_j(x) = 1/6 sum_{f in S_j}
   det(a - c_f, b - c_f, e - c_f)``, ``c_f = B_{part(f)} c_j`` the joint centre moved by the bone of the face's
   part. ``S_j`` and the cones from ``c_j`` to its border loops close a solid, so ``V_j`` is that solid's volume,
-  the tissue between the loops; a part moved rigidly (about the joint or anywhere) leaves it unchanged, so only
-  the skinning's deformation changes it (on a closed surface it is the enclosed volume, tested). A skin through
-  itself counts twice there; the tracked skin is not.
+  the tissue between the loops; a part moved rigidly leaves it unchanged (on a closed surface it is the enclosed
+  volume, tested).
 * **Restore** (per frame, after tracking): the joint's loss ``V0_j - V_j`` is given back, in full once the joint
-  is bent ``FULL_BEND`` (20 degrees) or more and in part below (``bend_share``): a straight joint's region loses
-  volume only to a neighbouring joint's deformation. The region's vertices move along their area-weighted normals
-  by ``t w_v``, ``w_v = (1 - (|v_ref - c_j| / D_j)^2)^2`` (1 at the joint, 0 with zero slope at ``D_j``) times a
-  taper that is 0 on the vertices stopped at a contact and their first ``gap`` rings and rises as ``s^2`` to 1 at
-  ``rings`` rings from them (a bulge next to the crease pushed skins through each other). ``t`` is found by
-  Newton's method on ``V_j(x + t w n) = target`` with the exact gradient ``dV/da = 1/6 (b - c) x (e - c)``, and is
-  at most ``MAX_BULGE r_j``. Pinned vertices (open borders) do not move. Joints are done one after the other in
-  bone order, each measured after the previous ones.
-* Only a **loss** is given back: a muscle bulging under the skin is meant to add volume, and taking it away
-  elsewhere would hide it. At rest and under a rigid motion of the whole rig nothing moves (no deficit, no bend).
+  is bent ``FULL_BEND`` or more and in part below (``bend_share``). The region's vertices move along their
+  area-weighted normals by ``t w_v``, ``w_v = (1 - (|v_ref - c_j| / D_j)^2)^2`` (1 at the joint, 0 with zero slope
+  at ``D_j``) times a taper that is 0 on the vertices stopped at a contact and their first ``gap`` rings and rises
+  as ``s^2`` to 1 at ``rings`` rings from them. ``t`` is found by Newton's method on ``V_j(x + t w n) = target``
+  with the exact gradient ``dV/da = 1/6 (b - c) x (e - c)``, and is at most ``MAX_BULGE r_j``. Pinned vertices
+  (open borders) do not move. Joints are done one after the other in bone order, each measured after the previous
+  ones.
+* Only a **loss** is given back. At rest and under a rigid motion of the whole rig nothing moves.
 
-Defaults (``core/tracking.TrackingSettings``): ``region = 2.5`` joint radii (10 cm on the arm's elbow, where the
-tracking moves vertices up to 7 cm from the joint), ``gap = 2`` and ``rings = 5``. Measured on the arm at 90 / 110
-/ 130 degrees (``tests/core/test_tracking.py``), the volume within 10 cm of the elbow goes from -2.2 / -4.4 /
--9.9 % of rest to +0.1 / +0.8 / -2.0 % (dual quaternions: -1.1 / -2.7 / -8.0 %) with no skin triangle crossing the
-other side, before or after the step, the largest move 1.2 / 2.6 / 4.4 mm (at 130 degrees ``t`` reaches its cap,
-6.2 mm, before the whole loss is back; before the contact landing the step reached +0.0 / +1.1 / -0.6 %). A taper
-from the contact's first ring instead of its third left 4 and 10 crossing triangles at 110 and 130 degrees (before
-the contact landing).
+Defaults (``core/skin/tracking.TrackingSettings``): ``volume_region = 2.5`` joint radii, ``volume_gap = 2`` and
+``volume_rings = 5``.
 
-Arrays (``JointRegions``, ``J`` joints): ``centres (J, 3)`` [m] rest; ``rest_volume (J,)`` [m^3];
-``face_start (J+1,)``, ``faces (sum,) int64`` CSR of ``S_j`` (face indices); ``vertex_start (J+1,)``,
+Arrays (``JointRegions``, ``J`` joints): ``centres (J, 3)`` [m] rest; ``radii (J,)`` [m]; ``rest_volume (J,)``
+[m^3]; ``face_start (J+1,)``, ``faces (sum,) int64`` CSR of ``S_j`` (face indices); ``vertex_start (J+1,)``,
 ``vertices (sum,) int64``, ``profile (sum,)`` the region's vertices and ``w`` before the taper; ``face_part (F,)
 int64`` the bone of each face's part (its first vertex's). The kernel is ``kernels/joint_volume.py``.
+
+References (the convention of ``core/skin``): :func:`restore_reference` is vectorised numpy over a region's faces
+and vertices (``np.add.at`` sums, ``np.cross`` cones), independent of the kernel's serial loops.
 """
 from __future__ import annotations
 
@@ -53,22 +39,18 @@ from dataclasses import dataclass
 import numpy as np
 
 VOLUME_TOL = 1e-6
-"""A deficit below this fraction of the rest volume is left alone (a rigid motion's round-off is ~1e-15)."""
+"""A deficit below this fraction of the rest volume is left alone."""
 NEWTON_STEPS = 3
-"""Newton steps on ``t`` (the volume is a cubic in ``t``; on the arm two leave less than 0.05 % of the deficit)."""
+"""Newton steps on ``t`` (the volume is a cubic in ``t``)."""
 NEWTON_TOL = 1e-5
 """Newton stops when the remaining deficit is below this fraction of the rest volume."""
 MAX_BULGE = 0.15
-"""The largest move is at most this many joint radii ``r_j``: a region whose deficit cannot be given back without
-a larger bulge gets back what this allows (the arm's elbow needs 0.04 / 0.09 at 90 / 110 degrees, and more than
-0.15 at 130, where the cap leaves the volume at -0.6 %)."""
+"""The largest move is at most this many joint radii ``r_j``; a region whose deficit needs more gets back what
+this allows."""
 OWN_WEIGHT = 0.99
-"""A region keeps the vertices that carry at least this share of their weight on the joint's two bones: skin that
-another joint also moves (a hip's on the pelvis) is that joint's."""
+"""A region keeps the vertices that carry at least this share of their weight on the joint's two bones."""
 FULL_BEND = np.radians(20.0)
-"""A joint bent this much [rad] or more gets its whole deficit back; less bent, the share ``bend_share``: a straight
-joint's region loses volume only to a neighbouring joint's deformation (the pelvis under a swinging thigh), which
-that joint's own region gives back."""
+"""A joint bent this much [rad] or more gets its whole deficit back; less bent, the share ``bend_share``."""
 RADIUS_SPAN = 0.3
 """``r_j`` is measured over this fraction of the bone's length from its head."""
 
@@ -92,6 +74,15 @@ class JointRegions:
     @property
     def count(self) -> int:
         return len(self.bones)
+
+    def kernel_arrays(self):
+        """The regions as the kernel's ``kernels.joint_volume.VolumeRegions`` (largest move ``MAX_BULGE r_j``)."""
+        from ...kernels.joint_volume import VolumeRegions
+
+        return VolumeRegions(bones=self.bones, parent_bones=self.parent_bones, face_part=self.face_part,
+                             centres=self.centres, rest_volume=self.rest_volume, max_move=MAX_BULGE * self.radii,
+                             face_start=self.face_start, faces=self.faces, vertex_start=self.vertex_start,
+                             vertices=self.vertices, profile=self.profile)
 
 
 def _part_parent(bone: int, parents, has_part) -> int:

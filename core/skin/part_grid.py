@@ -5,9 +5,7 @@ with the part's support radius ``R`` and stores value and gradient as ``float32`
 The grid covers the samples' box grown by ``R`` (where ``f_H < R``, i.e. where ``K > 0``, for a distance-like
 ``f_H``); cells are cubes, ``resolution`` nodes along the longest side.
 
-**Clip to the bone's capsule.** An ``r^3`` HRBF is distance-like near its samples only: past a short, wide part's
-end cap it can turn negative again a few centimetres away (we measured a false "inside" lobe 3 cm beyond the hand's
-cap that swallowed the forearm's skin). Every part is therefore intersected with a capsule around its bone,
+**Clip to the bone's capsule.** Every part is intersected with a capsule around its bone,
 ``f = max(f_H, CLIP_SLOPE (d_seg - CLIP_RADIUS R))`` with ``d_seg`` the distance to the bone segment: all samples lie
 within ``R`` of the segment, so the skin is untouched, and ``K(f) = 0`` beyond ``d_seg = (CLIP_RADIUS +
 1/CLIP_SLOPE) R``. The grid box covers the samples and the bone grown by that distance plus a cell, so the field is

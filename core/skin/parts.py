@@ -9,11 +9,10 @@
   the same seed gives the same samples), with area-weighted vertex normals; radius ``0.75 sqrt(area / count)``.
 * **End caps** (thesis Fig. 3.3): at each bone end that is a joint with another part (head with a parent part,
   tail with a child part) the thesis adds one sample on the bone axis at the distance ``r_j`` from that end (the
-  smallest distance from the end to the part's vertices), with the bone direction as normal. On its own that point
-  does not close a tube: the ``r^3`` fit passes through it and carries the tube on beyond it (we measured the upper
-  arm's field at 0.95 in the middle of the forearm). So the cap here is that point plus two rings of samples on the
-  hemisphere of radius ``r_j`` around the bone end (30 and 60 degrees from the bone direction, normals radial): the
-  part ends in a rounded cap just past the joint, inside the neighbouring part. Ends that are not joints (a root's
+  smallest distance from the end to the part's vertices), with the bone direction as normal. The cap here is that
+  point plus two rings of samples on the hemisphere of radius ``r_j`` around the bone end (30 and 60 degrees from
+  the bone direction, normals radial): the part ends in a rounded cap just past the joint, inside the neighbouring
+  part. Ends that are not joints (a root's
   head, a leaf's tail) are closed by the mesh itself and get no cap.
 * **Support radius** ``R_j`` (thesis §3.1.1): the largest distance from the part's samples to its bone segment.
 

@@ -12,6 +12,9 @@ Weights are kept as CSR rows of the vertices' non-zero influences, normalised to
 skinning and the skin parts agree.
 
 Bone transforms ``B (B, 4, 4)``: rest -> posed, ``B_j = M_j M_ref_j^-1`` (column vectors, armature space).
+
+The kernel is ``kernels/skinning.py``; :func:`dqs_reference` and :func:`lbs_reference` are vectorised numpy over
+the influences (the references' convention in ``core/skin``).
 """
 from __future__ import annotations
 
@@ -133,26 +136,24 @@ def matrix_from_quaternion(q) -> np.ndarray:
 
 
 def dqs_reference(rest, infl: Influences, transforms):
-    """Numpy reference of DQS: posed positions ``(V, 3)`` and rotations ``(V, 3, 3)``."""
+    """Numpy reference of DQS, vectorised over the influences: posed positions ``(V, 3)`` and rotations
+    ``(V, 3, 3)``. Each vertex's quaternions are flipped into the hemisphere of its heaviest bone's."""
     real, dual = dual_quaternions(transforms)
     V = len(rest)
-    out_x = np.empty((V, 3))
-    out_R = np.empty((V, 3, 3))
-    for i in range(V):
-        sl = slice(infl.start[i], infl.start[i + 1])
-        bones, w = infl.bone[sl], infl.value[sl]
-        pivot = real[bones[np.argmax(w)]]
-        sign = np.where(real[bones] @ pivot < 0.0, -1.0, 1.0)
-        br = (w * sign) @ real[bones]
-        bd = (w * sign) @ dual[bones]
-        norm = np.linalg.norm(br)
-        br, bd = br / norm, bd / norm
-        R = matrix_from_quaternion(br[None])[0]
-        conj = br * np.array([1.0, -1.0, -1.0, -1.0])
-        t = 2.0 * _qmul(bd, conj)[1:]
-        out_x[i] = R @ rest[i] + t
-        out_R[i] = R
-    return out_x, out_R
+    rows = np.repeat(np.arange(V), np.diff(infl.start))
+    w = infl.value
+    heaviest = np.lexsort((np.arange(len(w)), -w, rows))[infl.start[:-1]]  # first largest weight of each row
+    pivot = real[infl.bone[heaviest]][rows]
+    sign = np.where(np.einsum("ij,ij->i", real[infl.bone], pivot) < 0.0, -1.0, 1.0)
+    br = np.zeros((V, 4))
+    bd = np.zeros((V, 4))
+    np.add.at(br, rows, (w * sign)[:, None] * real[infl.bone])
+    np.add.at(bd, rows, (w * sign)[:, None] * dual[infl.bone])
+    norm = np.linalg.norm(br, axis=1, keepdims=True)
+    br, bd = br / norm, bd / norm
+    R = matrix_from_quaternion(br)
+    t = 2.0 * _qmul(bd, br * np.array([1.0, -1.0, -1.0, -1.0]))[:, 1:]
+    return np.einsum("vij,vj->vi", R, rest) + t, R
 
 
 def lbs_reference(rest, infl: Influences, transforms) -> np.ndarray:

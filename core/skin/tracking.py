@@ -1,49 +1,30 @@
 """Iso-surface tracking settings and the numpy reference of one tracked frame (thesis Alg. 3.1-3.3).
 
-The kernel is ``kernels/tracking.py`` (its docstring has the algorithm); :func:`track_reference` does the same
-arithmetic with numpy, vertex blocks at a time, for the kernel-vs-reference test on a small mesh.
+The kernel is ``kernels/tracking.py`` (its docstring has the algorithm). :class:`TrackingSettings` holds the
+defaults (lengths as fractions of the mesh's bounding-box diagonal):
 
-Defaults (the thesis gives no numbers; chosen on the arm and full-body scenes, see the README):
-
-* 8 projection iterations, step factors ``lambda_n`` decreasing linearly from 1 to 0.35: the first Newton steps
-  land close to the iso-value, the smaller later ones damp the back-and-forth the ARAP sweeps cause (12 gave the
-  same share of vertices on their iso-value on the arm at 90 and 130 degrees, 40 % slower);
-* ``eps = 1e-4`` in field units (about 5 to 10 micrometres on these fields' gradients);
+* 8 projection iterations, step factors ``lambda_n`` decreasing linearly from 1 to 0.35;
+* ``eps = 1e-4`` [field units]: a vertex with ``|F - e| < eps`` is on its iso-value;
 * contact stop at 55 degrees between two iterations' gradients (Vaillant et al. 2013), for vertices whose value is
-  within 0.1 of their iso-value (the contact surface lies on the 0.5-iso; deeper inside a part the field flattens
-  and a turning gradient is noise, not a contact);
-* a projection step shorter than ``1e-4`` of the mesh's size (0.07 mm on the arm) is taken without evaluating the
-  field at its end: Alg. 3.1's checks (got worse, crossed) guard long steps, and at that scale the field is linear;
-* no projection or landing step longer than ``0.008`` of the mesh's size (5 mm on the arm, 15 mm on the full
-  body): an unbounded Newton step where the field is flat crossed thin parts of it and found the iso-value on the
-  far side of the limb, and single vertices jumped 6 to 8 cm out of the arm's curl for a frame; bounded, the
-  largest distance from the DQS guess over the curl is 24 mm. On the full body's swing, with the landing below,
-  the largest went from 26 cm (a hip vertex) to 4.8 to 6.5 cm (where the thighs meet, which the model builds
-  pressed together). ``0.004`` left up to 8 skin triangles crossing at the elbow, ``0.016`` up to 4;
-* the contact landing (``land_on_contact``, on; the kernel's docstring): a vertex found past a contact surface with
-  another part, the two parts' gradients facing by more than ``landing_angle = 30`` degrees, lands on it in at
-  most ``landing_steps = 4`` Newton steps. At rest two parts of one joint overlap with gradients 3 to 5 degrees
-  apart on the arm, and a bent elbow's contact faces them by 46 degrees or more; 20 to 60 degrees gave the same
-  crossings. Vertices already past a contact surface at rest (parts a model builds overlapping, like legs
-  pressed together: 847 of BCN_Epileptic's 2633) are never landed. Skin triangles crossing the other side of
-  the elbow at 90 / 110 / 130 degrees: 3 / 2 / 6 -> 0 / 0 / 0 on the plain arm, 3 / 0 / 56 -> 0 / 0 / 0 with the
-  four muscles; from 80 to 145 degrees at most 6 (before it up to 69);
-* at most 12 dichotomy steps when a step crosses the iso-value, by regula falsi (Illinois): the bracket is kept
-  like a bisection's, the split point interpolates the values, so 2-4 evaluations usually reach ``eps``;
-* 2 rings of neighbours around the vertices that start off their iso-value are relaxed too, every other vertex
-  keeps its DQS position (in rigid regions DQS is already right, so they are not touched at all);
-* a vertex on its iso-value that the next ARAP sweep moves less than ``1e-4`` of the mesh's size skips the next
-  projection step (with ``1e-4`` and the short-step trust above, the arm's curl tracks in 8.5 ms instead of 12,
-  the full body in 79 ms instead of 120, with the same share of vertices on their iso-value);
-* up to 10 final ARAP sweeps, until no vertex moves more than ``1e-5`` of the mesh's size (50 changed nothing
-  measurable on the arm: the Jacobi sweeps after the loop only smooth what the loop left);
-* vertices on an open border of the mesh (an edge with one face) keep their DQS position (``pin_borders``): a
-  character made of several meshes (BCN_Epileptic's head, torso and legs) meets at such borders, each mesh is
-  tracked in its own field, and tracked borders opened gaps of centimetres at the neck and the waist; DQS moves
-  both sides of a seam alike (same rest positions, same weights), so pinned borders stay closed. The rings next to
-  a border relax against it;
+  within ``contact_band = 0.1`` of their iso-value;
+* a projection step shorter than ``trust = 1e-4`` is taken without evaluating the field at its end;
+* no projection or landing step longer than ``max_step = 0.008``;
+* the contact landing (``land_on_contact``, on): a vertex found past a contact surface with another part, the two
+  parts' gradients facing by more than ``landing_angle = 30`` degrees, lands on it in at most ``landing_steps = 4``
+  Newton steps; vertices already past a contact surface at rest are never landed;
+* at most ``bisect_steps = 12`` regula falsi (Illinois) steps when a step crosses the iso-value;
+* ``dilation = 2`` rings of neighbours around the vertices that start off their iso-value are relaxed too; every
+  other vertex keeps its start position;
+* a vertex on its iso-value that the next ARAP sweep moves less than ``quiet = 1e-4`` skips the next projection;
+* up to ``final_sweeps = 10`` final ARAP sweeps, until no vertex moves more than ``final_tolerance = 1e-5``;
+* vertices on an open border of the mesh (an edge with one face) keep their DQS position (``pin_borders``, on);
 * the volume the tracked skin lost at each bent joint is given back after tracking (``keep_volume``, on; region
-  2.5 limb radii, taper 2 to 5 rings from the contact: ``core/skin/joint_volume.py``, which has the measurements).
+  ``volume_region = 2.5`` joint radii, taper from ``volume_gap = 2`` to ``volume_rings = 5`` rings from the
+  contact: ``core/skin/joint_volume.py``).
+
+References (the convention of ``core/skin``): :func:`track_reference` is vectorised numpy over blocks of vertices
+(every active vertex of an iteration at once, masks for the branches, ``np.add.at`` for the ARAP sums), written
+from the algorithm, not from the kernel's per-vertex loops; the kernel-vs-reference test compares them on the arm.
 """
 from __future__ import annotations
 
@@ -60,11 +41,10 @@ class TrackingSettings:
     """iterations, first/last step factor, eps [field units], contact_angle [deg], contact_band [field units],
     bisect_steps, trust and max_step [fractions of the mesh's bounding-box diagonal], dilation [rings], quiet [the
     same fraction], final_sweeps, final_tolerance [the same fraction], temporal (start from the previous
-    frame's result when frames are consecutive; off by default so results do not depend on playback history),
-    pin_borders (vertices on an open border keep their DQS position, module docstring), land_on_contact with
-    landing_angle [deg] and landing_steps (the contact landing, module docstring), keep_volume (give back the
-    volume lost at bent joints after tracking, ``core/skin/joint_volume.py``) with its region [joint radii] and its taper
-    from the contact: 0 up to volume_gap rings, full from volume_rings rings."""
+    frame's result when frames are consecutive; off by default), pin_borders (vertices on an open border keep their
+    DQS position), land_on_contact with landing_angle [deg] and landing_steps (the contact landing), keep_volume
+    (give back the volume lost at bent joints after tracking, ``core/skin/joint_volume.py``) with its region
+    [joint radii] and its taper from the contact: 0 up to volume_gap rings, full from volume_rings rings."""
 
     iterations: int = 8
     first_step: float = 1.0
@@ -94,6 +74,27 @@ class TrackingSettings:
         if self.iterations == 1:
             return np.array([self.first_step])
         return np.linspace(self.first_step, self.last_step, self.iterations)
+
+    def kernel_params(self, mesh_size: float):
+        """The tracking kernel's ``kernels.tracking.TrackParams``, lengths scaled by ``mesh_size`` [m]."""
+        from ...kernels.tracking import TrackParams
+
+        return TrackParams(
+            lambdas=self.lambdas(), eps=float(self.eps), cos_stop=float(np.cos(np.radians(self.contact_angle))),
+            contact_band=float(self.contact_band), bisect_steps=int(self.bisect_steps),
+            trust=float(self.trust * mesh_size), max_step=float(self.max_step * mesh_size),
+            dilation=int(self.dilation), quiet=float(self.quiet * mesh_size), final_sweeps=int(self.final_sweeps),
+            final_tol=float(self.final_tolerance * mesh_size),
+            cos_land=float(np.cos(np.radians(self.landing_angle))), land_steps=int(self.landing_steps))
+
+    def volume_params(self):
+        """The joint volume kernel's ``kernels.joint_volume.VolumeParams`` (``core/skin/joint_volume.py``)."""
+        from ...kernels.joint_volume import VolumeParams
+        from .joint_volume import FULL_BEND, NEWTON_STEPS, NEWTON_TOL, VOLUME_TOL
+
+        return VolumeParams(full_bend=float(FULL_BEND), gap=int(self.volume_gap), rings=int(self.volume_rings),
+                            volume_tol=float(VOLUME_TOL), newton_steps=int(NEWTON_STEPS),
+                            newton_tol=float(NEWTON_TOL))
 
     def validated(self) -> "TrackingSettings":
         if not isinstance(self.iterations, (int, np.integer)) or not 0 <= self.iterations <= 1000:

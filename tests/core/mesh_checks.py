@@ -62,9 +62,8 @@ def deep_crossings(vertices, faces, set_a, set_b, depth):
     one set passes through a triangle of the other (pairs sharing a vertex ignored) with both its ends farther than
     ``depth`` [m] from the other set's skin (the nearest point on any of its triangles). Skins pressed together on
     a contact surface touch: where one leaves the surface at an angle, an edge of the other lying on the surface can
-    cut the corner of its tilted triangle, but that edge's ends stay on the shared surface (an earlier version
-    measured the ends' distance to the crossed triangle's own plane, and counted such touching skins as crossing:
-    15 of the 21 it found on the arm at 130 degrees were that). Returns ``(hit_a, hit_b)``."""
+    cut the corner of its tilted triangle, but that edge's ends stay on the shared surface, so the ends' distance
+    is measured to the other skin, not to the crossed triangle's own plane. Returns ``(hit_a, hit_b)``."""
     v = np.asarray(vertices, dtype=np.float64)
     fa, fb = faces[set_a], faces[set_b]
     hit_a = np.zeros(len(fa), dtype=bool)

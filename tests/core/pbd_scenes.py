@@ -2,7 +2,11 @@
 import numpy as np
 
 from implicit_muscles.core.muscle.primitive import FusiformMuscle, MuscleShape
-from implicit_muscles.core.pbd.solver import PBDControl, PBDSettings, PBDSolver, build_pbd_model, rest_state
+from implicit_muscles.core.pbd.control import PBDControl
+from implicit_muscles.core.pbd.model import build_pbd_model
+from implicit_muscles.core.pbd.settings import PBDSettings
+from implicit_muscles.core.pbd.settle import rest_state
+from implicit_muscles.core.pbd.solver import PBDSolver
 
 LENGTH, WIDTH = 0.3, 0.03
 
@@ -19,10 +23,11 @@ def shake(model, stiffness, frames=120, shake_frames=48, fps=24.0, amplitude=0.0
     Returns (mid deviations, states): the distance of the first muscle's middle particle from the straight line
     between its endpoints, per frame, and the state after each frame.
     """
-    solver = PBDSolver(model)
     stiffness = np.full(model.muscle_count, stiffness)
     rest_ends = np.stack([model.rest_points[model.axis_start[:-1]], model.rest_points[model.axis_start[1:] - 1]], 1)
-    state = state if state is not None else rest_state(model, stiffness=stiffness, fps=fps)
+    if state is None:  # settled at rest first (the settled model carries the settled particle parameters)
+        model, state = rest_state(model, stiffness=stiffness, fps=fps)
+    solver = PBDSolver(model)
     nxt = state.copy()
     mid = (model.axis_start[0] + model.axis_start[1]) // 2
     deviation, energies, states = [], [], []

@@ -98,3 +98,28 @@ def test_profile_max_kernel_matches_reference_for_every_pair():
             ref = profile.profile_max(a0, 3, 4, b1, 0.6)
             assert profile_max(a0 - 1, 2, 3, b1 - 1, c0, c1, profile.PROFILE_MAX_SAMPLES,
                                profile.PROFILE_MAX_NEWTON) == pytest.approx(ref, rel=1e-14)
+
+
+def test_batch_exposes_its_kernel_arrays_by_name():
+    from implicit_muscles.core.muscle.batch import _ARRAY_NAMES
+    from implicit_muscles.kernels.fusiform import MuscleArrays
+    batch = pack_muscles([bent_muscle(), twisted_muscle()])
+    assert _ARRAY_NAMES == MuscleArrays._fields
+    assert batch.kernel_arrays() is batch.arrays
+    for name in MuscleArrays._fields:
+        assert getattr(batch, name) is getattr(batch.arrays, name)
+
+
+MONOMIAL_TOL = 1e-13
+"""Kernel vs reference for ``s^p (1-s)^q`` and its derivative, relative to the largest value over ``s``."""
+
+
+def test_monomial_kernel_matches_reference():
+    from implicit_muscles.kernels.fusiform import _monomial
+    s = np.linspace(0.0, 1.0, 257)
+    for p in range(9):
+        for q in range(9):
+            value, slope = profile.beta_monomial(p, q, s)
+            kernel = np.array([_monomial(p, q, x)[:2] for x in s])
+            np.testing.assert_allclose(kernel[:, 0], value, rtol=0, atol=MONOMIAL_TOL * np.abs(value).max())
+            np.testing.assert_allclose(kernel[:, 1], slope, rtol=0, atol=MONOMIAL_TOL * np.abs(slope).max() + 1e-300)

@@ -57,7 +57,7 @@ def test_small_bones_join_their_parents_part(bound):
 
 def test_composed_field_is_finite_and_passes_near_the_skin(bound):
     c, field = bound
-    F, G = field.evaluate(c.vertices)
+    F, G = field.place().evaluate(c.vertices)
     assert np.all(np.isfinite(F)) and np.all(np.isfinite(G))
     assert np.median(np.abs(F - 0.5)) < 0.02
     assert field.nbytes < 150e6

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from implicit_muscles.scenes import paper as scenes
 from implicit_muscles.core.muscle.primitive import FusiformMuscle, MuscleShape
-from implicit_muscles.core.pbd.solver import PBDControl, PBDSolver, build_pbd_model
+from implicit_muscles.core.pbd.control import PBDControl
+from implicit_muscles.core.pbd.model import build_pbd_model
+from implicit_muscles.core.pbd.solver import PBDSolver
 
 EXAMPLES = int(os.environ.get("IMPLICIT_MUSCLES_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -163,7 +165,7 @@ def test_pbd_of_random_muscles_under_random_motion_stays_finite(muscles, motion,
     frame): the axes stay finite."""
     model = build_pbd_model(muscles)
     solver = PBDSolver(model)
-    from implicit_muscles.core.pbd.solver import initial_state
+    from implicit_muscles.core.pbd.settle import initial_state
     state, nxt = initial_state(model), initial_state(model)
     ends0 = state.endpoints.copy()
     for k in range(1, 7):

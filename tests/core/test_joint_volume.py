@@ -12,7 +12,7 @@ from implicit_muscles.core.skin.mesh_rings import cotangent_rings
 from implicit_muscles.scenes.paper import rotation_about
 from implicit_muscles.core.skin.skinning import lbs_reference, influences
 from implicit_muscles.core.skin.tracking import STATE_CONTACT, TrackingSettings
-from implicit_muscles.kernels.joint_volume import restore
+from implicit_muscles.kernels.joint_volume import VolumeMesh, VolumeParams, VolumeScratch, restore
 
 RADIUS, LENGTH, AROUND, RINGS = 0.05, 0.4, 24, 41
 KERNEL_TOL = 1e-12
@@ -64,10 +64,13 @@ def _restore_kernel(tube, x, B, contact, pinned, gap=2, rings=5):
     state = np.where(contact, STATE_CONTACT, 0).astype(np.int8)
     V = len(y)
     deficits = np.zeros(r.count)
-    restore(y, tube["f"], B, r.bones, r.parent_bones, jv.FULL_BEND, r.face_part, r.centres, r.rest_volume,
-            jv.MAX_BULGE * r.radii, r.face_start, r.faces, r.vertex_start, r.vertices, r.profile, state,
-            tube["rings"].start, tube["rings"].neighbour, pinned, gap, rings, jv.VOLUME_TOL, jv.NEWTON_STEPS,
-            jv.NEWTON_TOL, np.empty(V, dtype=np.int64), np.empty((V, 3)), np.zeros((V, 3)), deficits)
+    mesh = VolumeMesh(faces=tube["f"], ring_start=tube["rings"].start, ring_neighbour=tube["rings"].neighbour,
+                      pinned=np.asarray(pinned, dtype=np.bool_))
+    params = VolumeParams(full_bend=float(jv.FULL_BEND), gap=int(gap), rings=int(rings),
+                          volume_tol=float(jv.VOLUME_TOL), newton_steps=int(jv.NEWTON_STEPS),
+                          newton_tol=float(jv.NEWTON_TOL))
+    scratch = VolumeScratch(dist=np.empty(V, dtype=np.int64), normal=np.empty((V, 3)), grad=np.zeros((V, 3)))
+    restore(y, B, state, mesh, r.kernel_arrays(), params, scratch, deficits)
     return y, deficits
 
 

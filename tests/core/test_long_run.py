@@ -13,16 +13,13 @@ VOLUME_DRIFT = 0.03
 """Largest change of a muscle's volume over the run, from the second loop to the last (issue 9)."""
 VOLUME_VS_REST = 0.05
 """Largest difference of a muscle's volume from rest at any of these loops: the volume law holds for straight axes
-and bending costs a little (paper §8.2 quotes < 3 % for 60 degrees); the body's hips.0, kinked by the swinging
-thigh's capsule, loses 3.3 % and keeps that kink loop after loop. Over 10,000 frames (bench/bench_long_run.py) a
-muscle dipped to 6.0 % in 3 of 209 loops and came back: transient bends, not drift (0.16 % over the run)."""
+and bending costs a little (paper §8.2 quotes < 3 % for 60 degrees)."""
 ENERGY_GROWTH = 1.5
 """Largest ratio of the last loop's peak kinetic energy to the peak of loops 2-4: a periodic animation settles
 into periodic motion; a solver gaining energy grows without bound."""
 MEMORY_GROWTH_MB = 20.0
 """Largest growth of resident memory from the end of the second loop to the end [MB]: per-frame allocations are
-freed; 20 MB allows for the allocator's and numba's own noise (a leak of one (V, 3) array per frame on the body
-would be 0.5 MB a frame, 70 MB here)."""
+freed, up to the allocator's and numba's own noise (a leak of one (V, 3) array per frame on the body is 70 MB)."""
 
 
 @pytest.mark.parametrize("scene,loops", [("arm", 10), ("body", 3)])

@@ -5,8 +5,11 @@ import pytest
 from implicit_muscles.core.pbd import reference as pbd_reference
 from implicit_muscles.core.pbd.distance_grid import mesh_distance_grid
 from implicit_muscles.core.muscle.primitive import FusiformMuscle
-from implicit_muscles.core.pbd.solver import (BoneGrid, PBDControl, PBDSettings, PBDSolver, build_pbd_model,
-                                              capsule_radius_from_skin, initial_state, kinetic_energy, rest_state)
+from implicit_muscles.core.pbd.control import PBDControl
+from implicit_muscles.core.pbd.model import BoneGrid, build_pbd_model, capsule_radius_from_skin
+from implicit_muscles.core.pbd.settings import PBDSettings
+from implicit_muscles.core.pbd.settle import initial_state, rest_state
+from implicit_muscles.core.pbd.solver import PBDSolver, kinetic_energy
 
 from pbd_scenes import LENGTH, WIDTH, one_muscle, shake
 
@@ -38,7 +41,7 @@ def test_masses_follow_volume_and_profile():
 @pytest.mark.parametrize("xpbd", [True, False])
 def test_no_drift_at_rest(xpbd):
     model = one_muscle(xpbd=xpbd)
-    state = rest_state(model)
+    model, state = rest_state(model)
     start = state.x.copy()
     solver = PBDSolver(model)
     nxt = state.copy()
@@ -123,8 +126,8 @@ def _capsule_scene(muscle_collisions=False, bone=True):
 def test_particles_do_not_penetrate_bone_capsules():
     # the bone sits between the two muscles; pushing both muscles' ends across it makes them wrap around it
     model, caps = _capsule_scene()
+    model, state = rest_state(model)
     solver = PBDSolver(model)
-    state = rest_state(model)
     nxt = state.copy()
     worst = 0.0
     for f in range(48):
@@ -132,7 +135,7 @@ def test_particles_do_not_penetrate_bone_capsules():
         ends = np.array([[[0.06 * t, 0, 0], [0.06 * t, 0, LENGTH]], [[0.05 - 0.06 * t, 0, 0], [0.05 - 0.06 * t, 0, LENGTH]]])
         solver.step(state, nxt, PBDControl(endpoints=ends, stiffness=[0.5, 0.5]), 1 / 24)
         state, nxt = nxt, state
-        radii = solver.batch.muscle_scalar[:, 3]
+        radii = state.muscles.muscle_scalar[:, 3]
         for m in range(2):
             a, b = model.axis_start[m], model.axis_start[m + 1]
             p = state.x[a + 1:b - 1]
@@ -149,8 +152,8 @@ def test_particles_do_not_penetrate_bone_capsules():
 
 def _overlap_after_pushing(muscle_collisions):
     model, _ = _capsule_scene(muscle_collisions=muscle_collisions, bone=False)
+    model, state = rest_state(model)
     solver = PBDSolver(model)
-    state = rest_state(model)
     nxt = state.copy()
     for f in range(36):
         t = min(f / 24, 1.0)
@@ -266,7 +269,7 @@ def test_kernel_substep_matches_reference():
         control = PBDControl(endpoints=np.array([[[0.01, 0, 0], [0, 0.01, LENGTH]], [[0.03, 0, 0.02], [0.02, 0.01, LENGTH]]]),
                              activation=[0.3, 0.8], stiffness=[0.2, 0.6], width_scale=[1.0, 1.2],
                              capsules=caps + 0.002, grid_transforms=tf[None], eccentricity=[0.0, 0.5])
-        arrays = solver._inputs(control)
+        arrays = solver.inputs(control)
         # kernel: run substep 0 only, through the solver's internals
         ref_x, ref_v = state.x.copy(), state.v.copy()
         pbd_reference.substep(model, ref_x, ref_v, 0, 4, (1 / 24) / 4, arrays, state)
@@ -277,27 +280,17 @@ def test_kernel_substep_matches_reference():
 
 
 def _kernel_substep(solver, state_in, state_out, control, arrays):
-    from implicit_muscles.core.muscle import profile as P
+    from implicit_muscles.core.muscle.batch import profile_tables
     from implicit_muscles.kernels.pbd import pbd_substeps
     from implicit_muscles.kernels.profile import profile_scalars
-    model, s, b = solver.model, solver.model.settings, solver.batch
-    activation, stiffness, width_scale, eccentricity, ends, normals, caps, grid_inverse = arrays
+    model, b = solver.model, state_out.muscles
     x, v = state_out.x, state_out.v
-    b._length[:] = [np.linalg.norm(np.diff(x[model.axis_start[m]:model.axis_start[m + 1]], axis=0), axis=1).sum()
-                    for m in range(model.muscle_count)]
-    profile_scalars(b.muscle_exponent, activation, eccentricity, b.volume, width_scale, b._length,
-                    P.PHI_NORMALISER, P.K_TABLE, P.PROFILE_MAX_SAMPLES, P.PROFILE_MAX_NEWTON, b.muscle_scalar)
-    pbd_substeps(0, 1, 4, (1 / 24) / 4, s.reference_dt, s.xpbd, s.iterations, s.reference_iterations, s.damping,
-                 np.asarray(s.gravity, float), s.friction, s.tendon_stiffness, x, v, solver._x_prev, solver._lam,
-                 model.inv_mass, model.w_ref, model.particle_s, model.rest_length, model.tendon, stiffness,
-                 state_in.endpoints, ends, state_in.normals, normals, model.island_start, model.island_members,
-                 model.muscle_group, model.group_start,
-                 model.group_members, model.cap_start, model.cap_index, state_in.capsules, caps, model.cap_radius,
-                 model.grid_start, model.grid_index, model.grid_values, model.grid_offset, model.grid_dims,
-                 model.grid_origin, model.grid_spacing, state_in.grid_inverse, grid_inverse, model.axis_start,
-                 b.axis_points, b.axis_cumulative, b.axis_tangent, b.axis_normal, b.seg_tangent, b.seg_length,
-                 b.seg_angle, b.muscle_scalar, b.muscle_exponent, b.muscle_bounds, b.volume, width_scale,
-                 solver._length, solver._chord_dev, solver._status, solver._bad)
+    b.length[:] = [np.linalg.norm(np.diff(x[model.axis_start[m]:model.axis_start[m + 1]], axis=0), axis=1).sum()
+                   for m in range(model.muscle_count)]
+    profile_scalars(b.kernel_arrays(), arrays.activation, arrays.eccentricity, arrays.width_scale, b.volume,
+                    b.length, profile_tables())
+    pbd_substeps(0, 1, solver.params((1 / 24) / 4), model.arrays, solver.frame(state_in, arrays), x, v,
+                 b.kernel_arrays(), solver.scratch)
 
 
 def test_grid_collision_keeps_particles_outside_the_bone_mesh():
@@ -305,8 +298,8 @@ def test_grid_collision_keeps_particles_outside_the_bone_mesh():
     grid = mesh_distance_grid(verts, faces, resolution=20, padding=0.04)
     m = FusiformMuscle((0.03, 0, 0), (0.03, 0, LENGTH), width=0.02, particles=20)
     model = build_pbd_model([m], grids=[BoneGrid(grid, 0)])
+    model, state = rest_state(model)
     solver = PBDSolver(model)
-    state = rest_state(model)
     nxt = state.copy()
     for f in range(30):
         t = min(f / 20, 1.0)
@@ -314,7 +307,7 @@ def test_grid_collision_keeps_particles_outside_the_bone_mesh():
         solver.step(state, nxt, PBDControl(endpoints=ends), 1 / 24)
         state, nxt = nxt, state
     values, _, inside = grid.sample(state.x[1:-1])
-    D = solver.batch.muscle_scalar[0, 3] * m.profile_at(model.particle_s[1:-1])
+    D = state.muscles.muscle_scalar[0, 3] * m.profile_at(model.particle_s[1:-1])
     assert np.all(values[inside] - D[inside] > -2e-3)
     # the axis bent around the bone: its middle is away from the straight line
     assert abs(state.x[11, 0] - (-0.02)) > 0.01
@@ -334,8 +327,8 @@ def test_skin_keeps_particles_inside():
         return values, grads
 
     model = one_muscle(particles=20)
+    model, state = rest_state(model)
     solver = PBDSolver(model)
-    state = rest_state(model)
     nxt = state.copy()
     for f in range(48):
         off = 0.06 * np.sin(2 * np.pi * f / 24)
@@ -348,18 +341,18 @@ def test_skin_keeps_particles_inside():
 
 def test_widths_and_normals_follow_the_axis_after_a_step():
     model = one_muscle()
+    model, state = rest_state(model)
     solver = PBDSolver(model)
-    state = rest_state(model)
     nxt = state.copy()
     ends = np.array([[[0.0, 0, 0.05], [0, 0, LENGTH]]])  # origin slides 5 cm up: the muscle shortens
     for _ in range(100):
         solver.step(state, nxt, PBDControl(endpoints=ends), 1 / 24)
         state, nxt = nxt, state
     length = np.linalg.norm(np.diff(state.x, axis=0), axis=1).sum()
-    assert solver.batch.lengths[0] == pytest.approx(length, rel=1e-12)
+    assert state.muscles.lengths[0] == pytest.approx(length, rel=1e-12)
     m = FusiformMuscle((0, 0, 0), (0, 0, LENGTH), width=WIDTH)
-    assert solver.batch.muscle_scalar[0, 3] == pytest.approx(np.sqrt(m.volume / (np.pi * length)), rel=1e-12)
-    np.testing.assert_array_equal(solver.batch.axis_points, state.x)
+    assert state.muscles.muscle_scalar[0, 3] == pytest.approx(np.sqrt(m.volume / (np.pi * length)), rel=1e-12)
+    np.testing.assert_array_equal(state.muscles.axis_points, state.x)
 
 
 def test_bad_input():
@@ -396,15 +389,14 @@ def test_capsule_radius_estimate():
 
 WARM_REST_TOL = 1e-8
 """Settled rest from a stored earlier settle vs from scratch: largest particle difference [m]. Settling stops when
-no particle moves 1e-11 m in a frame, which leaves the two ends a few nanometres apart (2.8e-9 m measured); the
-hosts compare frames at 1e-6 m."""
+no particle moves 1e-11 m in a frame, which leaves the two ends a few nanometres apart."""
 
 
 def test_rest_state_from_a_stored_settle_is_the_same_and_quick():
     """A host that keeps the settled rest with its file binds again from it (``rest_state(start=...)``): the same
     rest to 1e-8 m in a few frames instead of a hundred; a start of the wrong size is ignored."""
     model, _ = _capsule_scene(muscle_collisions=True)
-    cold = rest_state(model)
+    model, cold = rest_state(model)
     hint = (cold.x.copy(), model.particle_s.copy())
     frames = []
     original_step = PBDSolver.step
@@ -416,11 +408,11 @@ def test_rest_state_from_a_stored_settle_is_the_same_and_quick():
     PBDSolver.step = counting
     try:
         fresh, _ = _capsule_scene(muscle_collisions=True)
-        warm = rest_state(fresh, start=hint)
+        fresh, warm = rest_state(fresh, start=hint)
         warm_frames = len(frames)
         frames.clear()
         other, _ = _capsule_scene(muscle_collisions=True)
-        ignored = rest_state(other, start=(hint[0][:-1], hint[1][:-1]))
+        _, ignored = rest_state(other, start=(hint[0][:-1], hint[1][:-1]))
         cold_frames = len(frames)
     finally:
         PBDSolver.step = original_step
@@ -451,8 +443,8 @@ def test_keep_inside_steps_at_most_max_step_where_the_field_is_flat():
 
 
 def test_a_first_frame_posed_far_from_rest_keeps_the_axes_together():
-    """The full body's first frame with both knees bent 0.8 rad straight from rest: before the step was bounded,
-    the shin muscles left the posed skin and keep-inside threw their particles metres to kilometres away."""
+    """The full body's first frame with both knees bent 0.8 rad straight from rest: the shin muscles start outside
+    the posed skin, and the bounded keep-inside step brings them back without throwing particles away."""
     from implicit_muscles.scenes import paper as scenes
     from implicit_muscles.core.character import MuscledCharacter
 
@@ -479,7 +471,6 @@ def test_settle_starts_a_shot_calm_in_its_first_pose():
     first, they start at rest in it (no velocity) and their first frame has a hundredth of the kinetic energy or
     less (about 1/800 here: what is left is the constraints' residual of the held pose)."""
     from implicit_muscles.scenes import paper as scenes
-    from implicit_muscles.core.pbd.solver import kinetic_energy
 
     character = scenes.arm_character()
     B = scenes.arm_pose(110.0)

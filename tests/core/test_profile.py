@@ -1,5 +1,7 @@
 """Closed forms of the longitudinal and radial profiles (paper §5.2, SEED-NOTES §1)."""
 import itertools
+from fractions import Fraction
+from math import factorial, sqrt
 
 import numpy as np
 import pytest
@@ -7,7 +9,11 @@ import pytest
 from implicit_muscles.core.muscle import profile as P
 
 NORM_TOL = 1e-9
-"""Tolerance on int_0^1 Phi_a^2 = 1 (the issue's bound)."""
+"""Absolute tolerance on int_0^1 Phi_a^2 = 1 over every shape pair and activation."""
+TABLE_TOL = 1e-14
+"""Relative tolerance of the tabulated normalisers and K against exact rational Beta functions (a few ulp)."""
+PROFILE_MAX_TOL = 1e-13
+"""Relative tolerance of ``profile_max`` against the closed-form maximum of a single beta profile."""
 
 SHAPES = list(P.SHAPE_RANGE)
 
@@ -25,6 +31,22 @@ def test_normaliser_table_matches_quadrature():
     for a, b in itertools.product(SHAPES, SHAPES):
         phi0 = S_GL ** (a - 1) * (1 - S_GL) ** (b - 1)
         assert P.PHI_NORMALISER[a - 1, b - 1] == pytest.approx(np.sqrt(np.sum(W_GL * phi0 ** 2)), rel=1e-13)
+
+
+def _beta_exact(m: int, n: int) -> Fraction:
+    """``B(m, n) = (m-1)! (n-1)! / (m+n-1)!`` for whole ``m, n >= 1``, exact."""
+    return Fraction(factorial(m - 1) * factorial(n - 1), factorial(m + n - 1))
+
+
+def test_tables_match_exact_beta_functions():
+    # ||s^(a-1)(1-s)^(b-1)||^2 = B(2a-1, 2b-1); K = B(a0+a1-1, b0+b1-1) / sqrt(B(2a0-1, 2b0-1) B(2a1-1, 2b1-1))
+    for a, b in itertools.product(SHAPES, SHAPES):
+        exact = sqrt(_beta_exact(2 * a - 1, 2 * b - 1))
+        assert P.PHI_NORMALISER[a - 1, b - 1] == pytest.approx(exact, rel=TABLE_TOL)
+    for a0, b0, a1, b1 in itertools.product(SHAPES, repeat=4):
+        ratio = _beta_exact(a0 + a1 - 1, b0 + b1 - 1) ** 2 / (_beta_exact(2 * a0 - 1, 2 * b0 - 1)
+                                                               * _beta_exact(2 * a1 - 1, 2 * b1 - 1))
+        assert P.K_TABLE[a0 - 1, b0 - 1, a1 - 1, b1 - 1] == pytest.approx(sqrt(ratio), rel=TABLE_TOL)
 
 
 def test_k_table_matches_quadrature():
@@ -63,6 +85,26 @@ def test_profile_max_matches_dense_sampling():
         dense = P.activation_profile(a0, b0, a1, b1, a, np.linspace(0, 1, 200001)).max()
         assert P.profile_max(a0, b0, a1, b1, a) == pytest.approx(dense, rel=1e-9)
         assert P.profile_max(a0, b0, a1, b1, a) >= dense - 1e-15  # the true maximum, not a sample below it
+
+
+def test_profile_max_of_a_single_profile_is_its_closed_form():
+    # at a = 0 (a = 1) Phi_a is phi(alpha, beta), whose maximum is at s* = (alpha-1) / (alpha+beta-2)
+    for alpha, beta in itertools.product(SHAPES, SHAPES):
+        s_star = (alpha - 1) / (alpha + beta - 2) if alpha + beta > 2 else 0.0
+        exact = s_star ** (alpha - 1) * (1 - s_star) ** (beta - 1) / sqrt(_beta_exact(2 * alpha - 1, 2 * beta - 1))
+        assert P.profile_max(alpha, beta, 5, 5, 0.0) == pytest.approx(exact, rel=PROFILE_MAX_TOL)
+        assert P.profile_max(5, 5, alpha, beta, 1.0) == pytest.approx(exact, rel=PROFILE_MAX_TOL)
+
+
+def test_beta_monomial_derivative_matches_finite_differences():
+    s = np.linspace(0.0, 1.0, 101)
+    h = 1e-6
+    for p, q in itertools.product(range(9), repeat=2):
+        value, slope = P.beta_monomial(p, q, s)
+        np.testing.assert_array_equal(value, s ** p * (1 - s) ** q)
+        inner = s[1:-1]
+        fd = ((inner + h) ** p * (1 - inner - h) ** q - (inner - h) ** p * (1 - inner + h) ** q) / (2 * h)
+        np.testing.assert_allclose(slope[1:-1], fd, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("e", [0.0, 0.3, 0.8, 0.95, 0.99])

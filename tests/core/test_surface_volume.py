@@ -8,7 +8,7 @@ from implicit_muscles.core.muscle.surface import mesh_volume, muscle_surface
 from core_scenes import LENGTH, WIDTH, bent_muscle
 
 VOLUME_TOL = 0.005
-"""Relative tolerance on volumes (the issue's 0.5 %)."""
+"""Relative tolerance on volumes measured on the surface mesh (0.5 %)."""
 RINGS, SIDES = 256, 64
 POLYGON_FACTOR = np.sin(2 * np.pi / SIDES) / (2 * np.pi / SIDES)
 """Area ratio of a ring's inscribed polygon to its ellipse (rings are uniform in the parametric angle)."""

@@ -27,18 +27,17 @@ CROSSING_DEPTH = 1e-3
 """Skins crossing each other by more than 1 mm count as an intersection (touching on a contact surface does not;
 tests/core/mesh_checks.deep_crossings)."""
 CREASE_TOL = 3e-4
-"""Median distance [m] from the vertices stopped at the contact to the contact surface (measured 0.03 / 0.03 / 0.04 mm
-at 90 / 110 / 130 degrees, the landed ones slide on its tangent plane; 0.8 / 1.0 / 0.8 mm before the landing)."""
+"""Bound on the median distance [m] from the vertices stopped at the contact to the contact surface (the landed ones
+slide on its tangent plane; about 0.03 to 0.04 mm at 90 / 110 / 130 degrees)."""
 ELBOW_BALL, VOLUME_STEP = 0.1, 0.004
 """The volume near the elbow: within this radius [m] of it, sampled this many metres apart (0.3 % of the ball's
 volume is about 50 cells)."""
 CROSSING_LEFT = 6
-"""Implicit Skinning leaves at most this many triangles crossing the other side of the elbow, where DQS has 24 to 85
-at 90 to 145 degrees (measured 0 to 6 from 80 to 145 degrees, with and without the muscles: where the two skins part
-at the crease's end, both within 2 mm of the contact surface, an edge of one cuts a tilted triangle of the other)."""
+"""Bound on the triangles Implicit Skinning leaves crossing the other side of the elbow (DQS has 24 to 85 at 90 to
+145 degrees): where the two skins part at the crease's end, both within 2 mm of the contact surface, an edge of one
+can cut a tilted triangle of the other."""
 LANDED_TOL = 5e-4
-"""No tracked vertex lies farther than this [m] past a contact surface (measured at most 0.23 mm at 90 to 130
-degrees; DQS leaves them up to 22 mm past it, the tracking without the contact landing up to 7.8 mm)."""
+"""Bound on how far [m] any tracked vertex lies past a contact surface (DQS leaves them up to 22 mm past it)."""
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +116,8 @@ def test_rigid_motion_of_the_whole_rig_moves_the_mesh_rigidly(arm, plain):
 def _reference(deformer):
     """The numpy reference of the deformer's last tracked frame, contact landing included."""
     return track_reference(deformer.dqs_positions, deformer._rot, deformer.rest, deformer.iso, deformer.rings,
-                           deformer.skin.evaluate, deformer.settings, deformer.mesh_size, deformer.pinned,
-                           deformer.skin.leaf_reference, deformer.own_part, deformer.landable)
+                           deformer.placement.evaluate, deformer.settings, deformer.mesh_size, deformer.pinned,
+                           deformer.placement.leaf_reference, deformer.own_part, deformer.landable)
 
 
 @pytest.mark.parametrize("muscles", [False, True])
@@ -140,7 +139,7 @@ def test_tracking_kernel_matches_numpy_reference(arm, plain, character, muscles)
     # the landing ran: some contact vertices are not where the gradient-angle stop alone leaves them
     without = dataclasses.replace(deformer.settings, land_on_contact=False)
     x_off, _, _, _ = track_reference(deformer.dqs_positions, deformer._rot, deformer.rest, deformer.iso,
-                                     deformer.rings, deformer.skin.evaluate, without, deformer.mesh_size,
+                                     deformer.rings, deformer.placement.evaluate, without, deformer.mesh_size,
                                      deformer.pinned)
     assert np.abs(x_off - x_kernel).max() > 1e-4
 
@@ -187,8 +186,7 @@ def test_open_borders_keep_their_dqs_position_so_meshes_meeting_there_stay_close
 @pytest.mark.parametrize("angle", [90.0, 110.0, 130.0])
 def test_elbow_contact_removes_skin_intersections(arm, plain, angle, record_property):
     """DQS pushes the forearm's skin into the upper arm's (3 cm deep at 130 degrees); Implicit Skinning stops it on
-    the contact surface. Measured: 24 -> 0 triangles at 90 degrees, 46 -> 0 at 110, 65 -> 0 at 130 (before the
-    contact landing 3, 2 and 6, where the two skins part at the crease's end)."""
+    the contact surface: at most ``CROSSING_LEFT`` crossing triangles where DQS has at least 20."""
     x = plain.deform(scenes.arm_pose(angle)).copy()
     ours, theirs = _elbow_crossings(arm, x), _elbow_crossings(arm, plain.dqs_positions)
     record_property(f"crossing_triangles_dqs_{angle:.0f}", theirs)
@@ -203,7 +201,7 @@ def test_elbow_contact_removes_skin_intersections(arm, plain, angle, record_prop
     own = part[plain.skin.labels]
     stopped = (plain.state == STATE_CONTACT) & ((own == upper) | (own == fore))
     assert stopped.sum() > 10
-    values, grads = plain.skin.leaf_reference(x[stopped])
+    values, grads = plain.placement.leaf_reference(x[stopped])
     own = own[stopped]
     other = np.where(own == upper, fore, upper)
     rows = np.arange(stopped.sum())
@@ -216,9 +214,7 @@ def test_elbow_contact_removes_skin_intersections(arm, plain, angle, record_prop
 @pytest.mark.parametrize("angle", [90.0, 110.0, 130.0])
 def test_elbow_contact_with_the_muscles(character, angle, record_property):
     """The four muscles crossing the elbow, settled in the pose with the curl's activation: the skin over the
-    biceps meets the forearm's on the contact surface too. Measured 24 -> 0 at 90 degrees, 46 -> 0 at 110 and
-    65 -> 0 at 130 (before the contact landing: 3, 0 and 56, the active biceps and the brachioradialis pressing
-    through the other part)."""
+    biceps meets the forearm's on the contact surface too (at most ``CROSSING_LEFT`` crossing triangles)."""
     bend = angle / 130.0
     activation = [bend, 0.0, 0.8 * bend, 0.3 * bend]
     character.reset()
@@ -235,7 +231,7 @@ def test_elbow_contact_with_the_muscles(character, angle, record_property):
 def _past_contact(deformer, positions):
     """How far [m] each vertex that has passed a contact surface lies past it, to first order
     ``(f_other - f_own) / |grad f_own - grad f_other|`` (``core/tracking.beyond_contact_reference``)."""
-    values, grads = (np.asarray(a) for a in deformer.skin.leaf_reference(positions))
+    values, grads = (np.asarray(a) for a in deformer.placement.leaf_reference(positions))
     cos_land = np.cos(np.radians(deformer.settings.landing_angle))
     other = beyond_contact_reference(values, grads, deformer.own_part, cos_land)
     rows = np.flatnonzero(other >= 0)
@@ -275,7 +271,7 @@ def test_landing_spares_parts_a_model_builds_overlapping(arm, plain):
     ends = lambda points: np.einsum("bij,bj->bi", B, np.c_[points, np.ones(len(points))])[:, :3]  # noqa: E731
     skin2 = bind_skin_field(posed, arm.faces, arm.weights, ends(arm.heads), ends(arm.tails), arm.parents)
     model = ImplicitSkinDeformer(skin2, posed, arm.faces, arm.weights)
-    passed = contact_passed_at(skin2, posed, model.own_part, model.settings.landing_angle)
+    passed = contact_passed_at(skin2.place(), posed, model.own_part, model.settings.landing_angle)
     assert passed.sum() > 20
     assert np.array_equal(model.landable, ~passed)
     assert plain.landable.all()  # the straight arm has no contact at rest
@@ -286,7 +282,7 @@ def test_vertices_reach_their_iso_values_and_triangles_stay_good(arm, plain, rec
     for angle in (45.0, 90.0):
         x = plain.deform(scenes.arm_pose(angle))
         assert np.all(np.isfinite(x))
-        F, G = plain.skin.evaluate(plain.tracked)  # the joint volume step then moves some off on purpose
+        F, G = plain.placement.evaluate(plain.tracked)  # the joint volume step then moves some off on purpose
         dv = np.abs(F - plain.iso)
         on = (dv < ISO_VALUE_TOL) | (dv / np.linalg.norm(G, axis=1) < ISO_DISTANCE_TOL)
         free = plain.state != STATE_CONTACT
@@ -307,8 +303,7 @@ def elbow_rest_volume(arm):
 def test_volume_near_the_elbow_stays_closer_to_rest_than_dqs_and_linear_blend(arm, plain, elbow_rest_volume, angle,
                                                                                 record_property):
     """Enclosed volume (winding number, overlaps counted once) within 10 cm of the elbow, a ball the bones' rotations
-    about the elbow leave unchanged. Measured (rest = 0): Implicit Skinning +0.1 / +0.8 / -2.0 %, without the joint
-    volume step -2.2 / -4.4 / -9.9 %, DQS -1.1 / -2.7 / -8.0 %."""
+    about the elbow leave unchanged; the values at 90 / 110 / 130 degrees are recorded as test properties."""
     B = scenes.arm_pose(angle)
     centre = (B[1] @ np.append(scenes.ARM_HEADS[1], 1.0))[:3]
     x = plain.deform(B).copy()
@@ -352,7 +347,7 @@ def test_history_independent_by_default_temporal_mode_reuses_the_last_frame(arm,
     temporal.deform(scenes.arm_pose(70.0), frame=1)
     x = temporal.deform(scenes.arm_pose(80.0), frame=2).copy()
     assert not np.array_equal(x, fresh)  # started from frame 1's result, not from DQS
-    F, G = plain.skin.evaluate(x)
+    F, G = plain.placement.evaluate(x)
     assert np.median(np.abs(F - plain.iso)) < ISO_VALUE_TOL
     y = temporal.deform(scenes.arm_pose(80.0), frame=7).copy()  # not consecutive: from DQS again
     assert np.array_equal(y, fresh)

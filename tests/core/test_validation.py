@@ -1,4 +1,4 @@
-"""Bad input gets a ValueError with a plain sentence (issue: alpha/beta, e, origin == insertion, NaN, ...)."""
+"""Bad input (alpha/beta, e, origin == insertion, NaN, ...) gets a ValueError with a plain sentence."""
 import numpy as np
 import pytest
 

@@ -1,0 +1,274 @@
+"""The PBD model: what does not change while the muscles move (masses, rest lengths, collision pairs, bone grids).
+
+:func:`build_pbd_model` builds a frozen :class:`PBDModel` once from the muscles at rest; its kernel arrays
+(:class:`kernels.pbd.PBDModelArrays`) are packed once at construction. Units: metres, seconds, kilograms.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+import numpy as np
+
+from .. import validation
+from ..muscle import profile as _profile
+from ...kernels.pbd import PBDModelArrays
+from .distance_grid import DistanceGrid
+from .settings import PBDSettings
+
+
+@dataclass(frozen=True)
+class BoneGrid:
+    """An anatomical bone mesh as a distance grid (built in the rest pose, armature space) and the index of the
+    grid transform that moves it (``PBDControl.grid_transforms``)."""
+
+    grid: DistanceGrid
+    transform_index: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class PBDModel:
+    """Static description of all muscle axes of a character (``M`` muscles, ``P`` particles, ``B`` capsules,
+    ``G`` grids). Frozen: a changed value (the settled particle parameters) makes a new model
+    (:meth:`with_particle_s`). See kernels/pbd.py for the equations.
+
+    settings: PBDSettings
+    names: (M,) str                   muscle names, for messages
+    axis_start: (M+1,) int64          CSR: particles of muscle m are axis_start[m] .. axis_start[m+1]-1
+    rest_points: (P, 3) [m]           rest axes
+    inv_mass: (P,) [1/kg]             0 for the kinematic endpoints
+    w_ref: (M,) [1/kg]                XPBD compliance reference: 2 / mean inner particle mass
+    particle_s: (P,)                  arc-length parameter of each particle in [0, 1] (particle radii D = w Phi(s))
+    rest_length: (P,) [m]             rest length of constraint (k, k+1); last row of a muscle unused
+    tendon: (P,) bool                 constraint (k, k+1) is a tendon
+    muscle_group: (M,) int64          collision group, -1: no muscle collisions
+    group_start (Gm+1,), group_members (K,) int64     CSR: muscles of each collision group
+    island_start (I+1,), island_members (M,) int64    CSR: islands = collision groups + muscles in no group
+    cap_start (M+1,), cap_index (C,) int64            CSR: capsules each muscle collides with
+    cap_radius: (B,) [m]
+    grid_start (M+1,), grid_index (Cg,) int64         CSR: bone grids each muscle collides with
+    grid_values (cells,) [m], grid_offset (G+1,) int64, grid_dims (G, 3) int64, grid_origin (G, 3) [m],
+    grid_spacing (G, 3) [m], grid_transform_index (G,) int64      the bone grids, packed
+    exponents: (M, 4) int64           alpha0-1, beta0-1, alpha1-1, beta1-1
+    volume: (M,) [m^3]
+    rest_normals: (M, 2, 3)           endpoint normals at rest
+    rest_capsules: (B, 2, 3) [m]      capsule segments at rest
+    mass: (P,) [kg]                   0 for the endpoints
+    arrays: kernels.pbd.PBDModelArrays   the kernels' view of the arrays above (built at construction)
+    """
+
+    settings: PBDSettings
+    names: tuple
+    axis_start: np.ndarray
+    rest_points: np.ndarray
+    inv_mass: np.ndarray
+    w_ref: np.ndarray
+    particle_s: np.ndarray
+    rest_length: np.ndarray
+    tendon: np.ndarray
+    muscle_group: np.ndarray
+    group_start: np.ndarray
+    group_members: np.ndarray
+    island_start: np.ndarray
+    island_members: np.ndarray
+    cap_start: np.ndarray
+    cap_index: np.ndarray
+    cap_radius: np.ndarray
+    grid_start: np.ndarray
+    grid_index: np.ndarray
+    grid_values: np.ndarray
+    grid_offset: np.ndarray
+    grid_dims: np.ndarray
+    grid_origin: np.ndarray
+    grid_spacing: np.ndarray
+    grid_transform_index: np.ndarray
+    exponents: np.ndarray
+    volume: np.ndarray
+    rest_normals: np.ndarray
+    rest_capsules: np.ndarray
+    mass: np.ndarray
+    arrays: PBDModelArrays = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        f64, i64 = np.float64, np.int64
+
+        def c(a, dtype):
+            return np.ascontiguousarray(a, dtype=dtype)
+
+        object.__setattr__(self, "arrays", PBDModelArrays(
+            axis_start=c(self.axis_start, i64), inv_mass=c(self.inv_mass, f64), w_ref=c(self.w_ref, f64),
+            particle_s=c(self.particle_s, f64), rest_length=c(self.rest_length, f64),
+            tendon=c(self.tendon, np.bool_), muscle_group=c(self.muscle_group, i64),
+            group_start=c(self.group_start, i64), group_members=c(self.group_members, i64),
+            island_start=c(self.island_start, i64), island_members=c(self.island_members, i64),
+            cap_start=c(self.cap_start, i64), cap_index=c(self.cap_index, i64), cap_radius=c(self.cap_radius, f64),
+            grid_start=c(self.grid_start, i64), grid_index=c(self.grid_index, i64),
+            grid_values=c(self.grid_values, f64), grid_offset=c(self.grid_offset, i64),
+            grid_dims=c(self.grid_dims, i64), grid_origin=c(self.grid_origin, f64),
+            grid_spacing=c(self.grid_spacing, f64), volume=c(self.volume, f64)))
+
+    def with_particle_s(self, particle_s) -> "PBDModel":
+        """This model with the particles' arc parameters ``particle_s (P,)`` (e.g. of the settled rest axes)."""
+        s = np.array(particle_s, dtype=np.float64).reshape(-1)
+        if s.shape != self.particle_s.shape:
+            raise ValueError(f"particle_s needs one value per particle ({self.particle_count}), got {s.size}.")
+        return replace(self, particle_s=s)
+
+    @property
+    def muscle_count(self) -> int:
+        return len(self.axis_start) - 1
+
+    @property
+    def particle_count(self) -> int:
+        return len(self.inv_mass)
+
+    @property
+    def capsule_count(self) -> int:
+        return len(self.cap_radius)
+
+
+def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, capsules=None, capsule_radius=None,
+                    grids: Sequence[BoneGrid] = (), collision_groups: Sequence | None = None,
+                    capsule_margin: float | None = None) -> PBDModel:
+    """Build the PBD model of ``muscles`` (:class:`core.muscle.primitive.FusiformMuscle`; rest = their current
+    axes).
+
+    capsules: (B, 2, 3) [m] bone segments at rest; capsule_radius: (B,) [m] (see :func:`capsule_radius_from_skin`).
+    grids: bone distance grids. collision_groups: per muscle an int group (muscles of a group collide with each
+    other) or None (no muscle-muscle collisions; the default for every muscle).
+    capsule_margin [m]: a muscle collides with the capsules and grids within its reach plus this margin at rest
+    (default: a quarter of its rest length), so distant bones cost nothing.
+    """
+    settings = (settings or PBDSettings()).validated()
+    muscles = list(muscles)
+    if not muscles:
+        raise ValueError("a PBD model needs at least one muscle.")
+    count = len(muscles)
+    counts = np.array([m.particle_count + 2 for m in muscles], dtype=np.int64)
+    axis_start = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(counts, out=axis_start[1:])
+    rest = np.concatenate([m.axis for m in muscles])
+    total = len(rest)
+    inv_mass = np.zeros(total)
+    w_ref = np.zeros(count)
+    mass = np.zeros(total)
+    particle_s = np.zeros(total)
+    rest_length = np.zeros(total)
+    tendon = np.zeros(total, dtype=np.bool_)
+    for i, muscle in enumerate(muscles):
+        a, b = axis_start[i], axis_start[i + 1]
+        seg = np.linalg.norm(np.diff(rest[a:b], axis=0), axis=1)
+        cum = np.concatenate([[0.0], np.cumsum(seg)])
+        s = cum / cum[-1]
+        particle_s[a:b] = s
+        # masses: m = V rho, shared by the inner particles in proportion to the rest width (paper §6.2),
+        # each at least min_mass_fraction of the heaviest
+        phi = muscle.profile_at(s[1:-1]) if b - a > 2 else np.zeros(0)
+        phi = np.maximum(phi, max(settings.min_mass_fraction, 1e-6) * max(phi.max(initial=0.0), 1e-12))
+        if len(phi):
+            mass[a + 1:b - 1] = muscle.volume * settings.density * phi / phi.sum()
+            inv_mass[a + 1:b - 1] = 1.0 / mass[a + 1:b - 1]
+            w_ref[i] = 2.0 * len(phi) / (muscle.volume * settings.density)
+        mid = 0.5 * (s[:-1] + s[1:])
+        is_tendon = (mid < settings.tendon_fraction) | (mid > 1.0 - settings.tendon_fraction)
+        tendon[a:b - 1] = is_tendon
+        rest_length[a:b - 1] = np.where(is_tendon, seg, settings.belly_rest_fraction * seg)
+    groups = [None] * count if collision_groups is None else list(collision_groups)
+    if len(groups) != count:
+        raise ValueError(f"collision_groups needs one entry per muscle ({count}), got {len(groups)}.")
+    labels = sorted({g for g in groups if g is not None})
+    muscle_group = np.array([-1 if g is None else labels.index(g) for g in groups], dtype=np.int64)
+    members = [np.flatnonzero(muscle_group == gi) for gi in range(len(labels))]
+    group_start = np.zeros(len(labels) + 1, dtype=np.int64)
+    np.cumsum([len(mm) for mm in members], out=group_start[1:])
+    group_members = np.concatenate(members).astype(np.int64) if members else np.zeros(0, dtype=np.int64)
+    islands = [list(mm) for mm in members] + [[i] for i in range(count) if muscle_group[i] < 0]
+    island_start, island_members = _csr(islands)
+
+    caps = np.zeros((0, 2, 3)) if capsules is None else np.asarray(capsules, dtype=np.float64).reshape(-1, 2, 3)
+    if not np.all(np.isfinite(caps)):
+        raise ValueError("bone capsules contain NaN or infinite coordinates.")
+    radius = np.zeros(len(caps)) if capsule_radius is None else np.asarray(capsule_radius, float).reshape(-1)
+    if len(radius) != len(caps):
+        raise ValueError(f"capsule_radius needs one radius per capsule ({len(caps)}), got {len(radius)}.")
+    if np.any(~np.isfinite(radius)) or np.any(radius < 0):
+        raise ValueError("capsule radii must be finite and 0 or more.")
+    reach = np.array([m.width * m.profile().v * _profile.profile_max(
+        m.shape.alpha_rest, m.shape.beta_rest, m.shape.alpha_active, m.shape.beta_active, m.activation)
+        for m in muscles])
+    cap_lists, grid_lists = [], []
+    for i, muscle in enumerate(muscles):
+        margin = 0.25 * muscle.rest_length if capsule_margin is None else float(capsule_margin)
+        axis = muscle.axis
+        near = [c for c in range(len(caps))
+                if _segment_distance(axis[0], axis[-1], caps[c, 0], caps[c, 1]) < reach[i] + radius[c] + margin]
+        cap_lists.append(near)
+        near_grids = [g for g, bg in enumerate(grids)
+                      if _box_distance(axis, bg.grid) < reach[i] + margin]
+        grid_lists.append(near_grids)
+    cap_start, cap_index = _csr(cap_lists)
+    grid_start, grid_index = _csr(grid_lists)
+    grid_values, grid_offset, grid_dims, grid_origin, grid_spacing, grid_tf = _pack_grids(grids)
+    exponents = np.array([(m.shape.alpha_rest - 1, m.shape.beta_rest - 1, m.shape.alpha_active - 1,
+                           m.shape.beta_active - 1) for m in muscles], dtype=np.int64)
+    return PBDModel(
+        settings=settings, names=tuple(getattr(m, "name", str(i)) for i, m in enumerate(muscles)),
+        axis_start=axis_start, rest_points=rest, inv_mass=inv_mass, w_ref=w_ref, particle_s=particle_s,
+        rest_length=rest_length, tendon=tendon, muscle_group=muscle_group, group_start=group_start,
+        group_members=group_members, island_start=island_start, island_members=island_members, cap_start=cap_start,
+        cap_index=cap_index, cap_radius=radius, grid_start=grid_start, grid_index=grid_index,
+        grid_values=grid_values, grid_offset=grid_offset, grid_dims=grid_dims, grid_origin=grid_origin,
+        grid_spacing=grid_spacing, grid_transform_index=grid_tf, exponents=exponents,
+        volume=np.array([m.volume for m in muscles]), rest_normals=np.array([m.endpoint_normals() for m in muscles]),
+        rest_capsules=caps, mass=mass)
+
+
+def capsule_radius_from_skin(head, tail, skin_points, fraction: float = 0.25) -> float:
+    """Automatic bone capsule radius [m]: ``fraction`` of the median distance from the bone segment to the skin
+    vertices that belong to it (a humerus is about a quarter of the upper arm's radius)."""
+    p = validation.points(skin_points, "skin vertices of the bone", min_count=1)
+    a = validation.vector3(head, "bone head")
+    b = validation.vector3(tail, "bone tail")
+    e = b - a
+    t = np.clip(((p - a) @ e) / max(e @ e, 1e-30), 0.0, 1.0)
+    d = np.linalg.norm(p - (a + t[:, None] * e), axis=1)
+    return float(fraction * np.median(d))
+
+
+
+
+def _csr(lists):
+    start = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum([len(item) for item in lists], out=start[1:])
+    index = np.array([i for item in lists for i in item], dtype=np.int64)
+    return start, index
+
+
+def _pack_grids(grids):
+    if not grids:
+        return (np.zeros(0), np.zeros(1, dtype=np.int64), np.zeros((0, 3), dtype=np.int64), np.zeros((0, 3)),
+                np.ones((0, 3)), np.zeros(0, dtype=np.int64))
+    values = np.concatenate([bg.grid.values.reshape(-1) for bg in grids])
+    offset = np.zeros(len(grids) + 1, dtype=np.int64)
+    np.cumsum([bg.grid.values.size for bg in grids], out=offset[1:])
+    dims = np.array([bg.grid.values.shape for bg in grids], dtype=np.int64)
+    origin = np.array([bg.grid.origin for bg in grids], dtype=np.float64)
+    spacing = np.array([bg.grid.spacing for bg in grids], dtype=np.float64)
+    tf = np.array([bg.transform_index for bg in grids], dtype=np.int64)
+    return values, offset, dims, origin, spacing, tf
+
+
+def _segment_distance(p0, p1, q0, q1, samples: int = 33) -> float:
+    """Distance between two segments (sampled; used once at build time for the broad phase)."""
+    t = np.linspace(0.0, 1.0, samples)[:, None]
+    a = p0 + t * (p1 - p0)
+    e = q1 - q0
+    u = np.clip(((a - q0) @ e) / max(e @ e, 1e-30), 0.0, 1.0)
+    return float(np.min(np.linalg.norm(a - (q0 + u[:, None] * e), axis=1)))
+
+
+def _box_distance(points, grid: DistanceGrid) -> float:
+    lo = grid.origin
+    hi = grid.origin + grid.spacing * (np.array(grid.values.shape) - 1)
+    d = np.maximum(np.maximum(lo - points, 0.0), points - hi)
+    return float(np.min(np.linalg.norm(d, axis=1)))

@@ -1,0 +1,78 @@
+"""Settings of the muscle axis dynamics (paper §6, defaults = the paper's; SEED-NOTES §2, §4)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .. import validation
+
+MUSCLE_DENSITY = 1060.0
+"""rho_M = 1.06 g/cm^3 in kg/m^3 (paper §6.2)."""
+
+
+@dataclass(frozen=True)
+class PBDSettings:
+    """Solver settings (paper defaults).
+
+    substeps: int            substeps per frame (paper: a tenth of the frame interval), default 10
+    iterations: int          Gauss-Seidel constraint sweeps per substep, default 4 (the paper gives no count)
+    xpbd: bool               XPBD (default: stiffness and damping independent of substeps and frame rate) or the
+                             paper's plain PBD; both give the same first correction at 10 substeps of 24 fps
+    damping: float           velocity factor mu per reference substep (paper: 0.9)
+    reference_fps: float     frame rate at which PBD and XPBD coincide with ``substeps = 10``
+    reference_iterations: int  sweeps n_ref at which PBD and XPBD coincide (XPBD's stiffness mapping,
+                             kernels/pbd.py): 1 = the first sweep of a substep
+    tendon_fraction: float   first and last fraction of the rest length that is tendon (paper: 10 %)
+    tendon_stiffness: float  stiffness of tendon constraints in [0, 1] (paper: ~0.9)
+    belly_rest_fraction: float  belly constraints' rest length as a fraction of their initial length (paper: 2 %)
+    friction: float          eta, fraction of the tangential displacement removed at a contact per substep
+    density: float [kg/m^3]  muscle density (paper: 1.06 g/cm^3)
+    min_mass_fraction: float inner particle masses follow the rest profile Phi (paper §6.2), each at least this
+                             fraction of the heaviest (0: the paper's plain proportion), default 0.5
+    gravity: (3,) [m/s^2]    default off (the paper's muscles have none)
+    skin_every_substep: bool the muscle-skin keep-inside constraint after every substep, or (default) once after the
+                             frame's last substep
+    skin_max_step: float [m] longest move of one keep-inside correction (the Newton step along the skin field's
+                             gradient is cut to this length), default 5 mm
+    """
+
+    substeps: int = 10
+    iterations: int = 4
+    xpbd: bool = True
+    damping: float = 0.9
+    reference_fps: float = 24.0
+    reference_iterations: int = 1
+    tendon_fraction: float = 0.1
+    tendon_stiffness: float = 0.9
+    belly_rest_fraction: float = 0.02
+    friction: float = 0.3
+    density: float = MUSCLE_DENSITY
+    min_mass_fraction: float = 0.5
+    gravity: tuple = (0.0, 0.0, 0.0)
+    skin_every_substep: bool = False
+    skin_max_step: float = 0.005
+
+    def validated(self) -> "PBDSettings":
+        """A copy with every value checked (``ValueError`` with a plain sentence otherwise)."""
+        for name in ("substeps", "iterations", "reference_iterations"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or int(value) != value or not 1 <= value <= 1000:
+                raise ValueError(f"{name} must be a whole number from 1 to 1000, got {value!r}.")
+        validation.unit_interval(self.damping, "damping")
+        validation.unit_interval(self.tendon_stiffness, "tendon stiffness")
+        validation.unit_interval(self.friction, "friction")
+        fraction = validation.unit_interval(self.tendon_fraction, "tendon fraction")
+        if fraction >= 0.5:
+            raise ValueError(f"tendon fraction must be below 0.5 (tendons at both ends), got {fraction:g}.")
+        validation.unit_interval(self.belly_rest_fraction, "belly rest fraction")
+        validation.positive(self.reference_fps, "reference frame rate")
+        validation.positive(self.density, "muscle density")
+        validation.positive(self.skin_max_step, "skin max step")
+        validation.unit_interval(self.min_mass_fraction, "minimum mass fraction")
+        validation.vector3(self.gravity, "gravity")
+        return replace(self, substeps=int(self.substeps), iterations=int(self.iterations),
+                       reference_iterations=int(self.reference_iterations))
+
+    @property
+    def reference_dt(self) -> float:
+        """Substep length [s] at which PBD and XPBD coincide: ``1 / (10 reference_fps)``."""
+        return 1.0 / (10.0 * self.reference_fps)
