@@ -17,22 +17,22 @@ def _submodules():
 
 
 def register():
-    from .blender import cli, display, engine, evaluate, properties
+    from .blender import cli, display, engine, handlers, properties
     engine.setup(__package__)
     properties.register()  # Object.implicit_muscles, Object.implicit_skin (DESIGN.md §4)
     for module in _submodules():
         module.register()
     display.register()
-    evaluate.register()
+    handlers.register()
     cli.register()  # blender --command implicit_muscles_bake (farms)
     engine.report_problems()
 
 
 def unregister():
-    from .blender import cli, display, engine, evaluate, properties, runtime
+    from .blender import cli, display, engine, handlers, properties, runtime
     engine.cancel_report()
     cli.unregister()
-    evaluate.unregister()
+    handlers.unregister()
     display.unregister()
     for module in reversed(_submodules()):
         module.unregister()

@@ -36,8 +36,8 @@ Measured per frame, sequential playback (the previous frame's PBD state cached),
 * ``frame`` = ``frame_set`` + ``fetch``: what one played frame costs end to end;
 * ``handlers``: the add-on's own frame_change_post / depsgraph_update_post handlers (wrapped with a timer);
 * ``core``: ``bound.character.timings['total']`` (PBD, pose, field, tracking: ``core/character.py``);
-* ``pose read``: ``evaluate.bone_transforms`` + ``evaluate.muscle_values``; ``write``: ``evaluate._write``
-  (wrapped with a timer in this process; ``blender/evaluate.py`` is not modified);
+* ``pose read``: ``playback.bone_transforms`` + ``playback.muscle_values``; ``write``:
+  ``modifiers.write_positions`` (wrapped with a timer in this process; ``blender/`` is not modified);
 * overhead = handlers - core (pose read, write, and the rest of the handler: state restore and store, checks);
 * Blender in ``frame_set`` = ``frame_set`` - handlers (the depsgraph evaluation of the frame).
 
@@ -146,7 +146,7 @@ def run() -> dict:
         share = pose_write / b["frame"]
         ok = share < TARGET_SHARE and (name != "full body" or pose_write < TARGET_BODY_MS)
         f = first[name]
-        shown = f["open_s"] + f["first_frame_s"]  # the bind happens while the file opens (evaluate.on_load_post)
+        shown = f["open_s"] + f["first_frame_s"]  # the bind happens while the file opens (handlers.on_load_post)
         ok_first = shown < TARGET_FIRST_S
         meets = meets and ok and ok_first
         rows.append([name, f"{m['vertices']} / {m['bones']} / {m['muscles']}", _ms(a["frame"]), _ms(b["frame"]),
@@ -189,6 +189,7 @@ def run() -> dict:
         "long_run": long,
         "title": "End-to-end per frame in Blender: frame_set with the handler vs the Armature modifier alone",
         "scenes": measured["scenes"],
+        "blender_version": measured["blender"],
         "first_frame": first,
         "medians": {name: {"armature_ms": m["armature"], "handler_ms": m["handler"]}
                     for name, m in measured["scenes"].items()},
@@ -316,7 +317,7 @@ def _pass(bpy, scene, skin, frames, timer, bound, buf, rows, last):
                "handlers": sum(v for k, v in s.items() if k.startswith("handler:")),
                "handlers_frame_set": handlers_frame_set,
                "evaluate": s["evaluate_mesh"], "evaluate_calls": timer.calls["evaluate_mesh"],
-               "pose_read": s["bone_transforms"] + s["muscle_values"], "write": s["_write"]}
+               "pose_read": s["bone_transforms"] + s["muscle_values"], "write": s["write_positions"]}
         row["blender"] = row["frame_set"] - handlers_frame_set
         if bound is not None:
             row["core"] = bound.character.timings.get("total", 0.0)
@@ -386,10 +387,11 @@ def _child_measure(files) -> dict:
     bpy = _blender()
     import numba
 
-    evaluate = _addon("blender.evaluate")
+    playback = _addon("blender.playback")
     timer = _Timer()
-    for fn in ("bone_transforms", "muscle_values", "_write", "evaluate_mesh"):
-        timer.wrap_attribute(evaluate, fn)
+    for fn in ("bone_transforms", "muscle_values", "evaluate_mesh"):
+        timer.wrap_attribute(playback, fn)
+    timer.wrap_attribute(_addon("blender.modifiers"), "write_positions")
     timer.wrap_handlers(bpy, ADDON)
     scenes = {"arm": _measure_scene(bpy, "arm", _arm_scene, ARM_FRAMES, timer, files),
               "full body": _measure_scene(bpy, "full body", _body_scene, BODY_FRAMES, timer, files)}
@@ -405,10 +407,10 @@ def _child_first_frame(path) -> dict:
     bpy = _blender()
     enable_s = time.perf_counter() - t0
     runtime = _addon("blender.runtime")
-    evaluate = _addon("blender.evaluate")
+    playback = _addon("blender.playback")
     timer = _Timer()
     timer.wrap_attribute(runtime, "rebind")
-    timer.wrap_attribute(evaluate, "evaluate_mesh")
+    timer.wrap_attribute(playback, "evaluate_mesh")
     t0 = time.perf_counter()
     bpy.ops.wm.open_mainfile(filepath=path)
     open_s = time.perf_counter() - t0
@@ -464,7 +466,7 @@ def _child_long_run(path) -> dict:
             resident.append(resident_mb())
             at.append(f)
     cache = runtime.bound(skin).cache
-    state_bytes = sum(a.nbytes for a in vars(next(iter(cache.values()))).values())
+    state_bytes = next(iter(cache.states.values())).nbytes
     return {"frames": LONG_RUN_FRAMES, "finite": finite, "fallbacks": fallbacks, "resident_mb": resident,
             "resident_at": at, "cache_states": len(cache), "cache_mb": len(cache) * state_bytes / 2 ** 20,
             "frame_ms": 1e3 * statistics.median(times)}

@@ -3,11 +3,14 @@
 Keys on a collection item use index paths (``implicit_muscles.muscles[3].activation``): when muscle 3 moves to
 index 2 its F-curves and drivers must be renamed too, or the animation jumps to another muscle. Works with the
 legacy action API (Blender 4.2: ``action.fcurves``) and slotted actions (4.4+, the only API in 5.0: the channel bag
-of the object's action slot, ``bpy_extras.anim_utils.action_get_channelbag_for_slot``).
+of the object's action slot, ``bpy_extras.anim_utils.action_get_channelbag_for_slot``). ``key_snapshot`` gives
+the keys as arrays for ``core.frame_cache.FrameCache.update_keys``.
 """
 from __future__ import annotations
 
 import re
+
+import numpy as np
 
 PATH = re.compile(r"^implicit_muscles\.muscles\[(\d+)\](.*)$")
 
@@ -65,3 +68,26 @@ def _remove(obj, fc):
         bag.fcurves.remove(fc)
     else:
         action.fcurves.remove(fc)
+
+
+KEY_FIELDS = ("co", "handle_left", "handle_right")
+_INTERPOLATION = {"CONSTANT": 0.0, "LINEAR": 1.0, "BEZIER": 2.0}
+
+
+def key_snapshot(obj) -> dict:
+    """``{(data path, index): (keys, 7) float64}`` of ``obj``'s F-curves (drivers excluded), one row per key sorted
+    by frame: frame, value, both handles, and the interpolation (0 constant, 1 linear, 2 Bezier, -1 any other)."""
+    out = {}
+    drivers = {d.as_pointer() for d in obj.animation_data.drivers} if obj.animation_data else set()
+    for fc in fcurves(obj):
+        if fc.as_pointer() in drivers:
+            continue
+        points = fc.keyframe_points
+        cols = []
+        for name in KEY_FIELDS:
+            buf = np.empty(2 * len(points), dtype=np.float64)
+            points.foreach_get(name, buf)
+            cols.append(buf.reshape(-1, 2))
+        modes = np.array([_INTERPOLATION.get(k.interpolation, -1.0) for k in points], dtype=np.float64)
+        out[(fc.data_path, fc.array_index)] = np.column_stack(cols + [modes])
+    return out

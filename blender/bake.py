@@ -1,6 +1,6 @@
 """Bake bound meshes to point caches played by Blender's Mesh Cache modifier (DESIGN.md §3, paper §7.2).
 
-A bake plays the frames in order through the live evaluation (``blender/evaluate.py``: the muscles are simulated
+A bake plays the frames in order through the live evaluation (``blender/playback.py``: the muscles are simulated
 from the armature's start frame, so a bake of frames 51-100 in a fresh process simulates 1-50 first) and writes
 each mesh's positions (mesh local space) to ``//implicit_muscles_cache/<mesh>.pc2`` next to the .blend file
 (``core/io/pc2.py``). Then a Mesh Cache modifier "Implicit Skinning Cache" (PC2, frame mode, its ``frame_start`` the
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import bpy
 
-from . import evaluate, runtime
+from . import modifiers, runtime
 
 CACHE_FOLDER = "implicit_muscles_cache"
 """Folder next to the .blend file that holds the bakes."""
@@ -71,7 +71,7 @@ def bake_steps(scene, frame_start: int, frame_end: int, meshes=None, part: bool 
     was_baked = {obj.name_full: obj.implicit_skin.baked for obj in targets}
     for obj in targets:
         obj.implicit_skin.baked = False  # evaluate live while baking
-        evaluate.set_active(obj, True)
+        modifiers.set_active(obj, True)
     frame_before = scene.frame_current
     total = frame_end - frame_start + 1
     writers = {}
@@ -96,7 +96,7 @@ def bake_steps(scene, frame_start: int, frame_end: int, meshes=None, part: bool 
             writer.abort()
         for obj in targets:
             obj.implicit_skin.baked = was_baked[obj.name_full]
-            evaluate.set_active(obj, obj.implicit_skin.enabled)
+            modifiers.set_active(obj, obj.implicit_skin.enabled)
         raise
     finally:
         if scene.frame_current != frame_before:
@@ -153,10 +153,10 @@ def merge(scene, frame_start: int, frame_end: int, meshes=None, keep_parts: bool
 
 def use_cache(mesh_obj, path: str, frame_start: int, frame_end: int) -> None:
     """Set up the Mesh Cache modifier for ``path`` where the live evaluation was, and switch to it."""
-    mod = mesh_obj.modifiers.get(evaluate.CACHE_MODIFIER)
+    mod = mesh_obj.modifiers.get(modifiers.CACHE_MODIFIER)
     if mod is None:
-        mod = mesh_obj.modifiers.new(evaluate.CACHE_MODIFIER, 'MESH_CACHE')
-        live = next((k for k, m in enumerate(mesh_obj.modifiers) if m.name == evaluate.MODIFIER), None)
+        mod = mesh_obj.modifiers.new(modifiers.CACHE_MODIFIER, 'MESH_CACHE')
+        live = next((k for k, m in enumerate(mesh_obj.modifiers) if m.name == modifiers.MODIFIER), None)
         if live is not None:
             with bpy.context.temp_override(object=mesh_obj):
                 bpy.ops.object.modifier_move_to_index(modifier=mod.name, index=live + 1)
@@ -172,14 +172,14 @@ def use_cache(mesh_obj, path: str, frame_start: int, frame_end: int) -> None:
     skin = mesh_obj.implicit_skin
     skin.bake_file, skin.bake_start, skin.bake_end = path, frame_start, frame_end
     skin.baked = True
-    evaluate.set_active(mesh_obj, skin.enabled)
+    modifiers.set_active(mesh_obj, skin.enabled)
 
 
 def clear(mesh_obj) -> None:
     """Back to the live evaluation: remove the Mesh Cache modifier (the file on disk is kept)."""
-    mod = mesh_obj.modifiers.get(evaluate.CACHE_MODIFIER)
+    mod = mesh_obj.modifiers.get(modifiers.CACHE_MODIFIER)
     if mod is not None:
         mesh_obj.modifiers.remove(mod)
     skin = mesh_obj.implicit_skin
     skin.baked = False
-    evaluate.set_active(mesh_obj, skin.enabled and skin.bound)
+    modifiers.set_active(mesh_obj, skin.enabled and skin.bound)

@@ -27,29 +27,39 @@ ANIMATED = dict(options={'ANIMATABLE'}, override=OVERRIDE, update=_tag_for_evalu
 STATIC = dict(options=set(), override=OVERRIDE)
 
 
+def _setup_changed(self, context):
+    """A muscle's set-up changed: the binds of the armature's meshes check whether they still fit."""
+    from . import runtime
+    runtime.on_setup_changed(self.id_data)
+
+
+SETUP = dict(options=set(), override=OVERRIDE, update=_setup_changed)
+"""Not animatable, and part of what bind reads (``binding.setup_digest``)."""
+
+
 def _shape(name, default, description):
-    return IntProperty(name=name, default=default, min=1, max=9, **STATIC, description=description)
+    return IntProperty(name=name, default=default, min=1, max=9, **SETUP, description=description)
 
 
 class ImplicitMuscle(PropertyGroup):
     """One muscle: where it is attached, its shape, its dynamics and its collisions."""
 
-    origin_bone: StringProperty(name="Origin Bone", **STATIC,
+    origin_bone: StringProperty(name="Origin Bone", **SETUP,
                                 description="Bone the muscle starts from; the origin follows it")
-    origin_point: FloatVectorProperty(name="Origin", subtype='TRANSLATION', unit='LENGTH', size=3, **STATIC,
+    origin_point: FloatVectorProperty(name="Origin", subtype='TRANSLATION', unit='LENGTH', size=3, **SETUP,
                                       description="Origin in the origin bone's rest frame (head at 0, bone along Y)")
-    insertion_bone: StringProperty(name="Insertion Bone", **STATIC,
+    insertion_bone: StringProperty(name="Insertion Bone", **SETUP,
                                    description="Bone the muscle pulls on; the insertion follows it")
     insertion_point: FloatVectorProperty(name="Insertion", subtype='TRANSLATION', unit='LENGTH', size=3,
-                                         **STATIC,
+                                         **SETUP,
                                          description="Insertion in the insertion bone's rest frame")
-    skin_bone: StringProperty(name="Skin Bone", **STATIC,
+    skin_bone: StringProperty(name="Skin Bone", **SETUP,
                               description="The bone whose part of the skin shows this muscle (usually the origin "
                                           "bone, where the belly lies)")
     twist: FloatProperty(name="Twist", subtype='ANGLE', default=0.0, min=-3.14159265, max=3.14159265,
-                         **STATIC, description="Turns the flat side of the cross-section around the axis")
+                         **SETUP, description="Turns the flat side of the cross-section around the axis")
     width: FloatProperty(name="Width", subtype='DISTANCE', unit='LENGTH', default=0.03, min=0.001, soft_max=0.2,
-                         **STATIC, description="Thickness at rest; the volume it gives stays constant")
+                         **SETUP, description="Thickness at rest; the volume it gives stays constant")
 
     alpha_rest: _shape("Rest Alpha", 3, "Rest profile: larger values move the belly away from the origin")
     beta_rest: _shape("Rest Beta", 3, "Rest profile: larger values move the belly towards the origin")
@@ -67,25 +77,25 @@ class ImplicitMuscle(PropertyGroup):
                              description="0.1 loose and jiggly, 0.6-0.9 tense")
     width_scale: FloatProperty(name="Width Scale", default=1.0, min=0.1, max=3.0, **ANIMATED,
                                description="Exaggerates or thins the muscle (1: true volume)")
-    particles: IntProperty(name="Particles", default=30, min=3, max=60, **STATIC,
+    particles: IntProperty(name="Particles", default=30, min=3, max=60, **SETUP,
                            description="Simulation points along the axis: more follow bones more closely, cost more")
 
-    collide_bones: BoolProperty(name="Bones", default=True, **STATIC,
+    collide_bones: BoolProperty(name="Bones", default=True, **SETUP,
                                 description="Slide around the bones instead of going through them")
-    collide_muscles: BoolProperty(name="Muscles", default=True, **STATIC,
+    collide_muscles: BoolProperty(name="Muscles", default=True, **SETUP,
                                   description="Push against the other muscles of the same collision group")
-    collision_group: IntProperty(name="Group", default=0, min=0, max=64, **STATIC,
+    collision_group: IntProperty(name="Group", default=0, min=0, max=64, **SETUP,
                                  description="Muscles with the same group push against each other")
-    keep_inside: BoolProperty(name="Stay Under Skin", default=True, **STATIC,
+    keep_inside: BoolProperty(name="Stay Under Skin", default=True, **SETUP,
                               description="Keep the muscle inside the skin when joints bend")
 
-    fibres: IntProperty(name="Fibres", default=1, min=1, max=16, **STATIC,
+    fibres: IntProperty(name="Fibres", default=1, min=1, max=16, **SETUP,
                         description="Fan-shaped muscles (pectoral, deltoid) are made of several fibres")
     origin_spread: FloatProperty(name="Origin Spread", subtype='DISTANCE', unit='LENGTH', default=0.0, min=0.0,
-                                 soft_max=0.3, **STATIC,
+                                 soft_max=0.3, **SETUP,
                                  description="How far apart the fibres start, across the muscle")
     insertion_spread: FloatProperty(name="Insertion Spread", subtype='DISTANCE', unit='LENGTH', default=0.0,
-                                    min=0.0, soft_max=0.3, **STATIC,
+                                    min=0.0, soft_max=0.3, **SETUP,
                                     description="How far apart the fibres end, across the muscle")
 
 
@@ -96,7 +106,7 @@ class ImplicitMuscleRig(PropertyGroup):
     active_index: IntProperty(name="Active Muscle", default=0, min=0, override=OVERRIDE)
     show_muscles: BoolProperty(name="Show Muscles", default=True,
                                description="Draw the muscles' shapes in the viewport")
-    substeps: IntProperty(name="Substeps", default=10, min=1, max=100, **STATIC,
+    substeps: IntProperty(name="Substeps", default=10, min=1, max=100, **SETUP,
                           description="Simulation steps per frame")
     start_frame: IntProperty(name="Start Frame", default=1, **STATIC,
                              description="Frame where the muscle simulation starts from rest")
@@ -115,22 +125,22 @@ class ImplicitMuscleRig(PropertyGroup):
 def _show_current_frame(mesh_obj, context):
     """Deform ``mesh_obj`` for the current frame now; a failing frame is left to the frame handler, which reports
     it on the next frame like any other."""
-    from . import evaluate
+    from . import playback
     if context.scene is not None:
         try:
-            evaluate.evaluate_mesh(mesh_obj, context.scene, context.evaluated_depsgraph_get())
+            playback.evaluate_mesh(mesh_obj, context.scene, context.evaluated_depsgraph_get())
         except ValueError:
             pass
 
 
 def _enabled_changed(self, context):
-    from . import evaluate
+    from . import modifiers
     mesh_obj = self.id_data
     if self.enabled and self.bound:
-        evaluate.install(mesh_obj)
+        modifiers.install(mesh_obj)
         _show_current_frame(mesh_obj, context)
     else:
-        evaluate.set_active(mesh_obj, False)
+        modifiers.set_active(mesh_obj, False)
 
 
 def _live_setting_changed(self, context):

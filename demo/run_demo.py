@@ -85,7 +85,7 @@ sys.path.insert(0, str(DEMO_DIR))
 import numpy as np  # noqa: E402
 
 from implicit_muscles.core.io import kernel_cache  # noqa: E402
-from implicit_muscles.core import profile  # noqa: E402
+from implicit_muscles.core.muscle import profile  # noqa: E402
 from implicit_muscles.core.muscle.primitive import FusiformMuscle, MuscleShape  # noqa: E402
 from implicit_muscles.core.muscle.surface import mesh_volume, muscle_surface  # noqa: E402
 

@@ -312,7 +312,7 @@ def _probe_vertices(bound, probe, rest):
     return np.flatnonzero(keep)
 
 
-def play(bpy, shot, runtime, evaluate):
+def play(bpy, shot, runtime, playback):
     """Every frame once, in order: per frame the wall time, the muscles copy's stage times (summed over its
     meshes), its muscles' volumes [m^3], the skin's distance from DQS over the probe muscle, finiteness."""
     scene = bpy.context.scene
@@ -349,7 +349,7 @@ def play(bpy, shot, runtime, evaluate):
             b = runtime.bound(mesh)
             if not len(b.character.muscles):
                 continue
-            act = evaluate.muscle_values(armature_eval, b.source)[0]
+            act = playback.muscle_values(armature_eval, b.source).activation
             for name, v in zip((m.name for m in b.character.muscles), b.character.muscle_volumes(act)):
                 rec["volumes"].setdefault(name, []).append(float(v))
         world = {}
@@ -451,7 +451,7 @@ def run_shot(bpy, name, out_dir, quick, quality):
 
     scenes = addon_session.addon_module(REPO_MODULE, "scenes.paper")
     runtime = addon_session.addon_module(REPO_MODULE, "blender.runtime")
-    evaluate = addon_session.addon_module(REPO_MODULE, "blender.evaluate")
+    playback = addon_session.addon_module(REPO_MODULE, "blender.playback")
     import blender_rig
 
     t0 = time.perf_counter()
@@ -472,7 +472,7 @@ def run_shot(bpy, name, out_dir, quick, quality):
     t2 = time.perf_counter()
     blend = out_dir / f"{name}.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
-    rec = play(bpy, shot, runtime, evaluate)
+    rec = play(bpy, shot, runtime, playback)
     t3 = time.perf_counter()
     if bpy.ops.implicit_muscles.bake(frame_start=shot.frames[0], frame_end=shot.frames[-1]) != {'FINISHED'}:
         raise RuntimeError(f"Bake failed in {name}")

@@ -10,16 +10,11 @@ import bpy
 from bl_operators.presets import AddPresetBase
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 from bpy.types import Menu, Operator
-from mathutils import Vector
 
 from ..blender import animation, display, rig
-
-PRESET_SUBDIR = os.path.join("implicit_muscles", "muscle")
-SHIPPED_PRESETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "presets")
-SHAPE_FIELDS = ("alpha_rest", "beta_rest", "alpha_active", "beta_active", "eccentricity_rest",
-                "eccentricity_active", "width", "stiffness", "fibres", "origin_spread", "insertion_spread")
-"""What a muscle preset sets (its shape and feel, never its bones or position)."""
-
+from ..blender.mirror import add_mirrored, copy_muscle, unique_name
+from ..blender.presets import (PRESET_SUBDIR, SHAPE_FIELDS, SHIPPED_PRESETS, apply_preset_file, find_preset,
+                               preset_paths)
 
 def _armature(context):
     obj = context.object
@@ -29,80 +24,6 @@ def _armature(context):
 def _has_active_muscle(context) -> bool:
     arm = _armature(context)
     return arm is not None and arm.implicit_muscles.active_muscle is not None
-
-
-def preset_paths() -> list:
-    """Folders holding muscle presets: the ones shipped with the extension, then the user's."""
-    paths = [os.path.join(SHIPPED_PRESETS, PRESET_SUBDIR)]
-    for p in bpy.utils.preset_paths(PRESET_SUBDIR):
-        if os.path.normpath(p) not in map(os.path.normpath, paths):
-            paths.append(p)
-    return [p for p in paths if os.path.isdir(p)]
-
-
-def find_preset(name: str) -> str | None:
-    """The preset file called ``name`` (file name without ``.py``, case and spaces ignored), or None."""
-    key = name.lower().replace(" ", "_")
-    for folder in preset_paths():
-        for file in sorted(os.listdir(folder)):
-            if file.endswith(".py") and file[:-3].lower().replace(" ", "_") == key:
-                return os.path.join(folder, file)
-    return None
-
-
-def apply_preset_file(path: str) -> None:
-    """Run a preset file (Blender's preset format: it binds ``muscle`` to the active muscle, then sets
-    ``muscle.<field> = value`` lines) on the active muscle."""
-    with open(path, encoding="utf-8") as f:
-        code = f.read()
-    exec(compile(code, path, "exec"), {"bpy": bpy, "__file__": path})
-
-
-def _unique_name(collection, base):
-    names = {m.name for m in collection}
-    if base not in names:
-        return base
-    k = 1
-    while f"{base}.{k:03d}" in names:
-        k += 1
-    return f"{base}.{k:03d}"
-
-
-def _copy_muscle(src, dst):
-    for key in src.bl_rna.properties.keys():
-        if key in {"rna_type", "name"}:
-            continue
-        setattr(dst, key, getattr(src, key))
-
-
-def _mirror_point(armature, from_bone, to_bone, point):
-    """A bone-frame point of ``from_bone`` mirrored across the armature's X = 0 plane into ``to_bone``'s frame."""
-    bones = armature.data.bones
-    world = bones[from_bone].matrix_local @ Vector(point)
-    world.x = -world.x
-    return bones[to_bone].matrix_local.inverted() @ world
-
-
-def add_mirrored(armature, muscle):
-    """Add the other side's copy of ``muscle`` (bones mirrored by name, points across X = 0); returns it or a
-    sentence saying why not."""
-    names = {}
-    for key in ("origin_bone", "insertion_bone", "skin_bone"):
-        other = rig.mirror_name(getattr(muscle, key))
-        if other is None or other not in armature.data.bones:
-            return f"{muscle.name}: no mirrored bone for '{getattr(muscle, key)}' (names ending .L/.R, _l/_r or " \
-                   f"containing Left/Right are mirrored)."
-        names[key] = other
-    muscles = armature.implicit_muscles.muscles
-    new = muscles.add()
-    _copy_muscle(muscle, new)
-    new.name = _unique_name(muscles, rig.mirror_name(muscle.name) or f"{muscle.name}.mirror")
-    for key, other in names.items():
-        setattr(new, key, other)
-    new.origin_point = _mirror_point(armature, muscle.origin_bone, new.origin_bone, muscle.origin_point)
-    new.insertion_point = _mirror_point(armature, muscle.insertion_bone, new.insertion_bone, muscle.insertion_point)
-    new.twist = -muscle.twist
-    return new
 
 
 class IMPLICIT_MUSCLES_OT_add_muscle(Operator):
@@ -151,7 +72,7 @@ class IMPLICIT_MUSCLES_OT_add_muscle(Operator):
         muscles = armature.implicit_muscles.muscles
         muscle = muscles.add()
         base = self.name or (self.preset.replace(" ", "_") if self.preset else f"{origin}_muscle")
-        muscle.name = _unique_name(muscles, base)
+        muscle.name = unique_name(muscles, base)
         muscle.origin_bone, muscle.insertion_bone = origin, insertion
         muscle.skin_bone = self.skin_bone or origin
         o, i, width = rig.default_points(armature, origin, insertion)
@@ -248,8 +169,8 @@ class IMPLICIT_MUSCLES_OT_duplicate_muscle(Operator):
         props = armature.implicit_muscles
         src = props.active_muscle
         new = props.muscles.add()
-        _copy_muscle(src, new)
-        new.name = _unique_name(props.muscles, src.name)
+        copy_muscle(src, new)
+        new.name = unique_name(props.muscles, src.name)
         props.active_index = len(props.muscles) - 1
         armature.update_tag()
         return {'FINISHED'}

@@ -4,7 +4,7 @@ Bind reads the mesh at rest, its weights, the armature's bones and muscles (``bl
 headless core's bind data (``core/character.py``: muscles settled at rest, skin fields, tracking data). The data is
 kept in memory for the session (``blender/runtime.py``); the .blend stores only the settings, and binding is
 deterministic, so a reopened file binds again to the same result. Bind also installs the evaluation
-(``blender/evaluate.py``: a Geometry Nodes modifier after the Armature modifier, which is switched off while the
+(``blender/modifiers.py``: a Geometry Nodes modifier after the Armature modifier, which is switched off while the
 effect is on). Unbind drops the data and gives back the Armature modifier's plain result. The rest positions and
 the weights are never written.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import bpy
 from bpy.types import Operator
 
-from ..blender import evaluate, reader, runtime
+from ..blender import modifiers, playback, reader, runtime
 
 
 class IMPLICIT_MUSCLES_OT_bind_skin(Operator):
@@ -53,8 +53,8 @@ class IMPLICIT_MUSCLES_OT_bind_skin(Operator):
         skin.bound = True
         skin.enabled = True
         skin.bind_signature = bound.signature
-        evaluate.install(mesh_obj)
-        evaluate.evaluate_mesh(mesh_obj, context.scene, context.evaluated_depsgraph_get())
+        modifiers.install(mesh_obj)
+        playback.evaluate_mesh(mesh_obj, context.scene, context.evaluated_depsgraph_get())
         if context.scene is not None:
             context.scene.render.use_lock_interface = True  # renders read evaluated data, never a half-written mesh
         fibres = len(bound.character.muscles)
@@ -77,7 +77,7 @@ class IMPLICIT_MUSCLES_OT_unbind_skin(Operator):
     def execute(self, context):
         mesh_obj = context.object
         runtime.unbind(mesh_obj)
-        evaluate.uninstall(mesh_obj)
+        modifiers.uninstall(mesh_obj)
         mesh_obj.implicit_skin.bound = False
         mesh_obj.implicit_skin.bind_signature = ""
         return {'FINISHED'}

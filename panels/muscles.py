@@ -129,7 +129,7 @@ def draw_skin(layout, context, mesh_obj):
     if not skin.bound:
         return
     bound = runtime.bound(mesh_obj)
-    stale = runtime.stale_reason(mesh_obj)
+    stale = runtime.stored_stale(mesh_obj)
     if stale:
         col = layout.column(align=True)
         col.alert = True
@@ -155,7 +155,7 @@ def draw_skin(layout, context, mesh_obj):
 
 
 TIMED_STAGES = ("read", "pbd", "pose", "field", "tracking", "write")
-"""The stages of a frame shown in the panel, in the order they run (``blender/evaluate.py``)."""
+"""The stages of a frame shown in the panel, in the order they run (``blender/playback.py``)."""
 
 
 def draw_timings(layout, timings):

@@ -1,0 +1,137 @@
+"""The persistent application handlers of Implicit Skinning (DESIGN.md §3), and their register/unregister.
+
+* ``frame_change_post``: deform every live mesh for the new frame (``playback.evaluate_safely``).
+* ``depsgraph_update_post``, edits between frame changes: posing an armature re-evaluates its meshes for display
+  (``preview``: its muscle state is not cached, so the cache keeps describing the animation, and the states from the
+  current frame on are forgotten); editing keys of the armature's action forgets the cached states from the key
+  before the earliest edited key (``FrameCache.update_keys``); renamed bones are followed by their muscles
+  (``rig.follow_renames``); an edited mesh or armature has its bind's staleness checked again (``runtime``).
+* ``load_pre`` forgets the session's binds (they are keyed by object name); ``load_post`` switches a file's live
+  meshes back on and evaluates the current frame, which binds them again.
+* ``save_pre`` stores live meshes showing the plain Armature result, so a file opened without the add-on plays its
+  Armature modifier, never a frozen frame; ``save_post`` switches them back on. Baked meshes keep their Mesh Cache.
+
+A baked mesh plays its Mesh Cache modifier and is not evaluated here (``blender/bake.py``).
+"""
+from __future__ import annotations
+
+import bpy
+from bpy.app.handlers import persistent
+
+from . import animation, modifiers, playback, rig, runtime
+
+
+def _bound_meshes(scene) -> list:
+    """The scene's meshes bound in this session."""
+    return [obj for obj in scene.objects if obj.type == 'MESH' and runtime.bound(obj) is not None]
+
+
+@persistent
+def on_frame_change(scene, depsgraph=None):
+    if playback.busy():
+        return
+    if depsgraph is None:
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+    for obj in playback.live_meshes(scene):
+        playback.evaluate_safely(obj, scene, depsgraph)
+
+
+@persistent
+def on_depsgraph_update(scene, depsgraph):
+    """Edits between frame changes (module docstring)."""
+    if playback.busy():
+        return
+    posed, actions, armatures, meshes = set(), set(), set(), set()
+    for update in depsgraph.updates:
+        id_ = update.id.original if update.id is not None else None
+        if isinstance(id_, bpy.types.Object) and id_.type == 'ARMATURE':
+            posed.add(id_.name_full)
+        elif isinstance(id_, bpy.types.Action):
+            actions.add(id_.name_full)
+        elif isinstance(id_, bpy.types.Armature):
+            armatures.add(id_.name_full)
+        elif isinstance(id_, bpy.types.Mesh):
+            meshes.add(id_.name_full)
+    if armatures:  # a bone may have been renamed: its muscles follow
+        for obj in scene.objects:
+            if obj.type == 'ARMATURE' and len(obj.implicit_muscles.muscles):
+                rig.follow_renames(obj)
+    if not (posed or actions or armatures or meshes):
+        return
+    for obj in _bound_meshes(scene):
+        armature = obj.implicit_skin.armature
+        if obj.data.name_full in meshes:
+            bound = runtime.bound(obj)
+            if bound.own_write:
+                bound.own_write = False
+            else:
+                runtime.on_mesh_changed(obj)
+        data = getattr(armature, "data", None)
+        if armature is not None and (armature.name_full in posed or getattr(data, "name_full", None) in armatures):
+            runtime.on_armature_changed(obj)
+    if not posed and not actions:
+        return
+    for obj in playback.live_meshes(scene):
+        bound = runtime.bound(obj)
+        armature = obj.implicit_skin.armature
+        if bound is None or armature is None:
+            continue
+        action = armature.animation_data.action if armature.animation_data else None
+        if action is not None and action.name_full in actions:
+            bound.cache.update_keys(animation.key_snapshot(armature))
+        if armature.name_full in posed or (action is not None and action.name_full in actions):
+            playback.evaluate_safely(obj, scene, depsgraph, preview=True)
+
+
+@persistent
+def on_load_pre(*_):
+    """Another file is being opened: its meshes bind again on first use (binds are keyed by object name)."""
+    runtime.clear()
+    playback.forget_warnings()
+
+
+@persistent
+def on_load_post(*_):
+    """Switch the file's live meshes back on (``on_save_pre``) and evaluate the current frame (this binds them)."""
+    scene = bpy.context.scene
+    if scene is None:
+        return
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    for obj in playback.live_meshes(scene):
+        if obj.implicit_skin.bound:
+            playback.evaluate_safely(obj, scene, depsgraph)
+    for obj in _bound_meshes(scene):
+        runtime.stale_reason(obj)
+
+
+@persistent
+def on_save_pre(*_):
+    """Store live meshes showing the plain Armature result (module docstring)."""
+    for scene in bpy.data.scenes:
+        for obj in playback.live_meshes(scene):
+            modifiers.set_active(obj, False)
+
+
+@persistent
+def on_save_post(*_):
+    for scene in bpy.data.scenes:
+        for obj in playback.live_meshes(scene):
+            if obj.implicit_skin.bound:
+                modifiers.set_active(obj, True)
+
+
+_HANDLERS = (("frame_change_post", on_frame_change), ("depsgraph_update_post", on_depsgraph_update),
+             ("load_pre", on_load_pre), ("load_post", on_load_post), ("save_pre", on_save_pre),
+             ("save_post", on_save_post))
+
+
+def register():
+    for name, fn in _HANDLERS:
+        getattr(bpy.app.handlers, name).append(fn)
+
+
+def unregister():
+    for handlers, fn in ((getattr(bpy.app.handlers, name), fn) for name, fn in _HANDLERS):
+        while fn in handlers:
+            handlers.remove(fn)
+    playback.forget_warnings()

@@ -1,0 +1,210 @@
+"""The Geometry Nodes modifier that shows Implicit Skinning's positions, and its place in a mesh's stack.
+
+``install`` adds the modifier "Implicit Skinning" right after the Armature modifier; its generated node group
+(``node_group``) sets the positions from the float-vector point attribute ``implicit_skin_position`` where it
+exists. The rest positions are never written. A linked mesh (a library override in a shot) cannot take an attribute:
+its positions go to a local helper object (a loose point mesh in no scene) read by a local modifier at the end of its
+stack (``linked_node_group``). ``set_active`` switches between Implicit Skinning (the live modifier, or the Mesh Cache
+modifier of a bake) and the plain Armature result; ``write_positions`` writes one frame's positions.
+"""
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+ATTRIBUTE = "implicit_skin_position"
+MODIFIER = "Implicit Skinning"
+CACHE_MODIFIER = "Implicit Skinning Cache"
+"""The Mesh Cache modifier that plays a bake (``blender/bake.py``)."""
+NODE_GROUP = "Implicit Skinning"
+LINKED_MODIFIER = "Implicit Skinning (Linked Mesh)"
+LINKED_NODE_GROUP = "Implicit Skinning (Linked Mesh)"
+HELPER_PREFIX = "Implicit Skinning Positions: "
+"""Linked meshes (``install``): the local modifier, its node group, and the name prefix of the helper object."""
+
+_IDENTITY = np.eye(4)
+
+
+def _new_group(name, *inputs):
+    """A new Geometry Nodes group with a Geometry input, the given ``(name, socket type)`` inputs and a Geometry
+    output: ``(group, input node, output node)``."""
+    group = bpy.data.node_groups.new(name, 'GeometryNodeTree')
+    group.interface.new_socket(name="Geometry", in_out='INPUT', socket_type='NodeSocketGeometry')
+    for socket, kind in inputs:
+        group.interface.new_socket(name=socket, in_out='INPUT', socket_type=kind)
+    group.interface.new_socket(name="Geometry", in_out='OUTPUT', socket_type='NodeSocketGeometry')
+    return group, group.nodes.new('NodeGroupInput'), group.nodes.new('NodeGroupOutput')
+
+
+def node_group():
+    """The shared Geometry Nodes group: Set Position from the named attribute, where it exists."""
+    group = bpy.data.node_groups.get(NODE_GROUP)
+    if group is not None:
+        return group
+    group, gin, gout = _new_group(NODE_GROUP)
+    nodes, links = group.nodes, group.links
+    attr = nodes.new('GeometryNodeInputNamedAttribute')
+    attr.data_type = 'FLOAT_VECTOR'
+    attr.inputs["Name"].default_value = ATTRIBUTE
+    setpos = nodes.new('GeometryNodeSetPosition')
+    links.new(gin.outputs[0], setpos.inputs["Geometry"])
+    links.new(attr.outputs["Attribute"], setpos.inputs["Position"])
+    links.new(attr.outputs["Exists"], setpos.inputs["Selection"])
+    links.new(setpos.outputs["Geometry"], gout.inputs[0])
+    return group
+
+
+def linked_node_group():
+    """The node group of linked meshes: Set Position from the points of the object in its "Positions" input, by
+    index, where that object has as many points as the mesh."""
+    group = bpy.data.node_groups.get(LINKED_NODE_GROUP)
+    if group is not None and group.library is None:
+        return group
+    group, gin, gout = _new_group(LINKED_NODE_GROUP, ("Positions", 'NodeSocketObject'))
+    nodes, links = group.nodes, group.links
+    info = nodes.new('GeometryNodeObjectInfo')
+    info.transform_space = 'ORIGINAL'  # the helper's own coordinates: the mesh's local space
+    sample = nodes.new('GeometryNodeSampleIndex')
+    sample.data_type, sample.domain = 'FLOAT_VECTOR', 'POINT'
+    position = nodes.new('GeometryNodeInputPosition')
+    index = nodes.new('GeometryNodeInputIndex')
+    count_in, count_ours = nodes.new('GeometryNodeAttributeDomainSize'), nodes.new('GeometryNodeAttributeDomainSize')
+    same = nodes.new('FunctionNodeCompare')
+    same.data_type, same.operation = 'INT', 'EQUAL'
+    setpos = nodes.new('GeometryNodeSetPosition')
+    links.new(gin.outputs["Positions"], info.inputs["Object"])
+    links.new(info.outputs["Geometry"], sample.inputs["Geometry"])
+    links.new(position.outputs[0], sample.inputs[1])
+    links.new(index.outputs[0], sample.inputs["Index"])
+    links.new(gin.outputs["Geometry"], count_in.inputs[0])
+    links.new(info.outputs["Geometry"], count_ours.inputs[0])
+    links.new(count_in.outputs["Point Count"], same.inputs[2])
+    links.new(count_ours.outputs["Point Count"], same.inputs[3])
+    links.new(gin.outputs["Geometry"], setpos.inputs["Geometry"])
+    links.new(sample.outputs[0], setpos.inputs["Position"])
+    links.new(same.outputs[0], setpos.inputs["Selection"])
+    links.new(setpos.outputs["Geometry"], gout.inputs[0])
+    return group
+
+
+def is_linked(mesh_obj) -> bool:
+    """The mesh data comes from a library (linked, or a library override): its attributes cannot be written."""
+    data = mesh_obj.data
+    return data.library is not None or data.override_library is not None
+
+
+def live_modifier_name(mesh_obj) -> str:
+    return LINKED_MODIFIER if is_linked(mesh_obj) else MODIFIER
+
+
+def _helper_name(mesh_obj) -> str:
+    return f"{HELPER_PREFIX}{mesh_obj.name}"
+
+
+def install(mesh_obj) -> None:
+    """Add (or find) the Geometry Nodes modifier after the Armature modifier and switch the effect on.
+
+    A linked mesh (a character linked into a shot and made a library override) cannot take the attribute: it gets a
+    local modifier at the end of its stack (an override cannot put local modifiers before linked ones) reading the
+    positions from a local helper object, a loose point mesh in no scene (``HELPER_PREFIX`` + the object's name)."""
+    if is_linked(mesh_obj):
+        _install_linked(mesh_obj)
+    else:
+        mod = mesh_obj.modifiers.get(MODIFIER)
+        if mod is None:
+            mod = mesh_obj.modifiers.new(MODIFIER, 'NODES')
+            mod.node_group = node_group()
+            arm_index = next((k for k, m in enumerate(mesh_obj.modifiers) if m.type == 'ARMATURE'), None)
+            if arm_index is not None:
+                with bpy.context.temp_override(object=mesh_obj):
+                    bpy.ops.object.modifier_move_to_index(modifier=mod.name, index=arm_index + 1)
+    set_active(mesh_obj, True)
+
+
+def _install_linked(mesh_obj) -> None:
+    name = _helper_name(mesh_obj)
+    helper = bpy.data.objects.get(name)
+    if helper is None or helper.type != 'MESH' or helper.library is not None:
+        helper = bpy.data.objects.new(name, bpy.data.meshes.new(name))
+    count = len(mesh_obj.data.vertices)
+    if len(helper.data.vertices) != count:
+        helper.data.clear_geometry()
+        helper.data.vertices.add(count)
+    mod = mesh_obj.modifiers.get(LINKED_MODIFIER)
+    if mod is None:
+        mod = mesh_obj.modifiers.new(LINKED_MODIFIER, 'NODES')
+    group = linked_node_group()
+    if mod.node_group != group:
+        mod.node_group = group
+    mod[group.interface.items_tree["Positions"].identifier] = helper
+
+
+def check_linked_stack(mesh_obj) -> None:
+    """``ValueError`` if a linked mesh's stack has a modifier of its own after the Armature modifier (a Subdivision,
+    say): Implicit Skinning would come after it, on other vertices, and an override cannot move it before."""
+    after = False
+    for m in mesh_obj.modifiers:
+        if m.type == 'ARMATURE':
+            after = True
+        elif after and m.name not in (MODIFIER, LINKED_MODIFIER, CACHE_MODIFIER) and (m.show_viewport
+                                                                                      or m.show_render):
+            raise ValueError(f"{mesh_obj.name} is linked and its library's stack has '{m.name}' after the Armature "
+                             f"modifier: a library override cannot put Implicit Skinning before it. Turn '{m.name}' "
+                             f"off in this shot, or make the mesh data local (Object > Relations > Make Local).")
+
+
+def set_active(mesh_obj, on: bool) -> None:
+    """Implicit Skinning on (the live modifier, or the Mesh Cache of a bake) and the Armature modifier off, or only
+    the Armature modifier on. A linked mesh's attribute modifier (from its library) never shows: its attribute is
+    the library's, frozen."""
+    baked = on and mesh_obj.implicit_skin.baked and mesh_obj.modifiers.get(CACHE_MODIFIER) is not None
+    live = live_modifier_name(mesh_obj)
+    for m in mesh_obj.modifiers:
+        if m.type == 'ARMATURE':
+            show = not on
+        elif m.name in (MODIFIER, LINKED_MODIFIER):
+            show = on and not baked and m.name == live
+        elif m.name == CACHE_MODIFIER:
+            show = baked
+        else:
+            continue
+        if m.show_viewport != show or m.show_render != show:
+            m.show_viewport = m.show_render = show
+
+
+def uninstall(mesh_obj) -> None:
+    """Give back the plain Armature result: hide our modifier, turn the Armature modifier back on."""
+    set_active(mesh_obj, False)
+
+
+def write_positions(mesh_obj, positions, bound) -> bool:
+    """Write ``positions (V, 3)`` [m, armature space] for the live modifier to show: into the ``ATTRIBUTE`` point
+    attribute of the mesh, or the helper object's points for a linked mesh; ``bound.last_local`` keeps them
+    ``(V, 3)`` float32 in the mesh's local space. Returns True if the mesh's own data was written (not linked)."""
+    linked = is_linked(mesh_obj)
+    if linked:
+        helper = bpy.data.objects.get(_helper_name(mesh_obj))
+        if helper is None or len(helper.data.vertices) != len(positions) \
+                or mesh_obj.modifiers.get(LINKED_MODIFIER) is None:
+            _install_linked(mesh_obj)
+            helper = bpy.data.objects[_helper_name(mesh_obj)]
+    else:
+        mesh = mesh_obj.data
+        attr = mesh.attributes.get(ATTRIBUTE)
+        if attr is None or attr.data_type != 'FLOAT_VECTOR' or attr.domain != 'POINT':
+            if attr is not None:
+                mesh.attributes.remove(attr)
+            attr = mesh.attributes.new(ATTRIBUTE, 'FLOAT_VECTOR', 'POINT')
+    if np.array_equal(bound.to_mesh, _IDENTITY):  # mesh and armature share their world transform (usual rig)
+        np.copyto(bound.last_local, positions)
+    else:
+        local = positions @ bound.to_mesh[:3, :3].T
+        local += bound.to_mesh[:3, 3]
+        np.copyto(bound.last_local, local)
+    if linked:
+        helper.data.vertices.foreach_set("co", bound.last_local.ravel())
+        helper.data.update()
+    else:
+        attr.data.foreach_set("vector", bound.last_local.ravel())
+        mesh.update()
+    return not linked
