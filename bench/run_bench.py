@@ -1,4 +1,5 @@
 """Run every benchmark (``bench_*.py``), write ``out/bench/<name>.json`` and ``out/bench/report.md``, print tables.
+``bench/measured.py`` then writes the README's *Measured* table from the JSON.
 
 Numbers are medians of repeated runs on a shared machine; compare ratios measured in the same run, not absolute
 times across runs. Nothing here asserts a time.
@@ -39,7 +40,7 @@ def main(argv=None) -> int:
         sections.append(f"## {result['title']}\n\n{result['table']}\n")
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "report.md").write_text("\n".join(sections))
-    print(f"report: {(OUT / 'report.md').relative_to(OUT.parents[1])}")
+    print(f"report: {(OUT / 'report.md').relative_to(OUT.parents[1])}; the README's table: python bench/measured.py")
     return 0
 
 
