@@ -29,14 +29,14 @@ TARGET_MS = 3.0
 
 def skeleton():
     """14 bones (head, tail) [m] of a standing 1.8 m figure and a nominal limb radius per bone [m]
-    (``core/scenes.body_skeleton``)."""
+    (``scenes/paper.body_skeleton``)."""
     from implicit_muscles.scenes.paper import body_skeleton
     names, heads, tails, _, limb = body_skeleton()
     return names, heads, tails, limb
 
 
 def full_body_muscles(particles=30):
-    """50 muscles around the bones with their collision groups and owner bones (``core/scenes.body_muscles``)."""
+    """50 muscles around the bones with their collision groups and owner bones (``scenes/paper.body_muscles``)."""
     from implicit_muscles.scenes.paper import body_muscles
     return body_muscles(particles)
 

@@ -89,10 +89,13 @@ def describe(mesh_obj, armature) -> SceneDescription:
 
 
 def build(scene: SceneDescription):
-    """The ``core.character.MuscledCharacter`` of a scene description."""
+    """The ``core.character.MuscledCharacter`` of a scene description (which stays as it was: the character
+    settles copies of its muscles)."""
+    import copy
+
     from ..core.character import MuscledCharacter
 
-    return MuscledCharacter(scene.rig, list(scene.muscles), scene.origin_bones, scene.insertion_bones,
+    return MuscledCharacter(scene.rig, copy.deepcopy(list(scene.muscles)), scene.origin_bones, scene.insertion_bones,
                             scene.skin_bones, skin=scene.skin, tracking=scene.tracking,
                             settled_rest=scene.settled_rest)
 

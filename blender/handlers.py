@@ -8,12 +8,15 @@
   (``rig.follow_renames``); an edited mesh or armature has its bind's staleness checked again (``runtime``).
 * ``load_pre`` forgets the session's binds (they are keyed by object name); ``load_post`` switches a file's live
   meshes back on and evaluates the current frame, which binds them again.
+* ``undo_post``, ``redo_post``: every bound mesh's staleness is checked again.
 * ``save_pre`` stores live meshes showing the plain Armature result, so a file opened without the add-on plays its
   Armature modifier, never a frozen frame; ``save_post`` switches them back on. Baked meshes keep their Mesh Cache.
 
 A baked mesh plays its Mesh Cache modifier and is not evaluated here (``blender/bake.py``).
 """
 from __future__ import annotations
+
+import sys
 
 import bpy
 from bpy.app.handlers import persistent
@@ -24,6 +27,15 @@ from . import animation, modifiers, playback, rig, runtime
 def _bound_meshes(scene) -> list:
     """The scene's meshes bound in this session."""
     return [obj for obj in scene.objects if obj.type == 'MESH' and runtime.bound(obj) is not None]
+
+
+def _check_staleness(check, obj) -> None:
+    """Run one staleness check (``runtime.on_mesh_changed``, ``on_armature_changed`` or ``stale_reason``) on ``obj``;
+    a handler never raises, so a failure is printed once and the panel keeps its last sentence."""
+    try:
+        check(obj)
+    except Exception as ex:  # noqa: BLE001 - e.g. an armature deleted while the update was in flight
+        print(f"Implicit Muscles: could not check {obj.name}'s bind against the scene: {ex}", file=sys.stderr)
 
 
 @persistent
@@ -65,10 +77,10 @@ def on_depsgraph_update(scene, depsgraph):
             if bound.own_write:
                 bound.own_write = False
             else:
-                runtime.on_mesh_changed(obj)
+                _check_staleness(runtime.on_mesh_changed, obj)
         data = getattr(armature, "data", None)
         if armature is not None and (armature.name_full in posed or getattr(data, "name_full", None) in armatures):
-            runtime.on_armature_changed(obj)
+            _check_staleness(runtime.on_armature_changed, obj)
     if not posed and not actions:
         return
     for obj in playback.live_meshes(scene):
@@ -100,8 +112,17 @@ def on_load_post(*_):
     for obj in playback.live_meshes(scene):
         if obj.implicit_skin.bound:
             playback.evaluate_safely(obj, scene, depsgraph)
+
+
+@persistent
+def on_undo_redo(*_):
+    """An undo or redo may give back an older mesh or armature without a depsgraph update naming it: check every
+    bound mesh's staleness again."""
+    scene = bpy.context.scene
+    if scene is None:
+        return
     for obj in _bound_meshes(scene):
-        runtime.stale_reason(obj)
+        _check_staleness(runtime.stale_reason, obj)
 
 
 @persistent
@@ -122,7 +143,7 @@ def on_save_post(*_):
 
 _HANDLERS = (("frame_change_post", on_frame_change), ("depsgraph_update_post", on_depsgraph_update),
              ("load_pre", on_load_pre), ("load_post", on_load_post), ("save_pre", on_save_pre),
-             ("save_post", on_save_post))
+             ("save_post", on_save_post), ("undo_post", on_undo_redo), ("redo_post", on_undo_redo))
 
 
 def register():

@@ -49,7 +49,7 @@ KEEP_INSIDE_ISO = 0.4
 
 class MuscledCharacter:
     """See the module docstring. ``rig``: an object with vertices, faces, weights, heads, tails, parents, names
-    (``core/scenes.Rig``); ``muscles``: :class:`core.muscle.primitive.FusiformMuscle` at rest, or none at all (Implicit
+    (``core.rig.Rig``); ``muscles``: :class:`core.muscle.primitive.FusiformMuscle` at rest, or none at all (Implicit
     Skinning alone: a mesh of the character that no muscle lies on, e.g. the head; the state is then empty)."""
 
     def __init__(self, rig, muscles, origin_bones, insertion_bones, skin_bones, pbd: PBDSettings | None = None,

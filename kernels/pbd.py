@@ -58,7 +58,7 @@ from numba import njit, prange
 from .axis import _one_axis, arc_length, chord_distance
 from .fusiform import _box_distance2, _field_one, _monomial, set_width, volume_width
 from .grid import sample_trilinear
-from .constants import (JIT_FAST, SCALAR_C0, SCALAR_C1, SCALAR_REACH, SCALAR_WIDTH, STATUS_OK,
+from .constants import (JIT_FAST, MIN_DISTANCE, SCALAR_C0, SCALAR_C1, SCALAR_REACH, SCALAR_WIDTH, STATUS_OK,
                         STATUS_ZERO_LENGTH)
 
 
@@ -129,8 +129,6 @@ class PBDScratch(NamedTuple):
     status: np.ndarray     # (M,) int64 axis geometry status (non-zero stops that block)
     bad_count: np.ndarray  # (M,) int64 non-finite coordinates after the frame's last substep
 
-
-MIN_DISTANCE = 1e-12
 
 
 @njit(**JIT_FAST)

@@ -19,7 +19,7 @@ from numba import njit, prange
 
 from .axis import arc_length
 from .fusiform import _monomial, volume_width
-from .constants import (JIT, SCALAR_C0, SCALAR_C1, SCALAR_COUNT, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT,
+from .constants import (JIT, SCALAR_C0, SCALAR_C1, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT,
                         SCALAR_U, SCALAR_V, SCALAR_WIDTH)
 
 

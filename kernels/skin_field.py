@@ -24,7 +24,7 @@ from .axis import chord_distance
 from .blend import contact, controller, max_union, table_union
 from .fusiform import _box_distance2, _compact, _field_one
 from .part_grid import sample_part_world
-from .constants import JIT_FAST, NODE_CLEAN, NODE_CONTACT, NODE_MAX, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
+from .constants import JIT_FAST, NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
 
 
 CHUNK = 64

@@ -23,7 +23,8 @@ def kernel_fingerprint(length: int = 12) -> str:
 
 
 def warm_up() -> dict:
-    """Compile (or load from the cache) every kernel. Returns ``{compiled, seconds, message, cache_dir}``."""
+    """Compile (or load from the cache) the muscle field kernel. Returns ``{compiled, seconds, message,
+    cache_dir}``."""
     import numba
     import numpy as np
 

@@ -31,8 +31,9 @@ def muscle_inputs(activation=None, stiffness=None, width_scale=None, eccentricit
     """This frame's :class:`MuscleInputs`.
 
     ``eccentricity`` is taken as given; without it and with ``eccentricity_rest`` and ``eccentricity_active``
-    ``(M,)``, it is their mix ``e = (1-a) e_rest + a e_active`` (paper §5.2, ``core.muscle.primitive.eccentricity_at``) by the
-    activation, or by ``default_activation (M,)`` where no activation is given. Arrays are ``(M,)`` or scalars.
+    ``(M,)``, it is their mix ``e = (1-a) e_rest + a e_active`` (paper §5.2,
+    ``core.muscle.primitive.eccentricity_at``) by the activation, or by ``default_activation (M,)`` where no
+    activation is given. Arrays are ``(M,)`` or scalars.
     """
     if eccentricity is None and eccentricity_rest is not None and eccentricity_active is not None:
         a = default_activation if activation is None else activation
@@ -44,7 +45,8 @@ def muscle_inputs(activation=None, stiffness=None, width_scale=None, eccentricit
 
 @dataclass
 class PBDControl:
-    """One frame's inputs to :meth:`core.pbd.solver.PBDSolver.step`. Arrays of ``None`` keep the model's rest values.
+    """One frame's inputs to :meth:`core.pbd.solver.PBDSolver.step`. ``None`` keeps the model's rest value (kinematic
+    fields) or the solver's default (animated values: activation 0, stiffness 0.5, width scale 1, eccentricity 0).
 
     endpoints: (M, 2, 3) [m]     origin and insertion of each muscle (they follow their bones)
     normals: (M, 2, 3)           cross-section orientation at each end (rotates with the bones)

@@ -12,7 +12,6 @@ import numpy as np
 
 from .. import validation
 from ..muscle import profile as _profile
-from ...kernels.pbd import PBDModelArrays
 from .distance_grid import DistanceGrid
 from .settings import PBDSettings
 
@@ -87,13 +86,15 @@ class PBDModel:
     rest_normals: np.ndarray
     rest_capsules: np.ndarray
     mass: np.ndarray
-    arrays: PBDModelArrays = field(init=False, repr=False, compare=False)
+    arrays: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         f64, i64 = np.float64, np.int64
 
         def c(a, dtype):
             return np.ascontiguousarray(a, dtype=dtype)
+
+        from ...kernels.pbd import PBDModelArrays  # numba: loaded on first use, after the host set its cache
 
         object.__setattr__(self, "arrays", PBDModelArrays(
             axis_start=c(self.axis_start, i64), inv_mass=c(self.inv_mass, f64), w_ref=c(self.w_ref, f64),

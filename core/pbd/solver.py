@@ -18,7 +18,6 @@ import numpy as np
 from .. import validation
 from ..muscle.batch import profile_tables
 from ..validation import ECCENTRICITY_MAX, FLOAT32_SLACK
-from ...kernels.pbd import PBDFrame, PBDParams, PBDScratch
 from .control import PBDControl
 from .model import PBDModel
 from .state import PBDState
@@ -46,6 +45,8 @@ class PBDSolver:
     """
 
     def __init__(self, model: PBDModel):
+        from ...kernels.pbd import PBDScratch  # numba: loaded on first use, after the host set its cache
+
         self.model = model
         P, M = model.particle_count, model.muscle_count
         self.scratch = PBDScratch(x_prev=np.zeros((P, 3)), lam=np.zeros(P), length=np.zeros(M),
@@ -108,8 +109,10 @@ class PBDSolver:
             grid_inverse = np.zeros((0, 3, 4))
         return FrameInputs(activation, stiffness, width_scale, eccentricity, ends, normals, caps, grid_inverse)
 
-    def params(self, dt: float) -> PBDParams:
-        """The kernel's scalar settings for substeps of ``dt`` [s]."""
+    def params(self, dt: float):
+        """The kernel's scalar settings for substeps of ``dt`` [s] (``kernels.pbd.PBDParams``)."""
+        from ...kernels.pbd import PBDParams
+
         s = self.model.settings
         return PBDParams(n_sub=int(s.substeps), dt=float(dt), dt_ref=float(s.reference_dt), xpbd=bool(s.xpbd),
                          iterations=int(s.iterations), reference_iterations=int(s.reference_iterations),
@@ -117,8 +120,11 @@ class PBDSolver:
                          tendon_stiffness=float(s.tendon_stiffness))
 
     @staticmethod
-    def frame(state_in: PBDState, inputs: FrameInputs) -> PBDFrame:
-        """The kernel's frame struct: ``inputs`` and the kinematic targets of ``state_in`` (the previous frame)."""
+    def frame(state_in: PBDState, inputs: FrameInputs):
+        """The kernel's frame struct (``kernels.pbd.PBDFrame``): ``inputs`` and the kinematic targets of
+        ``state_in`` (the previous frame)."""
+        from ...kernels.pbd import PBDFrame
+
         return PBDFrame(belly_stiffness=inputs.stiffness, width_scale=inputs.width_scale,
                         end_prev=state_in.endpoints, end_cur=inputs.endpoints, normal_prev=state_in.normals,
                         normal_cur=inputs.normals, cap_prev=state_in.capsules, cap_cur=inputs.capsules,

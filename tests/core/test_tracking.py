@@ -230,7 +230,7 @@ def test_elbow_contact_with_the_muscles(character, angle, record_property):
 
 def _past_contact(deformer, positions):
     """How far [m] each vertex that has passed a contact surface lies past it, to first order
-    ``(f_other - f_own) / |grad f_own - grad f_other|`` (``core/tracking.beyond_contact_reference``)."""
+    ``(f_other - f_own) / |grad f_own - grad f_other|`` (``core/skin/tracking.beyond_contact_reference``)."""
     values, grads = (np.asarray(a) for a in deformer.placement.leaf_reference(positions))
     cos_land = np.cos(np.radians(deformer.settings.landing_angle))
     other = beyond_contact_reference(values, grads, deformer.own_part, cos_land)
