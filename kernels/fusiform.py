@@ -170,15 +170,22 @@ def _project(qx, qy, qz, P, L, t, S, l, start, end, reparam, cut):
     return s_j, 0.0, 0.0, 0.0
 
 
-@njit(**JIT_FAST_LIBM)
+@njit(inline="always", **JIT_FAST_LIBM)
 def _field_one(qx, qy, qz, m, mu, reparam, cut):
     """``f_M`` and its gradient for muscle ``m`` of ``mu`` (:class:`MuscleArrays`) at ``q``: ``(f, gx, gy, gz)``.
 
     If ``q`` is farther than ``cut`` [m] from the axis, returns ``(inf, 0, 0, 0)`` without the rest of the work
-    (pass ``inf`` for the exact field everywhere).
+    (pass ``inf`` for the exact field everywhere). Inlined: it hands the struct's arrays to :func:`_field_arrays`
+    as separate arguments, which the compiled call takes in registers instead of copying the struct.
     """
-    axis_start, P, S, T, N = mu.axis_start, mu.axis_points, mu.axis_cumulative, mu.axis_tangent, mu.axis_normal
-    t, L, A, scal, expo = mu.seg_tangent, mu.seg_length, mu.seg_angle, mu.muscle_scalar, mu.muscle_exponent
+    return _field_arrays(qx, qy, qz, m, mu.axis_start, mu.axis_points, mu.axis_cumulative, mu.axis_tangent,
+                         mu.axis_normal, mu.seg_tangent, mu.seg_length, mu.seg_angle, mu.muscle_scalar,
+                         mu.muscle_exponent, reparam, cut)
+
+
+@njit(**JIT_FAST_LIBM)
+def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, reparam, cut):
+    """:func:`_field_one` on the arrays of a :class:`MuscleArrays`."""
     start = axis_start[m]
     end = axis_start[m + 1]
     l = scal[m, SCALAR_LENGTH]
@@ -361,7 +368,7 @@ def _box_distance2(qx, qy, qz, box):
     return dx * dx + dy * dy + dz * dz
 
 
-@njit(parallel=True, **JIT_FAST_LIBM)
+@njit(**JIT_FAST_LIBM)
 def muscle_field(queries, mu, compact, reparam, out_values, out_grads):
     """Field value and gradient of every muscle of ``mu`` (:class:`MuscleArrays`) at every query point.
 
@@ -370,7 +377,17 @@ def muscle_field(queries, mu, compact, reparam, out_values, out_grads):
     Algorithm 1 (``False``: plain orthogonal projection, for comparison only).
     out_values: (Q, M) float64, out_grads: (Q, M, 3) float64.
     """
-    muscle_scalar, muscle_bounds = mu.muscle_scalar, mu.muscle_bounds
+    _muscle_field(queries, mu.axis_start, mu.axis_points, mu.axis_cumulative, mu.axis_tangent, mu.axis_normal,
+                  mu.seg_tangent, mu.seg_length, mu.seg_angle, mu.muscle_scalar, mu.muscle_exponent, mu.muscle_bounds,
+                  compact, reparam, out_values, out_grads)
+
+
+@njit(parallel=True, **JIT_FAST_LIBM)
+def _muscle_field(queries, axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent,
+                  seg_length, seg_angle, muscle_scalar, muscle_exponent, muscle_bounds, compact, reparam,
+                  out_values, out_grads):
+    """:func:`muscle_field` on the arrays of a :class:`MuscleArrays`: a parallel loop reads separate arrays
+    faster than the fields of a struct captured by the loop."""
     n_muscles = muscle_scalar.shape[0]
     for i in prange(queries.shape[0]):
         qx = queries[i, 0]
@@ -385,7 +402,9 @@ def muscle_field(queries, mu, compact, reparam, out_values, out_grads):
                     out_grads[i, m, 1] = 0.0
                     out_grads[i, m, 2] = 0.0
                     continue
-            f, gx, gy, gz = _field_one(qx, qy, qz, m, mu, reparam, np.inf)
+            f, gx, gy, gz = _field_arrays(qx, qy, qz, m, axis_start, axis_points, axis_cumulative,
+                                          axis_tangent, axis_normal, seg_tangent, seg_length, seg_angle,
+                                          muscle_scalar, muscle_exponent, reparam, np.inf)
             if compact:
                 f, gx, gy, gz = _compact(f, gx, gy, gz, muscle_scalar[m, SCALAR_SUPPORT])
             out_values[i, m] = f
