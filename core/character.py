@@ -203,11 +203,6 @@ class MuscledCharacter:
         return PBDControl.of(inputs, endpoints=np.stack([o, i], axis=1), normals=np.stack([n0, n1], axis=1),
                              capsules=caps)
 
-    def muscle_controls(self, B, activation=None, stiffness=None, width_scale=None,
-                        eccentricity=None) -> PBDControl:
-        """:meth:`control` of :meth:`inputs` of the separate animated values."""
-        return self.control(B, self.inputs(activation, stiffness, width_scale, eccentricity))
-
     def step_muscles(self, bone_transforms, activation=None, stiffness=None, width_scale=None,
                      dt: float = 1.0 / 24.0, eccentricity=None, inputs: MuscleInputs | None = None) -> None:
         """One frame of the muscles' PBD only (what :meth:`frame` does before the skin): for a host that

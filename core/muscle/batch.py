@@ -91,11 +91,6 @@ class MuscleBatch:
     def muscle_count(self) -> int:
         return self.arrays.muscle_scalar.shape[0]
 
-    @property
-    def lengths(self) -> np.ndarray:
-        """``(M,)`` current axis arc lengths [m] (the same array as :attr:`length`)."""
-        return self.length
-
     def update(self, points, end_normals, activation, eccentricity, width_scale) -> None:
         """Refresh every derived array from the muscles' current state (two numba kernels, no Python loop).
 

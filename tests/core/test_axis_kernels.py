@@ -50,7 +50,7 @@ def test_axis_kernel_matches_reference():
         np.testing.assert_allclose(batch.seg_length[a:b - 1], ref.seg_length, atol=GEOMETRY_TOL)
         np.testing.assert_allclose(batch.seg_tangent[a:b - 1], ref.seg_tangent, atol=GEOMETRY_TOL)
         np.testing.assert_allclose(batch.seg_angle[a:b - 1], ref.seg_angle, atol=1e-7)  # acos near 0
-        assert batch.lengths[m] == pytest.approx(ref.length, abs=GEOMETRY_TOL)
+        assert batch.length[m] == pytest.approx(ref.length, abs=GEOMETRY_TOL)
         # control normals are unit and orthogonal to the vertex tangents
         np.testing.assert_allclose(np.linalg.norm(ref.normals, axis=1), 1.0, atol=1e-12)
         np.testing.assert_allclose(np.einsum("ij,ij->i", ref.normals, ref.tangents), 0.0, atol=1e-12)

@@ -349,7 +349,7 @@ def test_widths_and_normals_follow_the_axis_after_a_step():
         solver.step(state, nxt, PBDControl(endpoints=ends), 1 / 24)
         state, nxt = nxt, state
     length = np.linalg.norm(np.diff(state.x, axis=0), axis=1).sum()
-    assert state.muscles.lengths[0] == pytest.approx(length, rel=1e-12)
+    assert state.muscles.length[0] == pytest.approx(length, rel=1e-12)
     m = FusiformMuscle((0, 0, 0), (0, 0, LENGTH), width=WIDTH)
     assert state.muscles.muscle_scalar[0, 3] == pytest.approx(np.sqrt(m.volume / (np.pi * length)), rel=1e-12)
     np.testing.assert_array_equal(state.muscles.axis_points, state.x)

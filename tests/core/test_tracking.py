@@ -377,10 +377,10 @@ def test_a_flat_active_biceps_changes_the_skin_where_a_round_one_does_not(charac
     flat = MuscledCharacter(scenes.arm_rig(), muscles, origin, insertion, skin_bones)
     B = scenes.arm_pose(60.0)
     for a, e in ((0.0, 0.0), (0.5, 0.4), (1.0, 0.8)):
-        control = flat.muscle_controls(B, activation=[a, 0.0, 0.0, 0.0])
+        control = flat.control(B, flat.inputs(activation=[a, 0.0, 0.0, 0.0]))
         np.testing.assert_allclose(control.eccentricity, [e, 0.0, 0.0, 0.0], atol=1e-15)
-    np.testing.assert_allclose(flat.muscle_controls(B, activation=[1.0, 0, 0, 0], eccentricity=[0.3, 0, 0, 0])
-                               .eccentricity, [0.3, 0, 0, 0])
+    np.testing.assert_allclose(flat.control(B, flat.inputs(activation=[1.0, 0, 0, 0],
+                                                           eccentricity=[0.3, 0, 0, 0])).eccentricity, [0.3, 0, 0, 0])
     out = {}
     for name, ch in (("round", character), ("flat", flat)):
         ch.reset()
