@@ -3,7 +3,7 @@
 #   make venv       project-local environments: .venv/b50 (Blender 5.0) and .venv/b42 (Blender 4.2 LTS)
 #   make wheels     download the numba + llvmlite wheels listed in blender_manifest.toml into wheels/
 #   make extension  build the per-platform extension zips into dist/
-#   make character  fetch the real test character (pinned Debian packages) and convert it to glTF
+#   make character  fetch the real test characters (pinned Debian packages), convert them to glTF, rig the human
 #   make test       all of the above, then the test suite with Blender 5.0 and with Blender 4.2
 #   make demo       run the demo (demo/run_demo.py) with Blender 5.0
 #   make bench      run the benchmarks (bench/run_bench.py) with Blender 5.0, pypbd beside them
@@ -41,10 +41,13 @@ wheels:
 extension: $(B50_STAMP) wheels
 	$(B50)/bin/python tools/build_extension.py
 
-# A real rigged character nobody here made (BCN_Epileptic from Debian's assimp-testmodels), pinned by version and
-# checksum; instant once .cache/character holds it (tools/fetch_character.py).
-character:
+# Real characters from Debian's assimp-testmodels, pinned by version and checksum (tools/fetch_character.py): the
+# rigged BCN_Epileptic, and a dense MakeHuman body with three motion captures, which tools/rig_human.py rigs,
+# weights and animates with Blender 5.0 into .cache/character/human_rigged.glb. Each step is instant once
+# .cache/character holds its output and the stamp of what made it.
+character: $(B50_STAMP)
 	$(PYTHON) tools/fetch_character.py
+	$(B50)/bin/python tools/rig_human.py
 
 # Both suites always run and the target fails if either fails. They run side by side (2 cores; numba compiles on
 # one): Blender 5.0's output streams live, Blender 4.2's is kept in .venv/b42/pytest.log and printed afterwards.

@@ -1,9 +1,17 @@
-"""Fetch a real rigged character from Debian's packages and convert it to glTF 2 for the tests and benchmarks.
+"""Fetch real character data from Debian's packages and convert it to glTF 2 for the tests and benchmarks.
 
-The character is ``BCN_Epileptic.X`` from Assimp's test models (package ``assimp-testmodels``): a skinned human,
-three meshes (torso, head, legs) on one 54-bone skeleton, in metres. Blender has no DirectX .x importer, so the
-``assimp`` command-line tool (package ``assimp-utils``) converts it to a binary glTF 2 file, which Blender's
-bundled glTF importer reads (``tests/characters.py``).
+From Assimp's test models (package ``assimp-testmodels``) it takes:
+
+* ``BCN_Epileptic.X``: a skinned human, three meshes (torso, head, legs) on one 54-bone skeleton, in metres.
+  Blender has no DirectX .x importer, so the ``assimp`` command-line tool (package ``assimp-utils``) converts it
+  to a binary glTF 2 file, which Blender's bundled glTF importer reads (``tests/characters.py``);
+* ``Collada/human.zae``: a MakeHuman body (13,380 positions, closed, 1.66 m, A-pose) and its eyes, no skeleton.
+  Blender 5.0 has no Collada importer, so assimp converts it too, to ``human.glb`` (unrigged);
+* three motion captures, copied as they are into ``captures/``: ``01_01.bvh`` and ``01_03.bvh`` (CMU, 120 fps)
+  and ``Boxing_Toes.bvh`` (100 fps).
+
+``tools/rig_human.py`` then rigs, weights and animates the body with those captures (``make character`` runs
+both).
 
 Every package is pinned by Debian version and SHA-256 (``PACKAGES`` below). The script:
 
@@ -12,14 +20,17 @@ Every package is pinned by Debian version and SHA-256 (``PACKAGES`` below). The 
    ``apt-get update`` runs once and the download is retried),
 2. checks every .deb against its pinned SHA-256 (a mismatch deletes nothing and stops with exit code 2),
 3. unpacks them with ``dpkg-deb -x`` into ``.cache/character/root/``,
-4. runs the unpacked ``assimp export BCN_Epileptic.X`` with ``LD_LIBRARY_PATH`` pointing at the unpacked
-   libraries (libassimp5 and its dependencies libdraco7 and libminizip1, none of which the machine image has),
-5. writes ``.cache/character/bcn_epileptic.glb`` (atomically) and prints its path.
+4. runs the unpacked ``assimp export BCN_Epileptic.X`` and ``assimp export human.zae`` (no other flags) with
+   ``LD_LIBRARY_PATH`` pointing at the unpacked libraries (libassimp5 and its dependencies libdraco7 and
+   libminizip1, none of which the machine image has),
+5. writes ``.cache/character/bcn_epileptic.glb`` and ``.cache/character/human.glb``, copies the captures into
+   ``.cache/character/captures/`` (each file atomically) and prints the paths.
 
-It is idempotent: a later run finds the .glb and the stamp of the pins that made it, and only prints the path;
-the network is needed only while a .deb is missing. ``--force`` converts again from the cached .debs. The pins
-are Debian 12 (bookworm) amd64 packages; ``assimp``'s .glb output differs by a few bytes from run to run, so the
-output is not pinned (``tests/core/test_character_data.py`` checks what it holds).
+It is idempotent: a later run finds the outputs and the stamps of the pins that made them
+(``bcn_epileptic.stamp.json``, ``human.stamp.json``), and only prints the paths; only a stale output is made
+again, and the network is needed only while a .deb is missing. ``--force`` makes everything again from the cached
+.debs. The pins are Debian 12 (bookworm) amd64 packages; ``assimp``'s .glb output differs by a few bytes from run
+to run, so the outputs are not pinned (``tests/core/test_character_data.py`` checks what they hold).
 
 Usage: python3 tools/fetch_character.py [--force]     (standard library only; exit code 2 on a problem to fix)
 """
@@ -43,6 +54,13 @@ OUTPUT = CACHE / "bcn_epileptic.glb"
 STAMP = CACHE / "bcn_epileptic.stamp.json"
 
 SOURCE_MODEL = "usr/share/assimp/models/X/BCN_Epileptic.X"
+HUMAN_MODEL = "usr/share/assimp/models/Collada/human.zae"
+HUMAN_OUTPUT = CACHE / "human.glb"
+HUMAN_STAMP = CACHE / "human.stamp.json"
+CAPTURE_SOURCE = "usr/share/assimp/models/BVH"
+CAPTURES = ("01_01.bvh", "01_03.bvh", "Boxing_Toes.bvh")
+"""Motion captures copied into CAPTURE_DIR: CMU subject 1 (jumps; climbing), 120 fps; boxing, 100 fps."""
+CAPTURE_DIR = CACHE / "captures"
 ASSIMP = "usr/bin/assimp"
 LIB_DIR = "usr/lib/x86_64-linux-gnu"
 
@@ -59,6 +77,8 @@ dependencies (libc6, libstdc++6, libgcc-s1, zlib1g) are part of every Debian sys
 
 CONVERT_COMMAND = ("assimp", "export", "BCN_Epileptic.X", "bcn_epileptic.glb")
 """What the stamp records as the conversion (the output name's extension picks assimp's glb2 exporter)."""
+HUMAN_CONVERT_COMMAND = ("assimp", "export", "human.zae", "human.glb")
+"""The human's conversion; no flags (``-jiv -tri`` would leave the body unindexed, 80k vertices)."""
 
 NETWORK_HINTS = ("Temporary failure resolving", "Could not resolve", "Failed to fetch", "Could not connect",
                  "Connection failed", "Connection timed out", "Network is unreachable", "No route to host")
@@ -88,6 +108,12 @@ def pins() -> dict:
     return {"packages": [list(p) for p in PACKAGES], "convert": list(CONVERT_COMMAND)}
 
 
+def human_pins() -> dict:
+    """What the human's stamp file records: the pinned packages, its conversion command and the captures."""
+    return {"packages": [list(p) for p in PACKAGES], "convert": list(HUMAN_CONVERT_COMMAND),
+            "captures": list(CAPTURES)}
+
+
 def require_tool(name: str) -> None:
     if shutil.which(name) is None:
         raise FetchError(f"`{name}` is not on this machine: fetching the test character needs Debian's package "
@@ -98,7 +124,7 @@ def check_platform() -> None:
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         raise FetchError(f"the pinned converter is a Debian amd64 build; this is {platform.system()} "
                          f"{platform.machine()}: run the fetch on a Debian 12 amd64 machine and copy "
-                         f"{OUTPUT.relative_to(ROOT)} here.")
+                         f"{CACHE.relative_to(ROOT)}/ here.")
 
 
 def apt_download(specs: list[str]) -> subprocess.CompletedProcess:
@@ -174,52 +200,82 @@ def unpack() -> None:
                              f"{first_error_line(result.stderr + result.stdout)}")
 
 
-def convert() -> None:
-    """assimp export BCN_Epileptic.X -> OUTPUT, through a temporary file in the same folder."""
-    source = UNPACKED / SOURCE_MODEL
+def convert(model: str, output: Path) -> None:
+    """assimp export MODEL (a path under UNPACKED) -> output, through a temporary file in the same folder."""
+    source = UNPACKED / model
     assimp = UNPACKED / ASSIMP
     for path in (source, assimp):
         if not path.is_file():
             raise FetchError(f"{path.relative_to(ROOT)} is missing after unpacking; the pinned packages changed?")
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(UNPACKED / LIB_DIR), env.get("LD_LIBRARY_PATH")]))
-    fd, tmp_name = tempfile.mkstemp(prefix="bcn_epileptic.", suffix=".glb", dir=CACHE)
+    fd, tmp_name = tempfile.mkstemp(prefix=output.stem + ".", suffix=".glb", dir=CACHE)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
         result = subprocess.run([str(assimp), "export", source.name, str(tmp)], cwd=source.parent, env=env,
                                 capture_output=True, text=True)
-        output = result.stdout + result.stderr
+        output_text = result.stdout + result.stderr
         if result.returncode != 0 or tmp.stat().st_size == 0:
-            if "error while loading shared libraries" in output:
-                raise FetchError(f"the unpacked assimp cannot start: {first_error_line(output)}")
-            raise FetchError(f"assimp export failed (exit code {result.returncode}): "
-                             f"{first_error_line(output.replace('assimp export:', 'E:'))}")
+            if "error while loading shared libraries" in output_text:
+                raise FetchError(f"the unpacked assimp cannot start: {first_error_line(output_text)}")
+            raise FetchError(f"assimp export {source.name} failed (exit code {result.returncode}): "
+                             f"{first_error_line(output_text.replace('assimp export:', 'E:'))}")
         tmp.chmod(0o644)  # mkstemp makes it private
-        os.replace(tmp, OUTPUT)
+        os.replace(tmp, output)
     finally:
         tmp.unlink(missing_ok=True)
 
 
+def copy_captures() -> None:
+    """Copy the CAPTURES from the unpacked package into CAPTURE_DIR, each through a temporary file."""
+    CAPTURE_DIR.mkdir(parents=True, exist_ok=True)
+    for name in CAPTURES:
+        source = UNPACKED / CAPTURE_SOURCE / name
+        if not source.is_file():
+            raise FetchError(f"{source.relative_to(ROOT)} is missing after unpacking; the pinned packages changed?")
+        tmp = CAPTURE_DIR / f".{name}.tmp"
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, CAPTURE_DIR / name)
+
+
 def up_to_date() -> bool:
+    """bcn_epileptic.glb exists and its stamp names the current pins."""
     try:
         return OUTPUT.stat().st_size > 0 and json.loads(STAMP.read_text()) == pins()
     except (OSError, ValueError):
         return False
 
 
-def fetch(force: bool = False) -> Path:
-    """Make sure OUTPUT exists and was made from the pinned packages; return its path."""
-    if not force and up_to_date():
-        return OUTPUT
+def human_up_to_date() -> bool:
+    """human.glb and every capture exist, and the human's stamp names the current pins."""
+    try:
+        return (HUMAN_OUTPUT.stat().st_size > 0 and all((CAPTURE_DIR / name).stat().st_size > 0 for name in CAPTURES)
+                and json.loads(HUMAN_STAMP.read_text()) == human_pins())
+    except (OSError, ValueError):
+        return False
+
+
+def fetch(force: bool = False) -> list[Path]:
+    """Make sure every output exists and was made from the pinned packages; return their paths."""
+    outputs = [OUTPUT, HUMAN_OUTPUT, CAPTURE_DIR]
+    bcn_stale = force or not up_to_date()
+    human_stale = force or not human_up_to_date()
+    if not (bcn_stale or human_stale):
+        return outputs
     check_platform()
     CACHE.mkdir(parents=True, exist_ok=True)
     download_missing()
     verify_checksums()
     unpack()
-    convert()
-    STAMP.write_text(json.dumps(pins(), indent=1) + "\n")
-    return OUTPUT
+    if bcn_stale:
+        convert(SOURCE_MODEL, OUTPUT)
+        STAMP.write_text(json.dumps(pins(), indent=1) + "\n")
+    if human_stale:
+        convert(HUMAN_MODEL, HUMAN_OUTPUT)
+        copy_captures()
+        HUMAN_STAMP.write_text(json.dumps(human_pins(), indent=1) + "\n")
+    return outputs
 
 
 def main(argv: list[str]) -> int:
@@ -229,11 +285,12 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     try:
-        path = fetch(force="--force" in argv)
+        paths = fetch(force="--force" in argv)
     except FetchError as error:
         print(f"fetch_character.py: {error}", file=sys.stderr)
         return 2
-    print(path)
+    for path in paths:
+        print(path)
     return 0
 
 
