@@ -11,10 +11,13 @@ their times in ``timings`` [s]:
 * ``field``: places the skin field (:meth:`core.skin.field.SkinField.place`, kept in ``placement``);
 * ``tracking``: ``kernels/tracking.py`` (projection, contact stop, contact landing, ARAP; ``land_on_contact``,
   default on, may be switched between frames; ``landable (V,)`` the vertices it may move: not those past a contact
-  surface at rest), then, with ``keep_volume`` (default),
-  ``kernels/joint_volume.py``: the volume the tracked skin lost at each bent joint is given back
-  (``core/skin/joint_volume.py``). ``tracked`` keeps the positions before that step, ``volume_deficits (J,)`` [m^3]
-  what each joint of ``joint_regions`` had lost (zeros when ``keep_volume`` is off).
+  surface at rest); then, with ``keep_volume`` (default), ``kernels/joint_volume.py``: the volume the tracked skin
+  lost at each bent joint is given back (``core/skin/joint_volume.py``); ``tracked`` keeps the positions before
+  that step, ``volume_deficits (J,)`` [m^3] what each joint of ``joint_regions`` had lost (zeros when
+  ``keep_volume`` is off); then, with ``limit_correction`` (default), ``kernels/skin_correction.py``: the
+  correction against the DQS result is scaled by each vertex's ``trust (V,)`` in the field, capped at
+  ``correction_cap (V,)`` [m] (longer at a contact) and smoothed (``core/skin/trust.py``; vertices of trust 0 are
+  not tracked).
 
 Positions are in the armature's (unscaled) space, the same space as the rest vertices and the bone transforms.
 A frame whose result would hold a non-finite coordinate raises ``ValueError`` and leaves ``out`` as the DQS result
@@ -30,8 +33,10 @@ from .. import validation
 from .joint_volume import bind_joint_regions, no_joint_regions
 from .mesh_rings import border_vertices, cotangent_rings
 from .field import SkinField, SkinPlacement
+from .parts import vertex_normals
 from .skinning import check_rigid, dqs, influences
 from .tracking import TrackingSettings
+from .trust import edge_scale, field_trust
 
 
 class ImplicitSkinDeformer:
@@ -63,16 +68,26 @@ class ImplicitSkinDeformer:
         frames, the Blender panel's *Keep Joint Volume* does)."""
         self.placement: SkinPlacement = skin.place()
         """The skin field as placed for the last frame (at rest after bind)."""
-        self.iso, _ = self.placement.evaluate(self.rest)
+        self.iso, rest_grads = self.placement.evaluate(self.rest)
         V = len(self.rest)
+        self.own_part = skin.part_of_bone[skin.labels]
+        """``(V,)`` int64 each vertex's part (the part of the bone it is labelled with)."""
+        self.limit_correction = self.settings.limit_correction
+        """Limit the correction against the DQS result by trust, cap and smoothing (``core/skin/trust.py``)."""
+        self.trust = field_trust(self.rest, vertex_normals(self.rest, self.faces), self.iso, rest_grads,
+                                 self.own_part, skin.part_count, self.rings.start, self.rings.neighbour) \
+            if self.limit_correction else np.ones(V)
+        """``(V,)`` each vertex's trust in the skin field, 0..1 (``core/skin/trust.py``)."""
+        self.correction_cap = self.settings.correction_cap * edge_scale(self.rest, self.rings.start,
+                                                                         self.rings.neighbour)
+        """``(V,)`` [m] the longest correction of each vertex against its DQS position."""
+        self.pinned = self.pinned | (self.trust <= 0.0)
         self._rot = np.empty((V, 3, 3))
         self.dqs_positions = np.empty((V, 3))
         self.tracked = np.empty((V, 3))
         self.volume_deficits = np.zeros(self.joint_regions.count)
         self.timings: dict = {}
         self.last_sweeps = 0
-        self.own_part = skin.part_of_bone[skin.labels]
-        """``(V,)`` int64 each vertex's part (the part of the bone it is labelled with)."""
         self.landable = ~contact_passed_at(self.placement, self.rest, self.own_part, self.settings.landing_angle)
         """``(V,)`` vertices the contact landing may move: all but those already past a contact surface at rest."""
         self.land_on_contact = self.settings.land_on_contact
@@ -85,6 +100,7 @@ class ImplicitSkinDeformer:
     def _build_kernel_structs(self) -> None:
         """The kernels' bind-time structs (``kernels/tracking.py``, ``kernels/joint_volume.py``)."""
         from ...kernels.joint_volume import VolumeMesh, VolumeScratch
+        from ...kernels.skin_correction import CorrectionMesh
         from ...kernels.tracking import TrackMesh, TrackScratch
 
         V = len(self.rest)
@@ -105,6 +121,12 @@ class ImplicitSkinDeformer:
         self._volume_params = self.settings.volume_params()
         self._volume_scratch = VolumeScratch(dist=np.empty(V, dtype=np.int64), normal=np.zeros((V, 3)),
                                              grad=np.zeros((V, 3)))
+        self._correction_mesh = CorrectionMesh(trust=np.where(self.pinned, 0.0, self.trust), cap=self.correction_cap,
+                                               ring_start=self.rings.start, ring_neighbour=self.rings.neighbour,
+                                               own_leaf=mesh.own_leaf, leaf_nodes=mesh.leaf_nodes,
+                                               cos_land=self._track_params.cos_land,
+                                               sweeps=int(self.settings.correction_smoothing))
+        self._correction_scratch = (np.empty((V, 3)), np.empty((V, 3)), np.zeros(V, dtype=np.bool_))
 
     @property
     def state(self) -> np.ndarray:
@@ -128,6 +150,7 @@ class ImplicitSkinDeformer:
         temporal mode (start from the previous result when ``frame`` follows the previous call's).
         """
         from ...kernels.joint_volume import restore
+        from ...kernels.skin_correction import limit_correction
         from ...kernels.tracking import track
 
         t0 = time.perf_counter()
@@ -149,6 +172,9 @@ class ImplicitSkinDeformer:
         if self.keep_volume and self.joint_regions.count:
             restore(x, B, self.scratch.state, self._volume_mesh, self._volume_regions, self._volume_params,
                     self._volume_scratch, self.volume_deficits)
+        if self.limit_correction:
+            limit_correction(x, self.dqs_positions, self._correction_mesh, *self.placement.kernel_args,
+                             *self._correction_scratch)
         t3 = time.perf_counter()
         self.timings = {"pose": t1 - t0, "field": t2 - t1, "tracking": t3 - t2}
         if not np.all(np.isfinite(x)):

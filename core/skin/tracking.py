@@ -20,7 +20,10 @@ defaults (lengths as fractions of the mesh's bounding-box diagonal):
 * vertices on an open border of the mesh (an edge with one face) keep their DQS position (``pin_borders``, on);
 * the volume the tracked skin lost at each bent joint is given back after tracking (``keep_volume``, on; region
   ``volume_region = 2.5`` joint radii, taper from ``volume_gap = 2`` to ``volume_rings = 5`` rings from the
-  contact: ``core/skin/joint_volume.py``).
+  contact: ``core/skin/joint_volume.py``);
+* the correction against the DQS result is limited (``limit_correction``, on): scaled by each vertex's trust in
+  the field, at most ``correction_cap = 1`` mean edge length long, smoothed by ``correction_smoothing = 5`` ring
+  sweeps (``core/skin/trust.py``).
 
 References (the convention of ``core/skin``): :func:`track_reference` is vectorised numpy over blocks of vertices
 (every active vertex of an iteration at once, masks for the branches, ``np.add.at`` for the ARAP sums), written
@@ -44,7 +47,10 @@ class TrackingSettings:
     frame's result when frames are consecutive; off by default), pin_borders (vertices on an open border keep their
     DQS position), land_on_contact with landing_angle [deg] and landing_steps (the contact landing), keep_volume
     (give back the volume lost at bent joints after tracking, ``core/skin/joint_volume.py``) with its region
-    [joint radii] and its taper from the contact: 0 up to volume_gap rings, full from volume_rings rings."""
+    [joint radii] and its taper from the contact: 0 up to volume_gap rings, full from volume_rings rings;
+    limit_correction (the correction against the DQS result scaled by the field's trust, at most correction_cap
+    [mean edge lengths around the vertex] long, smoothed by correction_smoothing ring sweeps,
+    ``core/skin/trust.py``)."""
 
     iterations: int = 8
     first_step: float = 1.0
@@ -68,6 +74,9 @@ class TrackingSettings:
     volume_region: float = 2.5
     volume_gap: int = 2
     volume_rings: int = 5
+    limit_correction: bool = True
+    correction_cap: float = 1.0
+    correction_smoothing: int = 5
 
     def lambdas(self) -> np.ndarray:
         """``(iterations,)`` step factors ``lambda_n``, linear from ``first_step`` to ``last_step``."""
@@ -121,6 +130,11 @@ class TrackingSettings:
             value = getattr(self, name)
             if not isinstance(value, (int, np.integer)) or not 0 <= value <= 50:
                 raise ValueError(f"{name.replace('_', ' ')} must be a whole number from 0 to 50, got {value!r}.")
+        if not (0.0 < self.correction_cap <= 1000.0):
+            raise ValueError(f"the correction cap must be from 0 to 1000 edge lengths, got {self.correction_cap!r}.")
+        if not isinstance(self.correction_smoothing, (int, np.integer)) or not 0 <= self.correction_smoothing <= 100:
+            raise ValueError(f"correction smoothing must be a whole number of sweeps from 0 to 100, got "
+                             f"{self.correction_smoothing!r}.")
         if not self.volume_gap < self.volume_rings:
             raise ValueError("the joint volume's taper must end (volume rings) after it starts (volume gap).")
         return self

@@ -1,0 +1,100 @@
+"""Numba kernel: the tracked skin's correction limited by trust, capped by edge length and contact depth, and
+smoothed (``core/skin/trust.py`` has the method and the numpy reference).
+
+:func:`limit_correction` takes the positions ``x (V, 3)`` [m] (tracked), the start ``d (V, 3)`` [m] (the
+dual-quaternion positions), a :class:`CorrectionMesh`, this frame's skin field (``SkinArrays``, ``MuscleArrays``)
+and a scratch ``(V, 3)`` pair; it writes ``d + smooth(cap(trust * (x - d)))`` into ``x``. The cap of a vertex
+whose DQS position has passed a contact surface (``kernels/tracking.beyond_contact``) grows by its first-order
+distance to that surface, ``|h| / |grad h|`` with ``h = f_own - f_other``, and the smoothing leaves it alone: it
+makes the crease. A vertex of trust 0 keeps a zero correction through the smoothing (it stays at ``d``: pinned
+vertices, open borders). Only vertices whose correction is longer than ``HOLD_FRACTION`` of their cap are checked
+for a contact (the others need no longer cap).
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, prange
+
+from .constants import JIT_FAST
+from .skin_field import evaluate_point
+from .tracking import CHUNK, beyond_contact
+
+
+class CorrectionMesh(NamedTuple):
+    """Bind data of the limited correction (``V`` vertices, ``P`` parts)."""
+
+    trust: np.ndarray           # (V,) float64 in [0, 1]; 0 keeps the DQS position
+    cap: np.ndarray             # (V,) float64 [m] longest correction away from a contact
+    ring_start: np.ndarray      # (V+1,) int64 CSR one-rings ...
+    ring_neighbour: np.ndarray  # (sum,) int64 ... neighbour indices
+    own_leaf: np.ndarray        # (V,) int64 the composition tree's leaf node of each vertex's part
+    leaf_nodes: np.ndarray      # (P,) int64 every part's leaf node
+    cos_land: float             # two parts' gradients facing by more than acos(cos_land): a contact
+    sweeps: int                 # smoothing sweeps
+
+
+@njit(parallel=True, **JIT_FAST)
+def _sweep(src, dst, hold, ring_start, ring_neighbour):
+    for i in prange(src.shape[0]):
+        a = ring_start[i]
+        b = ring_start[i + 1]
+        if b == a or hold[i]:
+            for c in range(3):
+                dst[i, c] = src[i, c]
+            continue
+        inv = 1.0 / (b - a)
+        for c in range(3):
+            s = 0.0
+            for k in range(a, b):
+                s += src[ring_neighbour[k], c]
+            dst[i, c] = 0.5 * (src[i, c] + s * inv)
+
+
+@njit(parallel=True, **JIT_FAST)
+def limit_correction(x, start, mesh, field, muscles, c0, c1, hold):
+    """``x (V, 3)`` <- ``start + smooth(cap(trust * (x - start)))`` (module docstring); ``field``, ``muscles`` the
+    frame's ``SkinArrays`` and ``MuscleArrays``; ``c0, c1 (V, 3)`` work arrays; ``hold (V,)`` bool out: the vertices
+    the smoothing left alone (trust 0, or at a contact)."""
+    trust = mesh.trust
+    V = x.shape[0]
+    T = field.node_kind.shape[0]
+    for chunk in prange((V + CHUNK - 1) // CHUNK):
+        val = np.empty(T)
+        grad = np.empty((T, 3))
+        nodes = np.empty(T, dtype=np.bool_)
+        for i in range(chunk * CHUNK, min(V, (chunk + 1) * CHUNK)):
+            t = trust[i]
+            dx = t * (x[i, 0] - start[i, 0])
+            dy = t * (x[i, 1] - start[i, 1])
+            dz = t * (x[i, 2] - start[i, 2])
+            length = math.sqrt(dx * dx + dy * dy + dz * dz)
+            cap = mesh.cap[i]
+            hold[i] = t <= 0.0
+            if length > 0.0:
+                evaluate_point(start[i, 0], start[i, 1], start[i, 2], val, grad, nodes, field, muscles)
+                o = mesh.own_leaf[i]
+                b = beyond_contact(o, mesh.leaf_nodes, mesh.cos_land, val, grad, nodes)
+                if b >= 0:
+                    hx = grad[o, 0] - grad[b, 0]
+                    hy = grad[o, 1] - grad[b, 1]
+                    hz = grad[o, 2] - grad[b, 2]
+                    gh = math.sqrt(hx * hx + hy * hy + hz * hz)
+                    if gh > 1e-12:
+                        cap += abs(val[o] - val[b]) / gh
+                    hold[i] = True
+            scale = 1.0
+            if length > cap:
+                scale = cap / length
+            c0[i, 0] = dx * scale
+            c0[i, 1] = dy * scale
+            c0[i, 2] = dz * scale
+    src, dst = c0, c1
+    for _ in range(mesh.sweeps):
+        _sweep(src, dst, hold, mesh.ring_start, mesh.ring_neighbour)
+        src, dst = dst, src
+    for i in prange(V):
+        for c in range(3):
+            x[i, c] = start[i, c] + src[i, c]
