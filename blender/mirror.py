@@ -33,16 +33,34 @@ def mirror_point(armature, from_bone, to_bone, point):
     return bones[to_bone].matrix_local.inverted() @ world
 
 
+CENTRE_TOLERANCE = 0.01
+"""A bone lies on the mirror plane when its head and tail are within this fraction of its length of X = 0."""
+
+
+def mirrored_bone(armature, name):
+    """The other side's bone of ``name``: by name (``.L``/``.R``, ``_l``/``_r``, Left/Right), or the bone itself
+    when it has no side and lies on the X = 0 plane (a spine or chest bone); None if neither."""
+    other = rig.mirror_name(name)
+    if other is not None:
+        return other if other in armature.data.bones else None
+    bone = armature.data.bones.get(name)
+    if bone is None:
+        return None
+    reach = CENTRE_TOLERANCE * max(bone.length, 1e-6)
+    return name if abs(bone.head_local.x) <= reach and abs(bone.tail_local.x) <= reach else None
+
+
 def add_mirrored(armature, muscle):
-    """Add the other side's copy of ``muscle`` (bones mirrored by name, points across X = 0); returns it or a
-    sentence saying why not."""
+    """Add the other side's copy of ``muscle`` (bones mirrored by name, a bone on the middle kept, points across
+    X = 0); returns it or a sentence saying why not."""
     names = {}
     for key in ("origin_bone", "insertion_bone", "skin_bone"):
-        other = rig.mirror_name(getattr(muscle, key))
-        if other is None or other not in armature.data.bones:
+        other = mirrored_bone(armature, getattr(muscle, key))
+        if other is None:
             return f"{muscle.name}: no mirrored bone for '{getattr(muscle, key)}' (names ending .L/.R, _l/_r or " \
-                   f"containing Left/Right are mirrored)."
+                   f"containing Left/Right are mirrored; a bone on the middle, X = 0, is its own mirror)."
         names[key] = other
+
     muscles = armature.implicit_muscles.muscles
     new = muscles.add()
     copy_muscle(muscle, new)

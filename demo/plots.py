@@ -78,12 +78,29 @@ def volume_ratios(shot: dict) -> dict:
 
 
 def curves(shot: dict, out_dir: Path, dpi: int) -> Path:
-    """Three panels over the shot's frames: each muscle's volume (% of rest, paper Fig. 13), the skin over the probe
-    muscle (median distance from the DQS copy [mm], Implicit Skinning with and without muscles), and the muscles
-    copy's time per frame by stage [ms]."""
+    """Panels over the shot's frames: each muscle's volume (% of rest, paper Fig. 13), the skin over the probe
+    muscle (median distance from the DQS copy [mm], Implicit Skinning with and without muscles), the skin quality
+    when the shot measured it (share of faces outside the creases turned by more than 45 degrees against the DQS
+    copy, ``core/skin/quality.py``), and the muscles copy's time per frame by stage [ms]."""
     plt = _pyplot()
     frames = np.asarray(shot["frames"])
-    fig, (vol, skin, time) = plt.subplots(3, 1, figsize=(9.0, 9.5), dpi=dpi, sharex=True, constrained_layout=True)
+    quality = shot.get("quality") or {}
+    rows = 4 if quality else 3
+    fig, axes = plt.subplots(rows, 1, figsize=(9.0, 3.2 * rows), dpi=dpi, sharex=True, constrained_layout=True)
+    vol, skin, time = axes[0], axes[1], axes[-1]
+    if quality:
+        turned = axes[2]
+        for kind, colour, label in (("implicit", "#2166ac", "Implicit Skinning"),
+                                    ("muscles", "#b2182b", "Implicit Skinning + muscles")):
+            if kind in quality:
+                turned.plot(frames, 100 * np.asarray(quality[kind]["turned_outside_creases"]), color=colour,
+                            lw=1.6, label=f"{label}, outside creases")
+                turned.plot(frames, 100 * np.asarray(quality[kind]["turned"]), color=colour, lw=0.8, ls=":",
+                            label=f"{label}, all faces")
+        turned.axhline(0.5, color="k", lw=0.6, ls="--", label="target 0.5 %")
+        turned.set_ylabel("faces turned > 45 deg [%]")
+        turned.set_title("Skin quality: faces whose normal turns by more than 45 degrees against the DQS copy")
+        turned.legend(fontsize=7, frameon=False, ncol=2)
     ratios = volume_ratios(shot)
     colours = plt.get_cmap("tab20")(np.linspace(0, 1, max(len(ratios), 2)))
     for (name, r), colour in zip(ratios.items(), colours):
@@ -105,7 +122,7 @@ def curves(shot: dict, out_dir: Path, dpi: int) -> Path:
     if "loose_frames" in notes:
         for (a, b), text in ((notes["loose_frames"], "stiffness 0.1 (loose)"), (notes["tense_frames"],
                                                                                 "stiffness 0.9 (tense)")):
-            for ax in (vol, skin, time):
+            for ax in axes:
                 ax.axvspan(a, b, color="#fdae61" if "loose" in text else "#abd9e9", alpha=0.18, lw=0)
             skin.text(0.5 * (a + b), skin.get_ylim()[1] * 0.92, text, ha="center", fontsize=8)
     stages = [k for k in STAGE_COLOURS if k in shot["stages_ms"]]

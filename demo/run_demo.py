@@ -419,6 +419,10 @@ def shot_summary(shot: dict) -> dict:
                       "blender_frame_three_copies": _median_ms(shot["wall_ms"])},
         "paper_table2_ms": None if paper is None else dict(zip(("is_only", "tracking", "pbd", "total"),
                                                               (1e3 * t for t in paper))),
+        "skin_quality": {kind: {"worst_turned_outside_creases_percent": 100 * max(q["turned_outside_creases"]),
+                                "worst_turned_all_percent": 100 * max(q["turned"]),
+                                "worst_dihedral_increase_deg": max(q["dihedral_increase"])}
+                         for kind, q in shot.get("quality", {}).items()},
         "seconds": shot["seconds"],
     }
 

@@ -312,6 +312,42 @@ def _probe_vertices(bound, probe, rest):
     return np.flatnonzero(keep)
 
 
+def _quality_meshes(kinds, runtime) -> dict:
+    """For each Implicit Skinning copy whose mesh is bound unwelded (vertex order as in Blender): its mesh's name,
+    the DQS copy's mesh's name, the ``core.skin.quality.QualityMesh`` and the bound deformer's record."""
+    QualityMesh = addon_session.addon_module(REPO_MODULE, "core.skin.quality").QualityMesh
+    out = {}
+    for kind in ("implicit", "muscles"):
+        for mesh in kinds[kind][1]:
+            b = runtime.bound(mesh)
+            if not b.character.weld.identity:
+                continue
+            d = b.character.deformer
+            dqs = next(o for o in kinds["dqs"][1] if o.name.split(".")[0] == mesh.name.split(".")[0])
+            names = [str(p) for p in d.skin.part_bone]
+            if d.bone_names is not None:
+                names = [d.bone_names[p] for p in d.skin.part_bone]
+            out[kind] = (mesh.name, dqs.name, QualityMesh.build(d.rest, d.faces, d.own_part, names), b)
+            break
+    return out
+
+
+def _record_quality(rec, qmesh, b, shown, dqs):
+    """One frame's skin quality of ``shown (V, 3)`` against the DQS copy ``dqs (V, 3)`` (armature space)."""
+    quality = addon_session.addon_module(REPO_MODULE, "core.skin.quality")
+    d = b.character.deformer
+    rest = rec.get("_rest_placement") or d.skin.place()
+    rec["_rest_placement"] = rest
+    crease = quality.crease_vertices(d.skin, rest, d.placement, d.rest, dqs, d.own_part)
+    q = quality.measure(qmesh, shown, dqs, crease)
+    for key, value in q.as_dict().items():
+        if key == "by_region":
+            for region, share in value.items():
+                rec.setdefault("by_region", {}).setdefault(region, []).append(share)
+        else:
+            rec.setdefault(key, []).append(value)
+
+
 def play(bpy, shot, runtime, playback):
     """Every frame once, in order: per frame the wall time, the muscles copy's stage times (summed over its
     meshes), its muscles' volumes [m^3], the skin's distance from DQS over the probe muscle, finiteness."""
@@ -327,7 +363,8 @@ def play(bpy, shot, runtime, playback):
     rec = {"frames": [], "wall_ms": [], "stages_ms": {}, "implicit_total_ms": [], "volumes": {}, "finite": True,
            "probe": {"muscle": shot.probe, "mesh": shot.probe_mesh, "vertices": int(len(probe_index)),
                      "muscles_vs_dqs_mm": [], "implicit_vs_dqs_mm": []},
-           "fallbacks": []}
+           "fallbacks": [], "quality": {}}
+    quality = _quality_meshes(kinds, runtime)
     stages = ("read", "pbd", "pose", "field", "tracking", "write")
     lo = {kind: np.full(3, np.inf) for kind in kinds}
     hi = {kind: np.full(3, -np.inf) for kind in kinds}
@@ -365,11 +402,17 @@ def play(bpy, shot, runtime, playback):
             np.linalg.norm(shown["muscles"][probe_index] - shown["dqs"][probe_index], axis=1))))
         p["implicit_vs_dqs_mm"].append(1e3 * float(np.median(
             np.linalg.norm(shown["implicit"][probe_index] - shown["dqs"][probe_index], axis=1))))
+        for kind, (mesh_name, dqs_name, qmesh, b) in quality.items():
+            _record_quality(rec["quality"].setdefault(kind, {}), qmesh, b,
+                            _to_armature(world[mesh_name], kinds[kind][0]),
+                            _to_armature(world[dqs_name], kinds["dqs"][0]))
         rec["frames"].append(f)
         rec["wall_ms"].append(1e3 * wall)
         rec["implicit_total_ms"].append(1e3 * implicit_total)
         for k in stages:
             rec["stages_ms"].setdefault(k, []).append(1e3 * totals[k])
+    for q in rec["quality"].values():
+        q.pop("_rest_placement", None)
     rec["bounds"] = {kind: [lo[kind].tolist(), hi[kind].tolist()] for kind in kinds}
     rec["rest_volumes"] = {}
     for mesh in muscle_meshes:

