@@ -313,39 +313,53 @@ def _probe_vertices(bound, probe, rest):
 
 
 def _quality_meshes(kinds, runtime) -> dict:
-    """For each Implicit Skinning copy whose mesh is bound unwelded (vertex order as in Blender): its mesh's name,
-    the DQS copy's mesh's name, the ``core.skin.quality.QualityMesh`` and the bound deformer's record."""
+    """For each Implicit Skinning copy, per bound mesh: its name, the DQS copy's mesh's name, the
+    ``core.skin.quality.QualityMesh`` of the welded mesh the deformer works on, the bound record and, for a mesh
+    split at seams, one original vertex per welded vertex (None when the mesh is welded already)."""
     QualityMesh = addon_session.addon_module(REPO_MODULE, "core.skin.quality").QualityMesh
     out = {}
     for kind in ("implicit", "muscles"):
         for mesh in kinds[kind][1]:
             b = runtime.bound(mesh)
-            if not b.character.weld.identity:
-                continue
             d = b.character.deformer
             dqs = next(o for o in kinds["dqs"][1] if o.name.split(".")[0] == mesh.name.split(".")[0])
-            names = [str(p) for p in d.skin.part_bone]
-            if d.bone_names is not None:
-                names = [d.bone_names[p] for p in d.skin.part_bone]
-            out[kind] = (mesh.name, dqs.name, QualityMesh.build(d.rest, d.faces, d.own_part, names), b)
-            break
+            names = [d.bone_names[p] if d.bone_names is not None else str(p) for p in d.skin.part_bone]
+            weld = b.character.weld
+            first = None
+            if not weld.identity:
+                first = np.empty(len(weld.vertices), dtype=np.int64)
+                first[weld.inverse[::-1]] = np.arange(len(weld.inverse))[::-1]
+            out.setdefault(kind, []).append(
+                (mesh.name, dqs.name, QualityMesh.build(d.rest, d.faces, d.own_part, names), b, first))
     return out
 
 
-def _record_quality(rec, qmesh, b, shown, dqs):
-    """One frame's skin quality of ``shown (V, 3)`` against the DQS copy ``dqs (V, 3)`` (armature space)."""
+def _record_quality(rec, meshes, world, kinds, kind):
+    """One frame's skin quality of copy ``kind`` against the DQS copy, over all its bound meshes (shares of their
+    faces together; the largest dihedral increase)."""
     quality = addon_session.addon_module(REPO_MODULE, "core.skin.quality")
-    d = b.character.deformer
-    rest = rec.get("_rest_placement") or d.skin.place()
-    rec["_rest_placement"] = rest
-    crease = quality.crease_vertices(d.skin, rest, d.placement, d.rest, dqs, d.own_part)
-    q = quality.measure(qmesh, shown, dqs, crease)
-    for key, value in q.as_dict().items():
-        if key == "by_region":
-            for region, share in value.items():
-                rec.setdefault("by_region", {}).setdefault(region, []).append(share)
-        else:
-            rec.setdefault(key, []).append(value)
+    turned = outside = crease = total = all_turned = 0
+    dihedral = 0.0
+    for mesh_name, dqs_name, qmesh, b, first in meshes:
+        d = b.character.deformer
+        shown = _to_armature(world[mesh_name], kinds[kind][0])
+        dqs = _to_armature(world[dqs_name], kinds["dqs"][0])
+        if first is not None:
+            shown, dqs = shown[first], dqs[first]
+        rest = rec.setdefault("_rest_placement", {}).setdefault(mesh_name, d.skin.place())
+        creased = quality.crease_vertices(d.skin, rest, d.placement, d.rest, dqs, d.own_part)
+        q = quality.measure(qmesh, shown, dqs, creased)
+        F = len(qmesh.faces)
+        turned += int(q.turned_faces.sum())
+        outside += int(F - q.crease_faces.sum())
+        crease += int(q.crease_faces.sum())
+        all_turned += int(round(q.turned * F))
+        total += F
+        dihedral = max(dihedral, q.dihedral_increase)
+    rec.setdefault("turned_outside_creases", []).append(turned / max(outside, 1))
+    rec.setdefault("turned", []).append(all_turned / max(total, 1))
+    rec.setdefault("crease_share", []).append(crease / max(total, 1))
+    rec.setdefault("dihedral_increase", []).append(dihedral)
 
 
 def play(bpy, shot, runtime, playback):
@@ -402,10 +416,8 @@ def play(bpy, shot, runtime, playback):
             np.linalg.norm(shown["muscles"][probe_index] - shown["dqs"][probe_index], axis=1))))
         p["implicit_vs_dqs_mm"].append(1e3 * float(np.median(
             np.linalg.norm(shown["implicit"][probe_index] - shown["dqs"][probe_index], axis=1))))
-        for kind, (mesh_name, dqs_name, qmesh, b) in quality.items():
-            _record_quality(rec["quality"].setdefault(kind, {}), qmesh, b,
-                            _to_armature(world[mesh_name], kinds[kind][0]),
-                            _to_armature(world[dqs_name], kinds["dqs"][0]))
+        for kind, meshes in quality.items():
+            _record_quality(rec["quality"].setdefault(kind, {}), meshes, world, kinds, kind)
         rec["frames"].append(f)
         rec["wall_ms"].append(1e3 * wall)
         rec["implicit_total_ms"].append(1e3 * implicit_total)

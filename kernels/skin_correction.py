@@ -6,7 +6,9 @@ dual-quaternion positions), a :class:`CorrectionMesh`, this frame's skin field (
 and a scratch ``(V, 3)`` pair; it writes ``d + smooth(cap(trust * (x - d)))`` into ``x``. The cap of a vertex
 whose DQS position has passed a contact surface (``kernels/tracking.beyond_contact``) grows by its first-order
 distance to that surface, ``|h| / |grad h|`` with ``h = f_own - f_other``, and the smoothing leaves it alone: it
-makes the crease. A vertex of trust 0 keeps a zero correction through the smoothing (it stays at ``d``: pinned
+makes the crease. The cap of a vertex whose part its muscles raise at its tracked position grows by how far they
+pushed it out, ``(f_part - f_grid) / |grad f_grid|``, and the smoothing leaves it alone: a muscle's bulge is not a
+fitting error, and its primitive is smooth. A vertex of trust 0 keeps a zero correction through the smoothing (it stays at ``d``: pinned
 vertices, open borders). Only vertices whose correction is longer than ``HOLD_FRACTION`` of their cap are checked
 for a contact (the others need no longer cap).
 """
@@ -19,8 +21,13 @@ import numpy as np
 from numba import njit, prange
 
 from .constants import JIT_FAST
-from .skin_field import evaluate_point
+from .part_grid import sample_part_world
+from .skin_field import _part_value, evaluate_point
 from .tracking import CHUNK, beyond_contact
+
+
+PUSH_MIN = 1e-5
+"""[m] A muscle push shorter than this leaves the vertex to the smoothing (the muscles' support fades to 0)."""
 
 
 class CorrectionMesh(NamedTuple):
@@ -53,6 +60,22 @@ def _sweep(src, dst, hold, ring_start, ring_neighbour):
             dst[i, c] = 0.5 * (src[i, c] + s * inv)
 
 
+@njit(**JIT_FAST)
+def _muscle_push(i, x, mesh, field, muscles):
+    """How far [m] the muscles have pushed vertex ``i``'s skin part out at its tracked position ``x[i]``: the
+    part's value with its muscles minus its grid value alone, over the grid value's gradient (0 if none)."""
+    p = field.node_part[mesh.own_leaf[i]]
+    vals = field.grid_values[field.grid_offset[p]:field.grid_offset[p + 1]].reshape(
+        (field.grid_dims[p, 0], field.grid_dims[p, 1], field.grid_dims[p, 2], 4))
+    h, hx, hy, hz = sample_part_world(vals, field.grid_origin[p], field.grid_inv_h[p], field.grid_binv[p],
+                                      x[i, 0], x[i, 1], x[i, 2])
+    f, _, _, _ = _part_value(p, x[i, 0], x[i, 1], x[i, 2], field, muscles)
+    g = math.sqrt(hx * hx + hy * hy + hz * hz)
+    if f <= h or g < 1e-12:
+        return 0.0
+    return (f - h) / g
+
+
 @njit(parallel=True, **JIT_FAST)
 def limit_correction(x, start, mesh, field, muscles, c0, c1, hold):
     """``x (V, 3)`` <- ``start + smooth(cap(trust * (x - start)))`` (module docstring); ``field``, ``muscles`` the
@@ -73,6 +96,11 @@ def limit_correction(x, start, mesh, field, muscles, c0, c1, hold):
             length = math.sqrt(dx * dx + dy * dy + dz * dz)
             cap = mesh.cap[i]
             hold[i] = t <= 0.0
+            if length > 0.0 and muscles.muscle_scalar.shape[0] > 0:
+                push = _muscle_push(i, x, mesh, field, muscles)
+                if push > PUSH_MIN:
+                    cap += push
+                    hold[i] = True
             if length > 0.0:
                 evaluate_point(start[i, 0], start[i, 1], start[i, 2], val, grad, nodes, field, muscles)
                 o = mesh.own_leaf[i]

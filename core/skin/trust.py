@@ -23,7 +23,9 @@ vertex at rest), then smoothed by ``correction_smoothing`` sweeps of ``c_i <- (c
 vertex of trust 0, pinned vertices included, keeps ``c_i = 0``). At a contact the skin must leave the DQS result by
 as much as the parts intersect: a vertex whose DQS position has passed a contact surface (inside another part, the
 two gradients facing, ``kernels/tracking.beyond_contact``) has its cap grown by its first-order distance to that
-surface and is held through the smoothing: it makes the crease. Elsewhere a smooth correction no longer than an
+surface and is held through the smoothing: it makes the crease. A muscle's bulge is not a fitting error either: the
+cap of a vertex whose part its muscles raise at its tracked position grows by how far they pushed it out,
+``(f_part - f_grid) / |grad f_grid|``, and it is held through the smoothing (the primitive is smooth). Elsewhere a smooth correction no longer than an
 edge cannot fold a face over its neighbours; joint bulges and muscles show at the scale of the mesh's own edges. The kernel is ``kernels/skin_correction.py``;
 :func:`limit_correction_reference` is its numpy reference.
 """
@@ -118,16 +120,20 @@ def contact_distance_reference(placement, points, own_part, landing_angle: float
 
 
 def limit_correction_reference(x, start, passed, distance, trust, cap, ring_start, ring_neighbour,
-                               sweeps: int) -> np.ndarray:
+                               sweeps: int, push=None) -> np.ndarray:
     """Numpy reference of ``kernels.skin_correction.limit_correction``: the positions ``start + c`` with ``c`` the
     trusted, capped, smoothed correction of ``x`` (module docstring); ``passed, distance`` the contact check at
-    ``start`` (:func:`contact_distance_reference`)."""
+    ``start`` (:func:`contact_distance_reference`); ``push (V,)`` [m] how far the muscles pushed each vertex out
+    (None: no muscles)."""
     c = trust[:, None] * (np.asarray(x) - start)
     length = np.linalg.norm(c, axis=1)
     contact = passed & (length > 0.0)
-    limit = cap + np.where(contact, distance, 0.0)
+    from ...kernels.skin_correction import PUSH_MIN
+
+    pushed = np.zeros(len(c), dtype=bool) if push is None else (push > PUSH_MIN) & (length > 0.0)
+    limit = cap + np.where(pushed, push if push is not None else 0.0, 0.0) + np.where(contact, distance, 0.0)
     c *= np.minimum(1.0, limit / np.maximum(length, 1e-300))[:, None]
-    hold = (trust <= 0.0) | contact
+    hold = (trust <= 0.0) | contact | pushed
     for _ in range(sweeps):
         c = np.where(hold[:, None], c, 0.5 * (c + ring_mean(c, ring_start, ring_neighbour)))
     return start + c

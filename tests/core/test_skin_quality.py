@@ -104,19 +104,40 @@ def test_trust_is_one_where_the_field_fits_and_zero_where_its_gradient_turns_awa
                                                                       np.zeros(0, dtype=int), 3), 1.0)
 
 
-@pytest.mark.parametrize("angle", [60.0, 130.0])
-def test_correction_kernel_matches_reference(arm_bound, angle):
+def _muscle_push_reference(placement, x, own_part):
+    """How far the muscles pushed each vertex's part out at ``x``: ``(f_part - f_grid) / |grad f_grid|``."""
+    values, _, grids, _ = placement.leaf_reference(x, details=True)
+    rows = np.arange(len(x))
+    f = np.array(values)[own_part, rows]
+    h = np.array([v for v, _ in grids])[own_part, rows]
+    g = np.linalg.norm(np.array([g for _, g in grids])[own_part, rows], axis=1)
+    return np.where((f > h) & (g > 1e-12), (f - h) / np.maximum(g, 1e-12), 0.0)
+
+
+@pytest.mark.parametrize("angle, muscles", [(60.0, False), (130.0, False), (90.0, True)])
+def test_correction_kernel_matches_reference(arm_bound, angle, muscles):
+    """The limited correction (trust, cap, contact, muscle push, smoothing) against its numpy reference, on the arm
+    without muscles and with its four muscles active."""
     from implicit_muscles.kernels.skin_correction import limit_correction
 
-    arm, d = arm_bound
-    d.deform(scenes.arm_pose(angle))
+    if muscles:
+        character = scenes.arm_character()
+        B = scenes.arm_pose(angle)
+        character.settle(B, activation=[1.0, 0.0, 0.8, 0.3])
+        character.frame(B, activation=[1.0, 0.0, 0.8, 0.3])
+        d = character.deformer
+    else:
+        d = arm_bound[1]
+        d.deform(scenes.arm_pose(angle))
     x = d.tracked.copy()
     start = d.dqs_positions.copy()
     m = d._correction_mesh
     passed, distance = contact_distance_reference(d.placement, start, d.own_part, d.settings.landing_angle)
     assert passed.sum() > (10 if angle > 90 else -1)
+    push = _muscle_push_reference(d.placement, x, d.own_part) if muscles else None
+    assert not muscles or np.count_nonzero(push > 1e-4) > 20
     expected = limit_correction_reference(x, start, passed, distance, m.trust, m.cap, m.ring_start,
-                                          m.ring_neighbour, m.sweeps)
+                                          m.ring_neighbour, m.sweeps, push)
     out = x.copy()
     hold = np.zeros(len(x), dtype=bool)
     limit_correction(out, start, m, *d.placement.kernel_args, np.empty_like(x), np.empty_like(x), hold)
