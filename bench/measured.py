@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 START = "<!-- measured:start -->"
 END = "<!-- measured:end -->"
 HEADER = ["benchmark", "ours", "baseline in the same run", "target"]
-ORDER = ["muscle_field", "pbd", "skin", "deform", "blender", "long_run"]
+ORDER = ["muscle_field", "pbd", "skin", "quality", "deform", "blender", "long_run"]
 """Benchmarks in the table's order (``bench/bench_<name>.py``); the demo's row comes last."""
 LONG_RUN_ENERGY_GROWTH = 1.5
 """Long runs: largest ratio of the last loop's peak kinetic energy to that of loops 2-4 (as
@@ -130,6 +130,20 @@ def rows_skin(d: dict) -> list:
     return rows
 
 
+def rows_quality(d: dict) -> list:
+    """One row per character and motion: faces turned by more than 45 degrees against DQS, every frame."""
+    target = d["targets"]["turned_outside_creases_worst"]
+    rows = []
+    for label, v in d["results"].items():
+        rows.append([f"skin quality, {label} ({v['vertices']} vertices, {v['frames']} frames): faces turned > 45 deg "
+                     f"against DQS outside creases, median / worst frame; all faces, worst",
+                     f"{num(100 * v['turned_outside_median'])} % / {num(100 * v['turned_outside_worst'])} %; "
+                     f"{num(100 * v['turned_all_worst'])} %; {num(1e3 * v['deform_median_s'])} ms per frame",
+                     f"DQS alone {num(1e3 * v['dqs_median_s'])} ms per frame",
+                     f"< {const(100 * target)} % on every frame: {met(v['turned_outside_worst'] < target)}"])
+    return rows
+
+
 def rows_deform(d: dict) -> list:
     r = d["results"]
     scenes = ("biceps curl", "arm shake", "full body")
@@ -236,7 +250,8 @@ def rows_demo(d: dict) -> list:
              f"volume within 3 %: {met(volumes_ok)}"]]
 
 
-ROWS = {"muscle_field": rows_muscle_field, "pbd": rows_pbd, "skin": rows_skin, "deform": rows_deform,
+ROWS = {"muscle_field": rows_muscle_field, "pbd": rows_pbd, "skin": rows_skin, "quality": rows_quality,
+        "deform": rows_deform,
         "blender": rows_blender, "long_run": rows_long_run}
 
 
