@@ -102,7 +102,8 @@ def run() -> dict:
         deform, dq = float(np.median(data["deform_s"][1:])), float(np.median(data["dqs_s"][1:]))
         results[label] = {"vertices": V, "frames": len(t_out), "turned_outside_median": float(np.median(t_out)),
                           "turned_outside_worst": float(t_out.max()), "turned_all_median": float(np.median(t_all)),
-                          "turned_all_worst": float(t_all.max()), "dihedral_increase_worst": float(max(data["dihedral"])),
+                          "turned_all_worst": float(t_all.max()),
+                          "dihedral_increase_worst": float(max(data["dihedral"])),
                           "worst_regions": worst, "deform_median_s": deform, "dqs_median_s": dq}
         rows.append([label, f"{V} / {len(t_out)}", f"{100 * np.median(t_out):.3f} % / {100 * t_out.max():.3f} %",
                      f"{100 * t_all.max():.2f} %", f"{max(data['dihedral']):.0f} deg",

@@ -1,16 +1,18 @@
-"""Numba kernel: the tracked skin's correction limited by trust, capped by edge length and contact depth, and
-smoothed (``core/skin/trust.py`` has the method and the numpy reference).
+"""Numba kernel: the tracked skin's correction limited by trust, capped by edge length, and smoothed
+(``core/skin/trust.py`` has the method and the numpy reference).
 
 :func:`limit_correction` takes the positions ``x (V, 3)`` [m] (tracked), the start ``d (V, 3)`` [m] (the
 dual-quaternion positions), a :class:`CorrectionMesh`, this frame's skin field (``SkinArrays``, ``MuscleArrays``)
-and a scratch ``(V, 3)`` pair; it writes ``d + smooth(cap(trust * (x - d)))`` into ``x``. The cap of a vertex
-whose DQS position has passed a contact surface (``kernels/tracking.beyond_contact``) grows by its first-order
-distance to that surface, ``|h| / |grad h|`` with ``h = f_own - f_other``, and the smoothing leaves it alone: it
-makes the crease. The cap of a vertex whose part its muscles raise at its tracked position grows by how far they
-pushed it out, ``(f_part - f_grid) / |grad f_grid|``, and the smoothing leaves it alone: a muscle's bulge is not a
-fitting error, and its primitive is smooth. A vertex of trust 0 keeps a zero correction through the smoothing (it stays at ``d``: pinned
-vertices, open borders). Only vertices whose correction is longer than ``HOLD_FRACTION`` of their cap are checked
-for a contact (the others need no longer cap).
+and scratch arrays; it writes ``d + smooth(cap(trust * (x - d)))`` into ``x``.
+
+* The cap of a vertex whose DQS position has passed a contact surface (``kernels/tracking.beyond_contact``) grows
+  by its first-order distance to that surface, ``|h| / |grad h|`` with ``h = f_own - f_other``, and the smoothing
+  leaves it alone: it makes the crease.
+* The cap of a vertex whose part its muscles raise at its tracked position grows by how far they pushed it out,
+  ``(f_part - f_grid) / |grad f_grid|``, and the smoothing leaves it alone: a muscle's bulge is not a fitting
+  error, and its primitive is smooth.
+* A vertex of trust 0 keeps a zero correction through the smoothing (it stays at ``d``: pinned vertices, open
+  borders).
 """
 from __future__ import annotations
 
@@ -80,7 +82,7 @@ def _muscle_push(i, x, mesh, field, muscles):
 def limit_correction(x, start, mesh, field, muscles, c0, c1, hold):
     """``x (V, 3)`` <- ``start + smooth(cap(trust * (x - start)))`` (module docstring); ``field``, ``muscles`` the
     frame's ``SkinArrays`` and ``MuscleArrays``; ``c0, c1 (V, 3)`` work arrays; ``hold (V,)`` bool out: the vertices
-    the smoothing left alone (trust 0, or at a contact)."""
+    the smoothing left alone (trust 0, at a contact, or pushed by a muscle)."""
     trust = mesh.trust
     V = x.shape[0]
     T = field.node_kind.shape[0]

@@ -16,8 +16,8 @@ their times in ``timings`` [s]:
   that step, ``volume_deficits (J,)`` [m^3] what each joint of ``joint_regions`` had lost (zeros when
   ``keep_volume`` is off); then, with ``limit_correction`` (default), ``kernels/skin_correction.py``: the
   correction against the DQS result is scaled by each vertex's ``trust (V,)`` in the field, capped at
-  ``correction_cap (V,)`` [m] (longer at a contact) and smoothed (``core/skin/trust.py``; vertices of trust 0 are
-  not tracked).
+  ``correction_cap (V,)`` [m] (longer at a contact and under a muscle) and smoothed (``core/skin/trust.py``;
+  vertices of trust 0 are not tracked).
 
 Positions are in the armature's (unscaled) space, the same space as the rest vertices and the bone transforms.
 A frame whose result would hold a non-finite coordinate raises ``ValueError`` and leaves ``out`` as the DQS result
@@ -121,8 +121,9 @@ class ImplicitSkinDeformer:
         self._volume_params = self.settings.volume_params()
         self._volume_scratch = VolumeScratch(dist=np.empty(V, dtype=np.int64), normal=np.zeros((V, 3)),
                                              grad=np.zeros((V, 3)))
-        self._correction_mesh = CorrectionMesh(trust=np.where(self.pinned, 0.0, self.trust), cap=self.correction_cap,
-                                               ring_start=self.rings.start, ring_neighbour=self.rings.neighbour,
+        self._correction_mesh = CorrectionMesh(trust=np.where(self.pinned, 0.0, self.trust),
+                                               cap=self.correction_cap, ring_start=self.rings.start,
+                                               ring_neighbour=self.rings.neighbour,
                                                own_leaf=mesh.own_leaf, leaf_nodes=mesh.leaf_nodes,
                                                cos_land=self._track_params.cos_land,
                                                sweeps=int(self.settings.correction_smoothing))

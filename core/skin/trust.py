@@ -20,13 +20,17 @@ dual-quaternion position and is not tracked.
 Per frame the correction ``c_i = x_i - d_i`` (tracked, volume restored ``x_i``; dual-quaternion ``d_i``) becomes
 ``t_i c_i``, shortened to at most ``cap_i = correction_cap * l_i`` (``l_i`` the mean length of the edges around the
 vertex at rest), then smoothed by ``correction_smoothing`` sweeps of ``c_i <- (c_i + mean_ring c_k) / 2`` (a
-vertex of trust 0, pinned vertices included, keeps ``c_i = 0``). At a contact the skin must leave the DQS result by
-as much as the parts intersect: a vertex whose DQS position has passed a contact surface (inside another part, the
-two gradients facing, ``kernels/tracking.beyond_contact``) has its cap grown by its first-order distance to that
-surface and is held through the smoothing: it makes the crease. A muscle's bulge is not a fitting error either: the
-cap of a vertex whose part its muscles raise at its tracked position grows by how far they pushed it out,
-``(f_part - f_grid) / |grad f_grid|``, and it is held through the smoothing (the primitive is smooth). Elsewhere a smooth correction no longer than an
-edge cannot fold a face over its neighbours; joint bulges and muscles show at the scale of the mesh's own edges. The kernel is ``kernels/skin_correction.py``;
+vertex of trust 0, pinned vertices included, keeps ``c_i = 0``). Two kinds of vertex keep a longer correction and
+are held through the smoothing:
+
+* at a contact the skin must leave the DQS result by as much as the parts intersect: a vertex whose DQS position
+  has passed a contact surface (inside another part, the two gradients facing, ``kernels/tracking.beyond_contact``)
+  has its cap grown by its first-order distance to that surface: it makes the crease;
+* a muscle's bulge is not a fitting error: the cap of a vertex whose part its muscles raise at its tracked position
+  grows by how far they pushed it out, ``(f_part - f_grid) / |grad f_grid|`` (the primitive is smooth).
+
+Elsewhere a smooth correction no longer than an edge cannot fold a face over its neighbours; joint bulges show at
+the scale of the mesh's own edges. The kernel is ``kernels/skin_correction.py``;
 :func:`limit_correction_reference` is its numpy reference.
 """
 from __future__ import annotations
