@@ -58,6 +58,31 @@ def test_mirrored_muscle_lands_on_the_mirrored_bones(bpy):
         assert a.z == pytest.approx(b.z, abs=1e-6)
 
 
+def _add_bone(bpy, rig, name, head, tail):
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode='EDIT')
+    bone = rig.data.edit_bones.new(name)
+    bone.head, bone.tail = head, tail
+    bpy.ops.object.mode_set(mode='OBJECT')
+
+
+def test_a_bone_on_the_middle_is_its_own_mirror(bpy):
+    """A muscle from a bone on X = 0 with no side in its name (a chest) to one side mirrors onto the same middle
+    bone and the other side's bone; a bone with no side off the middle has no mirror (a clear error)."""
+    rig, _ = make_arm(bpy, sides=(".L", ".R"))
+    _add_bone(bpy, rig, "chest", (0.0, 0.0, 0.0), (0.0, 0.0, 0.2))
+    _add_bone(bpy, rig, "stray", (0.2, 0.1, 0.0), (0.2, 0.1, 0.2))
+    assert _ops(bpy).add_muscle(origin_bone="chest", insertion_bone="shoulder.L", mirror=True) == {'FINISHED'}
+    left, right = rig.implicit_muscles.muscles
+    assert (right.origin_bone, right.insertion_bone) == ("chest", "shoulder.R")
+    a, b = _world(rig, "chest", left.origin_point), _world(rig, "chest", right.origin_point)
+    assert a.x == pytest.approx(-b.x, abs=1e-6) and (a.y, a.z) == pytest.approx((b.y, b.z), abs=1e-6)
+    assert _ops(bpy).add_muscle(origin_bone="stray", insertion_bone="shoulder.L") == {'FINISHED'}
+    with pytest.raises(RuntimeError, match="no mirrored bone for 'stray'"):
+        _ops(bpy).mirror_muscle()
+    assert len(rig.implicit_muscles.muscles) == 3
+
+
 def _key_activation(bpy, rig, index, frames_values):
     m = rig.implicit_muscles.muscles[index]
     for frame, value in frames_values:
