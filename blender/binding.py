@@ -75,7 +75,8 @@ def describe(mesh_obj, armature) -> SceneDescription:
     skin = SkinSettings(samples_per_part=s.samples_per_part, grid_resolution=s.grid_resolution,
                         unweighted="nearest" if s.unweighted == 'NEAREST' else "error")
     tracking = TrackingSettings(iterations=s.iterations, contact_angle=float(np.degrees(s.contact_angle)),
-                                temporal=s.temporal, keep_volume=s.keep_volume, land_on_contact=s.land_on_contact)
+                                temporal=s.temporal, keep_volume=s.keep_volume, land_on_contact=s.land_on_contact,
+                                limit_correction=s.limit_correction)
     setup = setup_digest(armature)
     co = np.empty(len(rig.vertices) * 3, dtype=np.float32)
     mesh_obj.data.vertices.foreach_get("co", co)

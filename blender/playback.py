@@ -132,6 +132,7 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
     t2 = time.perf_counter()
     ch.deformer.keep_volume = skin.keep_volume  # switched live, no new bind
     ch.deformer.land_on_contact = skin.land_on_contact
+    ch.deformer.limit_correction = skin.limit_correction
     positions = ch.frame(B, dt=dt, frame=frame, inputs=inputs)
     t3 = time.perf_counter()
     if preview:

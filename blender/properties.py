@@ -186,6 +186,12 @@ class ImplicitSkinSettings(PropertyGroup):
     keep_volume: BoolProperty(name="Keep Joint Volume", default=True, update=_live_setting_changed, **STATIC,
                               description="Give back the volume the skin loses at bent joints, with a bulge around "
                                           "the joint that stays clear of the crease (off: the tracked skin as is)")
+    limit_correction: BoolProperty(name="Limit Corrections", default=True, update=_live_setting_changed, **STATIC,
+                                   description="Keep the skin near dual quaternions where the implicit field cannot "
+                                               "follow the mesh's detail (faces, fingers, toes), and move the rest "
+                                               "by at most about an edge length, smoothly, except at creases and "
+                                               "over muscles (off: the tracked skin as is, which may crumple on "
+                                               "dense meshes)")
     bound: BoolProperty(name="Bound", default=False, **STATIC,
                         description="The skin has been bound to its armature in the rest pose")
     bind_signature: StringProperty(name="Bind Signature", default="", **STATIC,

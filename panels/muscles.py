@@ -123,6 +123,7 @@ def draw_skin(layout, context, mesh_obj):
     col.prop(skin, "temporal")
     col.prop(skin, "land_on_contact")
     col.prop(skin, "keep_volume")
+    col.prop(skin, "limit_correction")
     row = layout.row(align=True)
     row.operator("implicit_muscles.bind_skin", icon='LINKED')
     row.operator("implicit_muscles.unbind_skin", icon='UNLINKED')

@@ -73,15 +73,16 @@ class ImplicitSkinDeformer:
         self.own_part = skin.part_of_bone[skin.labels]
         """``(V,)`` int64 each vertex's part (the part of the bone it is labelled with)."""
         self.limit_correction = self.settings.limit_correction
-        """Limit the correction against the DQS result by trust, cap and smoothing (``core/skin/trust.py``)."""
+        """Limit the correction against the DQS result by trust, cap and smoothing (``core/skin/trust.py``;
+        ``settings.limit_correction`` at bind; may be switched between frames, the Blender panel's *Limit
+        Corrections* does)."""
         self.trust = field_trust(self.rest, vertex_normals(self.rest, self.faces), self.iso, rest_grads,
-                                 self.own_part, skin.part_count, self.rings.start, self.rings.neighbour) \
-            if self.limit_correction else np.ones(V)
-        """``(V,)`` each vertex's trust in the skin field, 0..1 (``core/skin/trust.py``)."""
+                                 self.own_part, skin.part_count, self.rings.start, self.rings.neighbour)
+        """``(V,)`` each vertex's trust in the skin field, 0..1 (``core/skin/trust.py``); with the limit on, a
+        vertex of trust 0 is not tracked."""
         self.correction_cap = self.settings.correction_cap * edge_scale(self.rest, self.rings.start,
                                                                          self.rings.neighbour)
         """``(V,)`` [m] the longest correction of each vertex against its DQS position."""
-        self.pinned = self.pinned | (self.trust <= 0.0)
         self._rot = np.empty((V, 3, 3))
         self.dqs_positions = np.empty((V, 3))
         self.tracked = np.empty((V, 3))
@@ -108,8 +109,13 @@ class ImplicitSkinDeformer:
                          ring_neighbour=self.rings.neighbour, ring_weight=self.rings.weight,
                          own_leaf=self.skin.leaf_node[self.own_part], leaf_nodes=self.skin.leaf_node,
                          landable=self.landable, pinned=self.pinned)
-        self._track_mesh = {True: mesh, False: mesh._replace(landable=np.zeros(V, dtype=np.bool_))}
-        """The tracked mesh, with and without the contact landing (``land_on_contact``)."""
+        unlanded = np.zeros(V, dtype=np.bool_)
+        untrusted = self.pinned | (self.trust <= 0.0)
+        self._track_mesh = {(land, limit): mesh._replace(landable=self.landable if land else unlanded,
+                                                         pinned=untrusted if limit else self.pinned)
+                            for land in (True, False) for limit in (True, False)}
+        """The tracked mesh, with and without the contact landing (``land_on_contact``), with and without the
+        untrusted vertices left out (``limit_correction``)."""
         self._track_params = self.settings.kernel_params(self.mesh_size)
         self.scratch = TrackScratch(p=np.empty((V, 3)), anchor=np.empty((V, 3)), normal=np.empty((V, 3)),
                                     g_prev=np.zeros((V, 3)), state=np.zeros(V, dtype=np.int8),
@@ -166,8 +172,8 @@ class ImplicitSkinDeformer:
         consecutive = (self.settings.temporal and frame is not None and self._previous is not None
                        and self._previous_frame is not None and frame == self._previous_frame + 1)
         x[:] = self._previous if consecutive else self.dqs_positions
-        self.last_sweeps = track(x, self._rot, self._track_mesh[bool(self.land_on_contact)],
-                                 *self.placement.kernel_args, self._track_params, self.scratch)
+        mesh = self._track_mesh[bool(self.land_on_contact), bool(self.limit_correction)]
+        self.last_sweeps = track(x, self._rot, mesh, *self.placement.kernel_args, self._track_params, self.scratch)
         self.tracked[:] = x
         self.volume_deficits[:] = 0.0
         if self.keep_volume and self.joint_regions.count:

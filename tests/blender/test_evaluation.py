@@ -62,6 +62,25 @@ def test_skin_switches_apply_live_around_the_elbow_only(bpy, setting, least, els
     assert np.abs(evaluated(bpy, mesh) - on).max() < SAME_TOL
 
 
+def test_limit_corrections_switches_live(bpy):
+    """*Limit Corrections* off shows the tracked skin without the limit (no new bind): at 110 degrees with the
+    biceps active the skin around the elbow moves by more than 0.1 mm, the hand not at all; on again gives the same
+    frame back."""
+    rig, mesh = animated_arm(bpy)
+    rest = np.array([v.co[:] for v in mesh.data.vertices])
+    bind(bpy, mesh)
+    for f in range(1, 31):
+        bpy.context.scene.frame_set(f)
+    on = evaluated(bpy, mesh)
+    mesh.implicit_skin.limit_correction = False
+    off = evaluated(bpy, mesh)
+    moved = np.linalg.norm(on - off, axis=1)
+    assert moved[np.abs(rest[:, 0] - 0.4) < 0.1].max() > 1e-4
+    assert moved[rest[:, 0] > 0.72].max() < 1e-6
+    mesh.implicit_skin.limit_correction = True
+    assert np.abs(evaluated(bpy, mesh) - on).max() < SAME_TOL
+
+
 def test_frame_30_is_the_same_however_it_is_reached(bpy, tmp_path):
     rig, mesh = animated_arm(bpy)
     bind(bpy, mesh)
