@@ -314,8 +314,9 @@ def _probe_vertices(bound, probe, rest):
 
 def _quality_meshes(kinds, runtime) -> dict:
     """For each Implicit Skinning copy, per bound mesh: its name, the DQS copy's mesh's name, the
-    ``core.skin.quality.QualityMesh`` of the welded mesh the deformer works on, the bound record and, for a mesh
-    split at seams, one original vertex per welded vertex (None when the mesh is welded already)."""
+    ``core.skin.quality.QualityMesh`` of the welded mesh the deformer works on, the bound record, for a mesh split
+    at seams one original vertex per welded vertex (None when the mesh is welded already), and the skin field
+    placed at rest."""
     QualityMesh = addon_session.addon_module(REPO_MODULE, "core.skin.quality").QualityMesh
     out = {}
     for kind in ("implicit", "muscles"):
@@ -329,8 +330,8 @@ def _quality_meshes(kinds, runtime) -> dict:
             if not weld.identity:
                 first = np.empty(len(weld.vertices), dtype=np.int64)
                 first[weld.inverse[::-1]] = np.arange(len(weld.inverse))[::-1]
-            out.setdefault(kind, []).append(
-                (mesh.name, dqs.name, QualityMesh.build(d.rest, d.faces, d.own_part, names), b, first))
+            out.setdefault(kind, []).append((mesh.name, dqs.name, QualityMesh.build(d.rest, d.faces, d.own_part, names),
+                                             b, first, d.skin.place()))
     return out
 
 
@@ -340,13 +341,12 @@ def _record_quality(rec, meshes, world, kinds, kind):
     quality = addon_session.addon_module(REPO_MODULE, "core.skin.quality")
     turned = outside = crease = total = all_turned = 0
     dihedral = 0.0
-    for mesh_name, dqs_name, qmesh, b, first in meshes:
+    for mesh_name, dqs_name, qmesh, b, first, rest in meshes:
         d = b.character.deformer
         shown = _to_armature(world[mesh_name], kinds[kind][0])
         dqs = _to_armature(world[dqs_name], kinds["dqs"][0])
         if first is not None:
             shown, dqs = shown[first], dqs[first]
-        rest = rec.setdefault("_rest_placement", {}).setdefault(mesh_name, d.skin.place())
         creased = quality.crease_vertices(d.skin, rest, d.placement, d.rest, dqs, d.own_part)
         q = quality.measure(qmesh, shown, dqs, creased)
         F = len(qmesh.faces)
@@ -423,8 +423,6 @@ def play(bpy, shot, runtime, playback):
         rec["implicit_total_ms"].append(1e3 * implicit_total)
         for k in stages:
             rec["stages_ms"].setdefault(k, []).append(1e3 * totals[k])
-    for q in rec["quality"].values():
-        q.pop("_rest_placement", None)
     rec["bounds"] = {kind: [lo[kind].tolist(), hi[kind].tolist()] for kind in kinds}
     rec["rest_volumes"] = {}
     for mesh in muscle_meshes:

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .mesh_rings import cotangent_rings
+
 TURN_LIMIT = 45.0
 """A face turned by more than this against the reference [deg] counts as turned."""
 CREASE_GAIN = 0.02
@@ -61,20 +63,8 @@ def edge_face_pairs(faces) -> np.ndarray:
     return np.stack([face[two], face[two + 1]], axis=1)
 
 
-def face_rings(faces, vertex_count: int):
-    """CSR one-rings of a triangle mesh: ``start (V+1,)``, ``neighbour``; for growing vertex masks."""
-    f = np.asarray(faces, dtype=np.int64)
-    i = np.concatenate([f[:, 0], f[:, 1], f[:, 2], f[:, 1], f[:, 2], f[:, 0]])
-    j = np.concatenate([f[:, 1], f[:, 2], f[:, 0], f[:, 0], f[:, 1], f[:, 2]])
-    key = np.unique(i * vertex_count + j)
-    rows, cols = key // vertex_count, key % vertex_count
-    start = np.zeros(vertex_count + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=vertex_count), out=start[1:])
-    return start, cols
-
-
 def grow(mask, rings, steps: int) -> np.ndarray:
-    """``mask (V,)`` bool grown by ``steps`` rings of neighbours (``rings`` from :func:`face_rings`)."""
+    """``mask (V,)`` bool grown by ``steps`` rings of neighbours (``rings``: CSR ``(start, neighbour)``)."""
     start, neighbour = rings
     out = np.asarray(mask, dtype=np.bool_).copy()
     rows = np.repeat(np.arange(len(out)), np.diff(start))
@@ -109,7 +99,7 @@ class QualityMesh:
     rest: np.ndarray  # (V, 3) [m]
     faces: np.ndarray  # (F, 3) int64
     pairs: np.ndarray  # (E, 2) int64 faces sharing an edge
-    rings: tuple  # face_rings()
+    rings: tuple  # (start, neighbour) CSR one-rings (core/skin/mesh_rings.py)
     rest_dihedral: np.ndarray  # (E,) [deg]
     face_region: np.ndarray  # (F,) int64 region of each face
     region_names: tuple  # names of the regions
@@ -120,7 +110,8 @@ class QualityMesh:
         faces = np.ascontiguousarray(faces, dtype=np.int64)
         pairs = edge_face_pairs(faces)
         n = face_normals(rest, faces)
-        return cls(rest=rest, faces=faces, pairs=pairs, rings=face_rings(faces, len(rest)),
+        rings = cotangent_rings(rest, faces)
+        return cls(rest=rest, faces=faces, pairs=pairs, rings=(rings.start, rings.neighbour),
                    rest_dihedral=_angle(n[pairs[:, 0]], n[pairs[:, 1]]),
                    face_region=np.asarray(vertex_region, dtype=np.int64)[faces[:, 0]],
                    region_names=tuple(region_names))
