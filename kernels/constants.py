@@ -11,6 +11,12 @@ JIT_FAST = dict(JIT, fastmath={"contract", "arcp", "nsz"})
 and infinity keep their meaning (no ``nnan``/``ninf``), so the kernels' guards still work."""
 JIT_FAST_LIBM = dict(JIT, fastmath={"contract", "arcp", "nsz", "afn"})
 """``JIT_FAST`` plus approximate libm functions: the muscle field (kernel against reference within 1e-12)."""
+JIT_POINT = dict(JIT_FAST, _nrt=False)
+"""``JIT_FAST`` without numba's reference counting: the per-point functions that take the kernels' structs (the
+skin field at one point, one vertex's projection). They allocate nothing; with counting on, every call counts
+every array of its structs up and down, atomic operations that the threads contend for."""
+JIT_POINT_LIBM = dict(JIT_FAST_LIBM, _nrt=False)
+"""``JIT_FAST_LIBM`` without reference counting: one muscle's field at one point (as ``JIT_POINT``)."""
 
 # muscle scalars: columns of ``MuscleBatch.muscle_scalar (M, SCALAR_COUNT)``
 SCALAR_LENGTH = 0

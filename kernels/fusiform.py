@@ -15,8 +15,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .constants import (JIT, JIT_FAST_LIBM, MIN_DISTANCE, MIN_SEGMENT_LENGTH, SCALAR_C0, SCALAR_C1, SCALAR_LENGTH,
-                        SCALAR_REACH, SCALAR_SUPPORT, SCALAR_U, SCALAR_V, SCALAR_WIDTH, SLERP_SMALL_ANGLE)
+from .constants import (JIT, JIT_FAST_LIBM, JIT_POINT_LIBM, MIN_DISTANCE, MIN_SEGMENT_LENGTH, SCALAR_C0,
+                        SCALAR_C1, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_U, SCALAR_V, SCALAR_WIDTH,
+                        SLERP_SMALL_ANGLE)
 
 
 class MuscleArrays(NamedTuple):
@@ -72,7 +73,7 @@ def _monomial(ea, eb, s):
     return value, d1, d2
 
 
-@njit(**JIT_FAST_LIBM)
+@njit(**JIT_POINT_LIBM)
 def _project(qx, qy, qz, P, L, t, S, l, start, end, reparam, cut):
     """Algorithm 1 on vertices ``start..end-1``. Returns ``(s, gsx, gsy, gsz)``, or ``s = -1`` when the point is
     farther than ``cut`` [m] from the polyline (callers that only need the field near the surface skip the rest)."""
@@ -183,7 +184,7 @@ def _field_one(qx, qy, qz, m, mu, reparam, cut):
                          mu.muscle_exponent, reparam, cut)
 
 
-@njit(**JIT_FAST_LIBM)
+@njit(**JIT_POINT_LIBM)
 def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, reparam, cut):
     """:func:`_field_one` on the arrays of a :class:`MuscleArrays`."""
     start = axis_start[m]
@@ -361,10 +362,11 @@ def _compact(f, gx, gy, gz, R):
 
 
 @njit(inline="always", **JIT_FAST_LIBM)
-def _box_distance2(qx, qy, qz, box):
-    dx = max(box[0] - qx, 0.0, qx - box[3])
-    dy = max(box[1] - qy, 0.0, qy - box[4])
-    dz = max(box[2] - qz, 0.0, qz - box[5])
+def _box_distance2(qx, qy, qz, boxes, m):
+    """Squared distance [m^2] from ``q`` to box ``m`` of ``boxes (M, 6)`` (min xyz, max xyz); 0 inside."""
+    dx = max(boxes[m, 0] - qx, 0.0, qx - boxes[m, 3])
+    dy = max(boxes[m, 1] - qy, 0.0, qy - boxes[m, 4])
+    dz = max(boxes[m, 2] - qz, 0.0, qz - boxes[m, 5])
     return dx * dx + dy * dy + dz * dz
 
 
@@ -396,7 +398,7 @@ def _muscle_field(queries, axis_start, axis_points, axis_cumulative, axis_tangen
         for m in range(n_muscles):
             if compact:
                 cut = muscle_scalar[m, SCALAR_REACH] + muscle_scalar[m, SCALAR_SUPPORT]
-                if _box_distance2(qx, qy, qz, muscle_bounds[m]) > cut * cut:
+                if _box_distance2(qx, qy, qz, muscle_bounds, m) > cut * cut:
                     out_values[i, m] = 0.0
                     out_grads[i, m, 0] = 0.0
                     out_grads[i, m, 1] = 0.0

@@ -9,24 +9,18 @@ rigidly with its bone: ``f_j(p) = f_j(B_j^-1 p)``, ``grad = R_j grad f_j(B_j^-1 
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, prange
 
 from .constants import JIT_FAST
 
 
 @njit(inline="always", **JIT_FAST)
-def _corners(values, i, j, k, c, w000, w100, w010, w110, w001, w101, w011, w111):
-    return (w000 * values[i, j, k, c] + w100 * values[i + 1, j, k, c] + w010 * values[i, j + 1, k, c]
-            + w110 * values[i + 1, j + 1, k, c] + w001 * values[i, j, k + 1, c] + w101 * values[i + 1, j, k + 1, c]
-            + w011 * values[i, j + 1, k + 1, c] + w111 * values[i + 1, j + 1, k + 1, c])
-
-
-@njit(inline="always", **JIT_FAST)
-def sample_part(values, ox, oy, oz, inv_h, px, py, pz):
-    """Trilinear value and gradient of one part grid at rest-space ``p`` [m]: ``(f, gx, gy, gz)``."""
-    nx = values.shape[0]
-    ny = values.shape[1]
-    nz = values.shape[2]
+def sample_grid(flat, base, nx, ny, nz, ox, oy, oz, inv_h, px, py, pz):
+    """Trilinear value and gradient of one part grid at rest-space ``p`` [m]: ``(f, gx, gy, gz)``. The grid is
+    ``flat[base:base + nx ny nz 4]``, the ``(nx, ny, nz, 4)`` array in C order: the kernels index the packed
+    grids in place, because a view per sample (``reshape``, a row) costs a reference count, which threads
+    contend for."""
     fx = (px - ox) * inv_h
     fy = (py - oy) * inv_h
     fz = (pz - oz) * inv_h
@@ -41,39 +35,58 @@ def sample_part(values, ox, oy, oz, inv_h, px, py, pz):
     sx = 1.0 - tx
     sy = 1.0 - ty
     sz = 1.0 - tz
-    w000 = sx * sy * sz
-    w100 = tx * sy * sz
-    w010 = sx * ty * sz
-    w110 = tx * ty * sz
-    w001 = sx * sy * tz
-    w101 = tx * sy * tz
-    w011 = sx * ty * tz
-    w111 = tx * ty * tz
-    return (_corners(values, i, j, k, 0, w000, w100, w010, w110, w001, w101, w011, w111),
-            _corners(values, i, j, k, 1, w000, w100, w010, w110, w001, w101, w011, w111),
-            _corners(values, i, j, k, 2, w000, w100, w010, w110, w001, w101, w011, w111),
-            _corners(values, i, j, k, 3, w000, w100, w010, w110, w001, w101, w011, w111))
+    sj = nz * 4
+    si = ny * sj
+    o = base + i * si + j * sj + k * 4
+    f = 0.0
+    gx = 0.0
+    gy = 0.0
+    gz = 0.0
+    for di in range(2):
+        wi = tx if di else sx
+        for dj in range(2):
+            wij = wi * (ty if dj else sy)
+            q = o + di * si + dj * sj
+            w0 = wij * sz
+            w1 = wij * tz
+            f += w0 * flat[q] + w1 * flat[q + 4]
+            gx += w0 * flat[q + 1] + w1 * flat[q + 5]
+            gy += w0 * flat[q + 2] + w1 * flat[q + 6]
+            gz += w0 * flat[q + 3] + w1 * flat[q + 7]
+    return f, gx, gy, gz
 
 
 @njit(inline="always", **JIT_FAST)
-def sample_part_world(values, origin, inv_h, Binv, px, py, pz):
-    """Part field at world ``p``: ``Binv (3, 4)`` world -> rest (rigid); gradient rotated back to world."""
-    lx = Binv[0, 0] * px + Binv[0, 1] * py + Binv[0, 2] * pz + Binv[0, 3]
-    ly = Binv[1, 0] * px + Binv[1, 1] * py + Binv[1, 2] * pz + Binv[1, 3]
-    lz = Binv[2, 0] * px + Binv[2, 1] * py + Binv[2, 2] * pz + Binv[2, 3]
-    f, gx, gy, gz = sample_part(values, origin[0], origin[1], origin[2], inv_h, lx, ly, lz)
+def sample_packed(flat, offset, dims, origin, inv_h, binv, p, qx, qy, qz):
+    """Part ``p`` of packed grids at world ``q`` [m]: ``flat`` all grids, ``offset (P+1,)`` where each starts,
+    ``dims (P, 3)``, ``origin (P, 3)`` [m], ``inv_h (P,)`` [1/m], ``binv (P, 3, 4)`` world -> rest (rigid). The
+    gradient is rotated back to world: ``(f, gx, gy, gz)``."""
+    lx = binv[p, 0, 0] * qx + binv[p, 0, 1] * qy + binv[p, 0, 2] * qz + binv[p, 0, 3]
+    ly = binv[p, 1, 0] * qx + binv[p, 1, 1] * qy + binv[p, 1, 2] * qz + binv[p, 1, 3]
+    lz = binv[p, 2, 0] * qx + binv[p, 2, 1] * qy + binv[p, 2, 2] * qz + binv[p, 2, 3]
+    f, gx, gy, gz = sample_grid(flat, offset[p], dims[p, 0], dims[p, 1], dims[p, 2], origin[p, 0], origin[p, 1],
+                                origin[p, 2], inv_h[p], lx, ly, lz)
     # R = Binv's rotation transposed
-    wx = Binv[0, 0] * gx + Binv[1, 0] * gy + Binv[2, 0] * gz
-    wy = Binv[0, 1] * gx + Binv[1, 1] * gy + Binv[2, 1] * gz
-    wz = Binv[0, 2] * gx + Binv[1, 2] * gy + Binv[2, 2] * gz
+    wx = binv[p, 0, 0] * gx + binv[p, 1, 0] * gy + binv[p, 2, 0] * gz
+    wy = binv[p, 0, 1] * gx + binv[p, 1, 1] * gy + binv[p, 2, 1] * gz
+    wz = binv[p, 0, 2] * gx + binv[p, 1, 2] * gy + binv[p, 2, 2] * gz
     return f, wx, wy, wz
 
 
 @njit(parallel=True, **JIT_FAST)
 def sample_part_many(values, origin, inv_h, Binv, points, out_values, out_grads):
-    """:func:`sample_part_world` at ``points (n, 3)``; ``out_values (n,)``, ``out_grads (n, 3)``."""
+    """One part grid ``values (nx, ny, nz, 4)`` at world ``points (n, 3)`` [m] (``origin (3,)`` [m], ``inv_h``
+    [1/m], ``Binv (3, 4)`` world -> rest): ``out_values (n,)``, ``out_grads (n, 3)`` [1/m]."""
+    flat = values.reshape(-1)
+    offset = np.zeros(2, dtype=np.int64)
+    dims = np.empty((1, 3), dtype=np.int64)
+    for c in range(3):
+        dims[0, c] = values.shape[c]
+    org = origin.reshape(1, 3)
+    ih = np.full(1, inv_h)
+    binv = Binv.reshape(1, 3, 4)
     for n in prange(points.shape[0]):
-        f, gx, gy, gz = sample_part_world(values, origin, inv_h, Binv, points[n, 0], points[n, 1], points[n, 2])
+        f, gx, gy, gz = sample_packed(flat, offset, dims, org, ih, binv, 0, points[n, 0], points[n, 1], points[n, 2])
         out_values[n] = f
         out_grads[n, 0] = gx
         out_grads[n, 1] = gy

@@ -390,7 +390,7 @@ def _collide(m, x, x_prev, model, frame, snapshot, friction, f1, chord_dev):
                 if o == m:
                     continue
                 cut = scal[o, SCALAR_REACH] + D
-                if _box_distance2(x[k, 0], x[k, 1], x[k, 2], bounds[o]) > cut * cut:
+                if _box_distance2(x[k, 0], x[k, 1], x[k, 2], bounds, o) > cut * cut:
                     continue
                 # lower bound: distance to the chord of o's axis minus the axis's largest distance from it
                 if chord_distance(x[k, 0], x[k, 1], x[k, 2], snap_points, axis_start[o],

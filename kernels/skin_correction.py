@@ -22,8 +22,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .constants import JIT_FAST
-from .part_grid import sample_part_world
+from .constants import JIT_FAST, JIT_POINT
+from .part_grid import sample_packed
 from .skin_field import _part_value, evaluate_point
 from .tracking import CHUNK, beyond_contact
 
@@ -62,15 +62,13 @@ def _sweep(src, dst, hold, ring_start, ring_neighbour):
             dst[i, c] = 0.5 * (src[i, c] + s * inv)
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def _muscle_push(i, x, mesh, field, muscles):
     """How far [m] the muscles have pushed vertex ``i``'s skin part out at its tracked position ``x[i]``: the
     part's value with its muscles minus its grid value alone, over the grid value's gradient (0 if none)."""
     p = field.node_part[mesh.own_leaf[i]]
-    vals = field.grid_values[field.grid_offset[p]:field.grid_offset[p + 1]].reshape(
-        (field.grid_dims[p, 0], field.grid_dims[p, 1], field.grid_dims[p, 2], 4))
-    h, hx, hy, hz = sample_part_world(vals, field.grid_origin[p], field.grid_inv_h[p], field.grid_binv[p],
-                                      x[i, 0], x[i, 1], x[i, 2])
+    h, hx, hy, hz = sample_packed(field.grid_values, field.grid_offset, field.grid_dims, field.grid_origin,
+                                  field.grid_inv_h, field.grid_binv, p, x[i, 0], x[i, 1], x[i, 2])
     f, _, _, _ = _part_value(p, x[i, 0], x[i, 1], x[i, 2], field, muscles)
     g = math.sqrt(hx * hx + hy * hy + hz * hz)
     if f <= h or g < 1e-12:

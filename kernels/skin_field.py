@@ -22,9 +22,9 @@ from numba import njit, prange
 
 from .axis import chord_distance
 from .blend import contact, controller, max_union, table_union
-from .fusiform import _box_distance2, _compact, _field_one
-from .part_grid import sample_part_world
-from .constants import JIT_FAST, NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
+from .fusiform import _box_distance2, _compact, _field_arrays
+from .part_grid import sample_packed
+from .constants import JIT_FAST, JIT_POINT, NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
 
 
 CHUNK = 64
@@ -57,42 +57,67 @@ class SkinArrays(NamedTuple):
     chord_dev: np.ndarray          # (M,) float64 [m] this frame: each axis's largest distance from its chord
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def _part_value(p, qx, qy, qz, skin, mus):
-    """Leaf ``p`` at one point: the part's grid value joined with its muscles by the detail operator."""
-    vals = skin.grid_values[skin.grid_offset[p]:skin.grid_offset[p + 1]].reshape(
-        (skin.grid_dims[p, 0], skin.grid_dims[p, 1], skin.grid_dims[p, 2], 4))
-    h, hx, hy, hz = sample_part_world(vals, skin.grid_origin[p], skin.grid_inv_h[p], skin.grid_binv[p], qx, qy, qz)
+    """Leaf ``p`` at one point: the part's grid value joined with its muscles by the detail operator (what
+    :func:`evaluate_point` computes for a leaf, for the kernels that need one part alone)."""
+    h, hx, hy, hz = sample_packed(skin.grid_values, skin.grid_offset, skin.grid_dims, skin.grid_origin,
+                                  skin.grid_inv_h, skin.grid_binv, p, qx, qy, qz)
+    if skin.part_muscle_start[p] == skin.part_muscle_start[p + 1]:
+        return h, hx, hy, hz
+    mu, mx, my, mz = _muscles_value(p, qx, qy, qz, skin.part_muscle_start, skin.part_muscle_index, skin.skin_offset,
+                                    skin.chord_dev, skin.clean_table, mus.axis_start, mus.axis_points,
+                                    mus.axis_cumulative, mus.axis_tangent, mus.axis_normal, mus.seg_tangent,
+                                    mus.seg_length, mus.seg_angle, mus.muscle_scalar, mus.muscle_exponent,
+                                    mus.muscle_bounds)
+    return _detail(skin.blend_table, h, hx, hy, hz, mu, mx, my, mz)
+
+
+@njit(inline="always", **JIT_FAST)
+def _detail(table, h, hx, hy, hz, mu, mx, my, mz):
+    """The detail operator (``blend`` arc union) joining a part's grid value ``h`` with its muscles' ``mu``."""
+    if mu <= 0.0:
+        return h, hx, hy, hz
+    G, G1, G2 = table_union(table, h, mu)
+    return G, G1 * hx + G2 * mx, G1 * hy + G2 * my, G1 * hz + G2 * mz
+
+
+@njit(inline="always", **JIT_FAST)
+def _muscles_value(p, qx, qy, qz, part_muscle_start, part_muscle_index, skin_offset, chord_dev, clean_table,
+                   axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent, seg_length,
+                   seg_angle, muscle_scalar, muscle_exponent, muscle_bounds):
+    """The clean union of part ``p``'s muscles' compact fields at one point: ``(f, gx, gy, gz)``. Takes the
+    structs' arrays one by one (:class:`SkinArrays`, ``MuscleArrays``). Inlined, as everything
+    :func:`evaluate_point` calls: a compiled call that takes arrays makes every call of :func:`evaluate_point`
+    count references on the structs' arrays, which the threads contend for (design notes)."""
     mu = 0.0
     mx = 0.0
     my = 0.0
     mz = 0.0
-    for k in range(skin.part_muscle_start[p], skin.part_muscle_start[p + 1]):
-        m = skin.part_muscle_index[k]
-        R = mus.muscle_scalar[m, SCALAR_SUPPORT]
-        cut = mus.muscle_scalar[m, SCALAR_REACH] + R
-        if _box_distance2(qx, qy, qz, mus.muscle_bounds[m]) > cut * cut:
+    for k in range(part_muscle_start[p], part_muscle_start[p + 1]):
+        m = part_muscle_index[k]
+        R = muscle_scalar[m, SCALAR_SUPPORT]
+        cut = muscle_scalar[m, SCALAR_REACH] + R
+        if _box_distance2(qx, qy, qz, muscle_bounds, m) > cut * cut:
             continue
         # lower bound of the distance to the axis: distance to its chord minus the axis's largest deviation
-        if chord_distance(qx, qy, qz, mus.axis_points, mus.axis_start[m],
-                          mus.axis_start[m + 1] - 1) - skin.chord_dev[m] > cut:
+        if chord_distance(qx, qy, qz, axis_points, axis_start[m], axis_start[m + 1] - 1) - chord_dev[m] > cut:
             continue
-        f, gx, gy, gz = _field_one(qx, qy, qz, m, mus, True, cut)
-        f, gx, gy, gz = _compact(f + skin.skin_offset[m], gx, gy, gz, R)
+        f, gx, gy, gz = _field_arrays(qx, qy, qz, m, axis_start, axis_points, axis_cumulative, axis_tangent,
+                                      axis_normal, seg_tangent, seg_length, seg_angle, muscle_scalar,
+                                      muscle_exponent, True, cut)
+        f, gx, gy, gz = _compact(f + skin_offset[m], gx, gy, gz, R)
         if f <= 0.0:
             continue
-        G, G1, G2 = table_union(skin.clean_table, mu, f)
+        G, G1, G2 = table_union(clean_table, mu, f)
         mx = G1 * mx + G2 * gx
         my = G1 * my + G2 * gy
         mz = G1 * mz + G2 * gz
         mu = G
-    if mu <= 0.0:
-        return h, hx, hy, hz
-    G, G1, G2 = table_union(skin.blend_table, h, mu)
-    return G, G1 * hx + G2 * mx, G1 * hy + G2 * my, G1 * hz + G2 * mz
+    return mu, mx, my, mz
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
     """Composed field at one point: ``(F, dF/dx, dF/dy, dF/dz)``. ``val (T,)``, ``grad (T, 3)``, ``active (T,)``
     are per-task scratch (each node's value, gradient and whether its box holds the point); ``skin``: the
@@ -105,8 +130,8 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
     T = node_kind.shape[0]
     i = 0
     while i < T:
-        b = node_bounds[i]
-        if b[0] <= qx <= b[3] and b[1] <= qy <= b[4] and b[2] <= qz <= b[5]:
+        if (node_bounds[i, 0] <= qx <= node_bounds[i, 3] and node_bounds[i, 1] <= qy <= node_bounds[i, 4]
+                and node_bounds[i, 2] <= qz <= node_bounds[i, 5]):
             active[i] = True
             i += 1
         else:
@@ -122,7 +147,19 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
             continue
         kind = node_kind[i]
         if kind == NODE_PART:
-            f, gx, gy, gz = _part_value(skin.node_part[i], qx, qy, qz, skin, muscles)
+            # a leaf: _part_value written out, so that no struct is copied per leaf (the design notes:
+            # reference counts)
+            p = skin.node_part[i]
+            f, gx, gy, gz = sample_packed(skin.grid_values, skin.grid_offset, skin.grid_dims, skin.grid_origin,
+                                          skin.grid_inv_h, skin.grid_binv, p, qx, qy, qz)
+            if skin.part_muscle_start[p] < skin.part_muscle_start[p + 1]:
+                mu, mx, my, mz = _muscles_value(p, qx, qy, qz, skin.part_muscle_start, skin.part_muscle_index,
+                                                skin.skin_offset, skin.chord_dev, skin.clean_table,
+                                                muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
+                                                muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent,
+                                                muscles.seg_length, muscles.seg_angle, muscles.muscle_scalar,
+                                                muscles.muscle_exponent, muscles.muscle_bounds)
+                f, gx, gy, gz = _detail(skin.blend_table, f, gx, gy, gz, mu, mx, my, mz)
         else:
             a = node_left[i]
             c = node_right[i]

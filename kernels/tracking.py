@@ -27,8 +27,8 @@ import numpy as np
 from numba import njit, prange
 
 from .skin_field import evaluate_point
-from .constants import (JIT_FAST, CONTACT_LOW, STATE_CONTACT, STATE_CROSSED, STATE_FLAT, STATE_FREE, STATE_ON_ISO,
-                        STATE_WORSE)
+from .constants import (JIT_FAST, JIT_POINT, CONTACT_LOW, STATE_CONTACT, STATE_CROSSED, STATE_FLAT, STATE_FREE,
+                        STATE_ON_ISO, STATE_WORSE)
 
 
 CHUNK = 64
@@ -78,7 +78,7 @@ class TrackScratch(NamedTuple):
     active: np.ndarray  # (V,) bool vertices worked on this frame
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def _stop_at(i, y0, y1, y2, p, anchor):
     """Vertex ``i``'s projected point and the anchor of its tangent plane are ``(y0, y1, y2)``."""
     p[i, 0] = y0
@@ -89,7 +89,7 @@ def _stop_at(i, y0, y1, y2, p, anchor):
     anchor[i, 2] = y2
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active_nodes):
     """Algorithm 3.1 for vertex ``i`` with step factor ``lam``, with the contact landing first: writes ``p[i]``,
     ``anchor[i]``, ``normal[i]``, ``state[i]`` of ``scr``. ``val, grad, active_nodes``: per-task node scratch."""
@@ -201,7 +201,7 @@ def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active
         normal[i, 2] = hz / hn
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def beyond_contact(o, leaf_nodes, cos_land, val, grad, nodes):
     """After :func:`evaluate_point` filled ``val, grad, nodes``: the leaf node of the other part whose contact
     surface a vertex of leaf ``o`` has passed, or -1. Passed means: inside that part's volume (its field above 0.5)
@@ -227,7 +227,7 @@ def beyond_contact(o, leaf_nodes, cos_land, val, grad, nodes):
     return b
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, val, grad, nodes, field, muscles):
     """Land vertex ``i`` (at ``p[i]``, where ``val, grad`` were evaluated) on the contact surface ``h = f_o - f_b
     = 0`` of leaves ``o`` and ``b``: at most ``steps`` Newton steps along ``grad h``, until a step is shorter than
@@ -298,7 +298,7 @@ def contact_passed(points, own_leaf, leaf_nodes, cos_land, field, muscles, out):
             out[q] = beyond_contact(own_leaf[q], leaf_nodes, cos_land, val, grad, nodes) >= 0
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def _arap(i, src, dst, rot, mesh, anchor, normal):
     """One Jacobi ARAP update of vertex ``i`` from ``src`` into ``dst``, on the tangent plane at its anchor;
     returns the squared move."""
