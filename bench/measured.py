@@ -222,7 +222,7 @@ def rows_long_run(d: dict) -> list:
 
 
 def rows_demo(d: dict) -> list:
-    shots = [s for s in ("arm_curl", "arm_shake", "character") if s in d.get("shots", {})]
+    shots = [s for s in ("human", "arm_curl", "arm_shake", "character") if s in d.get("shots", {})]
     if not shots:
         return []
     s = {n: d["shots"][n] for n in shots}
@@ -230,11 +230,13 @@ def rows_demo(d: dict) -> list:
     ms = lambda key: each(lambda x: num(x["median_ms"][key]))  # noqa: E731
     paper = [x["paper_table2_ms"] for x in s.values() if x.get("paper_table2_ms")]
     volumes_ok = all(abs(v - 100.0) <= 3.0 for x in s.values() for v in x["volume_percent_range"])
-    names = {"arm_curl": "the paper's curl", "arm_shake": "shake", "character": "BCN_Epileptic"}
+    names = {"human": "the dense human", "arm_curl": "the paper's curl", "arm_shake": "shake",
+             "character": "BCN_Epileptic"}
     label = " / ".join(names[n] for n in shots)
-    if "character" in s:
-        c = s["character"]
-        label += f" ({c['vertices']} vertices, {c['bones']} bones, {c['muscles']} muscles)"
+    sizes = [f"{names[n]}: {s[n]['vertices']} vertices, {s[n]['bones']} bones, {s[n]['muscles']} muscles"
+             for n in ("human", "character") if n in s]
+    if sizes:
+        label += " (" + "; ".join(sizes) + ")"
     return [[f"`make demo` in Blender{_version(d.get('blender', ''))}, the muscles copy per frame (medians, the "
              f"first frame excluded), {label}",
              ms("with_muscles") + " ms, of which tracking " + ms("tracking") + " ms; the Implicit Skinning copy "
@@ -242,8 +244,10 @@ def rows_demo(d: dict) -> list:
              "included) " + ms("blender_frame_three_copies") + " ms; muscle volume "
              + each(lambda x: f"{x['volume_percent_range'][0]:.1f}-{x['volume_percent_range'][1]:.1f} %")
              + " of rest on every frame; skin over the biceps at most "
-             + each(lambda x: num(x["probe_muscles_vs_dqs_max_mm"])) + " mm from the DQS copy (median over its "
-             f"vertices); the whole demo {num(d.get('total_seconds', 0.0))} s",
+             + each(lambda x: num(x["probe_muscles_vs_dqs_max_mm"])) + " mm from the DQS copy, "
+             + each(lambda x: num(x["probe_muscles_vs_implicit_max_mm"]))
+             + " mm from the Implicit Skinning copy (the muscles' own effect; medians over its vertices); the whole "
+             f"demo {num(d.get('total_seconds', 0.0))} s",
              ("paper Table 2 (6-core Xeon): " + " / ".join(const(round(p["total"], 6)) for p in paper)
               + " ms, its \"IS only\" " + " / ".join(const(round(p["is_only"], 6)) for p in paper) + " ms")
              if paper else "",

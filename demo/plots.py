@@ -115,7 +115,10 @@ def curves(shot: dict, out_dir: Path, dpi: int) -> Path:
     probe = shot["probe"]
     skin.plot(frames, probe["muscles_vs_dqs_mm"], color="#b2182b", lw=1.6, label="Implicit Skinning + muscles")
     skin.plot(frames, probe["implicit_vs_dqs_mm"], color="#2166ac", lw=1.6, label="Implicit Skinning")
-    skin.set_ylabel("distance from DQS [mm]")
+    if "muscles_vs_implicit_mm" in probe:
+        skin.plot(frames, probe["muscles_vs_implicit_mm"], color="#b2182b", lw=1.2, ls="--",
+                  label="the muscles' own effect: + muscles against Implicit Skinning")
+    skin.set_ylabel("distance [mm]")
     skin.set_title(f"Skin over {probe['muscle']} ({probe['vertices']} vertices): median distance from the DQS copy")
     skin.legend(fontsize=8, frameon=False)
     notes = shot.get("notes", {})

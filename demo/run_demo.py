@@ -1,19 +1,20 @@
-"""The main job (``make demo``): the paper's arm and a real character animated with the add-on, rendered side by side
-with plain dual-quaternion skinning, timed and plotted; and the fusiform muscle primitive (paper §5) rendered with
-Cycles, its profiles plotted.
+"""The main job (``make demo``): a dense human, the paper's arm and a real character animated with the add-on, rendered
+side by side with plain dual-quaternion skinning, timed and plotted; and the fusiform muscle primitive (paper §5)
+rendered with Cycles, its profiles plotted.
 
 Run from the repository root with ``make demo`` (Blender 5.0's ``bpy`` module in ``.venv/b50``; no Blender binary)::
 
     python demo/run_demo.py [--quick] [--out DIR]
 
 Writes into ``out/demo/`` (or ``DIR``), overwriting earlier runs. The animated shots (``demo/shots.py``, in a child
-process with the add-on enabled): ``arm_curl`` (the paper's biceps curl), ``arm_shake`` (loose, then tense
-muscles) and ``character`` (BCN_Epileptic, fetched by ``make character``), each as
+process with the add-on enabled): ``human`` (the MakeHuman body jumping, made by ``make character``), ``arm_curl``
+(the paper's biceps curl), ``arm_shake`` (loose, then tense muscles) and ``character`` (BCN_Epileptic, fetched by
+``make character``), each as
 
 * ``<shot>.blend``            the scene, bound and baked (``implicit_muscles_cache/``): open it in Blender
 * ``<shot>_sheet.png``        contact sheet: the same frames, same camera, DQS | Implicit Skinning | with muscles
 * ``<shot>_curves.png``       each muscle's volume in % of rest (paper Fig. 13), the skin over the biceps against
-                              DQS, and the time per frame by stage
+                              DQS and against Implicit Skinning alone, and the time per frame by stage
 * ``arm_curl_crease.png``     close-up of the elbow's contact crease at 130 degrees, one panel per copy
 * ``frames/``                 the single renders the sheets are made of
 
@@ -369,7 +370,7 @@ def print_table(figures, plot, warm) -> None:
     print(f"\nint Phi_a^2 ds (1 means constant volume): {checks}")
 
 
-SHOTS = ("arm_curl", "arm_shake", "character")
+SHOTS = ("human", "arm_curl", "arm_shake", "character")
 """The animated shots (``demo/shots.py``), in this order."""
 SHOT_TO_PAPER = {"arm_curl": "biceps curl", "arm_shake": "arm shake"}
 """The paper's Table 2 row of each shot (the character is not in the paper)."""
@@ -414,6 +415,7 @@ def shot_summary(shot: dict) -> dict:
         "volume_worst_muscle": worst,
         "probe_muscles_vs_dqs_max_mm": float(max(shot["probe"]["muscles_vs_dqs_mm"])),
         "probe_implicit_vs_dqs_max_mm": float(max(shot["probe"]["implicit_vs_dqs_mm"])),
+        "probe_muscles_vs_implicit_max_mm": float(max(shot["probe"]["muscles_vs_implicit_mm"])),
         "median_ms": {**stages, "implicit_alone": _median_ms(shot["implicit_total_ms"]),
                       "with_muscles": sum(stages[k] for k in ("pbd", "pose", "field", "tracking")),
                       "blender_frame_three_copies": _median_ms(shot["wall_ms"])},

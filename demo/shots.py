@@ -1,6 +1,6 @@
 """The demo's animated shots, made in Blender with the add-on's own operators, as an artist would make them.
 
-Three shots, each holding three copies of one character side by side, on the same animation:
+Four shots, each holding three copies of one character side by side, on the same animation:
 
 * ``dqs``: the Armature modifier with *Preserve Volume* (dual-quaternion skinning), nothing of ours;
 * ``implicit``: Implicit Skinning bound with no muscle (``Bind Skin`` on an armature without muscles);
@@ -14,6 +14,11 @@ Shots:
   ``biceps_curl``.
 * **arm_shake**: the arm held at 70 degrees, the shoulder shaken up and down 4 cm at 4 Hz for one second, then
   held for one second; twice: first with the muscles loose (stiffness keyed 0.1), then tense (0.9).
+* **human**: the dense human (Assimp's MakeHuman body, rigged, weighted and animated by ``tools/rig_human.py``:
+  13,380 vertices, 21 bones) playing 240 frames of the retargeted CMU jump (30 fps). Muscles are added by the
+  operator with presets on the left side: biceps, triceps, deltoid, forearm flexors and extensors, gluteus,
+  quadriceps, hamstrings, gastrocnemius; handles moved, made tense and mirrored as for BCN_Epileptic below
+  (18 muscles); activation keyed from the joint angles the same way. The README's first picture.
 * **character**: BCN_Epileptic (Assimp's test model, ``tools/fetch_character.py``; 3014 vertices, three meshes,
   54 bones) playing its own 80-frame animation. Muscles are added by the operator with presets on the left side:
   biceps, triceps, forearm flexors, quadriceps, hamstrings, gastrocnemius; their handles are moved to the front or
@@ -55,7 +60,6 @@ KINDS = ("dqs", "implicit", "muscles")
 LABELS = {"dqs": "dual quaternions", "implicit": "Implicit Skinning", "muscles": "Implicit Skinning + muscles"}
 SKIN_COLOUR = (0.62, 0.40, 0.30)
 """Base colour of every skin in the renders (linear RGB)."""
-CHARACTER_PATH = REPO / ".cache" / "character" / "bcn_epileptic.glb"
 
 CURL_KEYS = ((1, 0.0, 0.0), (25, 130.0, 1.0), (49, 0.0, 0.0))
 """The curl: (frame, elbow flexion [deg], biceps activation), Blender's smooth (Bezier) keys between."""
@@ -64,20 +68,71 @@ CURL_SHARES = {"biceps": 1.0, "brachialis": 0.8, "brachioradialis": 0.3, "tricep
 SHAKE = dict(elbow_degrees=70.0, amplitude=0.04, hertz=4.0, shake_frames=24, hold_frames=24,
              stiffness=(0.1, 0.9))
 """The shake: elbow angle, shoulder motion [m] and frequency, frames shaken then held, then again tense."""
-CHARACTER_MUSCLES = (
-    # (preset, origin bone, insertion bone, side of the limb in armature space (the character faces -Y),
-    #  joint whose flexion keys the activation, share of it (extensors get a steady tone), where the handles go
-    #  along the origin and the insertion bone: the operator's 0.25 and 0.15, but the triceps inserts on the
-    #  elbow's tip (0.03), or it would wrap around the flexed elbow)
-    ("biceps", "B_UpperArm_Left", "B_ForeArm_Left", (0.0, -1.0, 0.0), "elbow", 1.0, 0.25, 0.15),
-    ("triceps", "B_UpperArm_Left", "B_ForeArm_Left", (0.0, 1.0, 0.0), None, 0.3, 0.25, 0.03),
-    ("forearm_flexors", "B_ForeArm_Left", "B_Hand_Left", (0.0, -1.0, 0.0), "elbow", 0.6, 0.25, 0.15),
-    ("quadriceps", "B_Hip_Left", "B_Knee_Left", (0.0, -1.0, 0.0), None, 0.3, 0.25, 0.15),
-    ("hamstrings", "B_Hip_Left", "B_Knee_Left", (0.0, 1.0, 0.0), "knee", 1.0, 0.25, 0.15),
-    ("gastrocnemius", "B_Knee_Left", "B_Ankle_Left", (0.0, 1.0, 0.0), "knee", 0.7, 0.25, 0.15),
-)
-JOINTS = {"elbow": ("B_UpperArm", "B_ForeArm"), "knee": ("B_Hip", "B_Knee")}
-"""The bones whose angle is each joint's flexion (with ``_Left`` / ``_Right``)."""
+
+
+@dataclass(frozen=True)
+class CharacterSpec:
+    """A fetched character as a shot plays it: its file, the capture, the muscles the artist adds on the left side
+    and how its bones are named."""
+
+    name: str  # the copies' armature name stem, e.g. "BCN_Epileptic"
+    title: str
+    path: Path
+    action: str | None  # the capture to play (``tests/characters.play_action``); None: the file's own
+    frames: int | None  # frames played from the start (``--quick``: 48); None: the action's range
+    fps: float | None  # the scene's rate, set before the import (the importer keys at the scene's rate)
+    muscles: tuple  # (preset, origin, insertion, side, joint, share, origin_t, insertion_t[, depth]), see below
+    joints: dict  # joint -> (upper bone, lower bone) stems whose angle is its flexion
+    bone: str  # the name of a bone on a side: format with ``stem`` and ``side`` ("Left"/"Right") or ``s`` (L/R)
+    probe_mesh: str  # the muscles copy's mesh that shows the biceps
+    gap: float  # [m] between the copies
+    stiffness: float = 0.8  # every muscle's (CHARACTER_STIFFNESS)
+    depth: float = 0.8  # where the handles sit out from the bone, in limb radii (HANDLE_DEPTH)
+    particles: int | None = None  # every muscle's particle count (None: the operator's)
+
+    def side_bone(self, stem: str, side: str) -> str:
+        """The bone ``stem`` on ``side`` ("Left" or "Right")."""
+        return self.bone.format(stem=stem, side=side, s=side[0])
+
+
+BCN_EPILEPTIC = CharacterSpec(
+    name="BCN_Epileptic", title="BCN_Epileptic (Assimp's test model) playing its own animation",
+    path=REPO / ".cache" / "character" / "bcn_epileptic.glb", action=None, frames=None, fps=None,
+    muscles=(
+        # (preset, origin bone, insertion bone, side of the limb in armature space (the character faces -Y),
+        #  joint whose flexion keys the activation, share of it (extensors get a steady tone), where the handles
+        #  go along the origin and the insertion bone: the operator's 0.25 and 0.15, but the triceps inserts on
+        #  the elbow's tip (0.03), or it would wrap around the flexed elbow)
+        ("biceps", "B_UpperArm_Left", "B_ForeArm_Left", (0.0, -1.0, 0.0), "elbow", 1.0, 0.25, 0.15),
+        ("triceps", "B_UpperArm_Left", "B_ForeArm_Left", (0.0, 1.0, 0.0), None, 0.3, 0.25, 0.03),
+        ("forearm_flexors", "B_ForeArm_Left", "B_Hand_Left", (0.0, -1.0, 0.0), "elbow", 0.6, 0.25, 0.15),
+        ("quadriceps", "B_Hip_Left", "B_Knee_Left", (0.0, -1.0, 0.0), None, 0.3, 0.25, 0.15),
+        ("hamstrings", "B_Hip_Left", "B_Knee_Left", (0.0, 1.0, 0.0), "knee", 1.0, 0.25, 0.15),
+        ("gastrocnemius", "B_Knee_Left", "B_Ankle_Left", (0.0, 1.0, 0.0), "knee", 0.7, 0.25, 0.15),
+    ),
+    joints={"elbow": ("B_UpperArm", "B_ForeArm"), "knee": ("B_Hip", "B_Knee")},
+    bone="{stem}_{side}", probe_mesh="Torso.muscles", gap=1.35)
+
+HUMAN = CharacterSpec(
+    name="Human", title="A dense MakeHuman body (13,380 vertices) jumping: a CMU capture retargeted by code",
+    path=REPO / ".cache" / "character" / "human_rigged.glb", action="jump", frames=240, fps=30.0,
+    muscles=(
+        # as BCN_Epileptic's; its left is +X. The deltoid runs from the clavicle's outer end over the shoulder,
+        # the gluteus from the pelvis's back to the thigh;
+        # the last number, where given, is the handles' depth instead of HANDLE_DEPTH: the pelvis's limb radius
+        # spans the hips, so at 0.8 of it the gluteus stood out of the buttocks and shaped them at rest
+        ("biceps", "upper_arm.L", "forearm.L", (0.0, -1.0, 0.0), "elbow", 1.0, 0.25, 0.15),
+        ("triceps", "upper_arm.L", "forearm.L", (0.0, 1.0, 0.0), None, 0.3, 0.25, 0.03),
+        ("deltoid", "clavicle.L", "upper_arm.L", (1.0, 0.0, 0.0), None, 0.3, 0.6, 0.35),
+        ("forearm_flexors", "forearm.L", "hand.L", (0.0, -1.0, 0.0), "elbow", 0.6, 0.25, 0.15),
+        ("forearm_extensors", "forearm.L", "hand.L", (0.0, 1.0, 0.0), None, 0.3, 0.25, 0.15),
+        ("gluteus", "pelvis", "thigh.L", (0.0, 1.0, 0.0), "knee", 0.5, 0.5, 0.2, 0.45),
+        ("quadriceps", "thigh.L", "shin.L", (0.0, -1.0, 0.0), None, 0.3, 0.25, 0.15),
+        ("hamstrings", "thigh.L", "shin.L", (0.0, 1.0, 0.0), "knee", 1.0, 0.25, 0.15),
+        ("gastrocnemius", "shin.L", "foot.L", (0.0, 1.0, 0.0), "knee", 0.7, 0.25, 0.15),
+    ),
+    joints={"elbow": ("upper_arm", "forearm"), "knee": ("thigh", "shin")},
+    bone="{stem}.{s}", probe_mesh="Body.muscles", gap=1.1, stiffness=0.9, depth=0.7, particles=15)
 FULL_FLEXION = math.radians(90.0)
 """Flexion beyond the rest angle at which a flexor's keyed activation reaches its share."""
 CHARACTER_STIFFNESS = 0.8
@@ -186,37 +241,46 @@ def build_arm_shake(bpy, scenes, blender_rig, quick):
                 notes={"loose_frames": [1, period], "tense_frames": [period + 1, last]})
 
 
-def _import_character(bpy, kind):
+def _import_character(bpy, spec, kind):
+    """Import ``spec``'s file as copy ``kind``: its armature and the meshes it deforms (named ``<mesh>.<kind>``)."""
     before = set(bpy.data.objects)
-    bpy.ops.import_scene.gltf(filepath=str(CHARACTER_PATH), bone_heuristic="TEMPERANCE")
+    if spec.fps is not None:
+        bpy.context.scene.render.fps = int(spec.fps)  # before the import: it keys at the scene's rate
+    bpy.ops.import_scene.gltf(filepath=str(spec.path), bone_heuristic="TEMPERANCE")
     new = [o for o in bpy.data.objects if o not in before]
     armature = next(o for o in new if o.type == 'ARMATURE')
     meshes = sorted((o for o in new if o.type == 'MESH' and any(m.type == 'ARMATURE' for m in o.modifiers)),
                     key=lambda o: o.name)
-    armature.name = f"BCN_Epileptic.{kind}"
+    if spec.action is not None:
+        sys.path.insert(0, str(REPO / "tests"))
+        from characters import play_action
+        play_action(armature, spec.action)
+    armature.name = f"{spec.name}.{kind}"
     for mesh in meshes:
         mesh.name = f"{mesh.name.split('.')[0]}.{kind}"
-    for obj in new:  # the importer's bone display shape and the mesh nodes' empties are not needed in renders
-        if obj.type != 'ARMATURE' and obj not in meshes:
+    for obj in new:  # the importer's bone display shape and empties are not needed in renders; meshes carried by
+        # a bone (the human's eyes) are part of the body
+        carried = obj.type == 'MESH' and obj.parent is armature and obj.parent_type == 'BONE'
+        if obj.type != 'ARMATURE' and obj not in meshes and not carried:
             obj.hide_render = True
     return armature, meshes
 
 
-def _flexion(armature, joint, side):
-    upper, lower = (armature.pose.bones[f"{b}_{side}"] for b in JOINTS[joint])
-    rest = [armature.data.bones[f"{b}_{side}"] for b in JOINTS[joint]]
+def _flexion(spec, armature, joint, side):
+    upper, lower = (armature.pose.bones[spec.side_bone(b, side)] for b in spec.joints[joint])
+    rest = [armature.data.bones[spec.side_bone(b, side)] for b in spec.joints[joint]]
     posed = upper.matrix.col[1].xyz.angle(lower.matrix.col[1].xyz)
     at_rest = (rest[0].matrix_local.col[1].xyz).angle(rest[1].matrix_local.col[1].xyz)
     return max(0.0, posed - at_rest)
 
 
-def _character_muscles(bpy, armature, rig_module):
+def _character_muscles(bpy, spec, armature, rig_module):
     """Add the left muscles with the operator and presets, move their handles to the limb's side, mirror them."""
     from mathutils import Vector
 
     bpy.context.view_layer.objects.active = armature
     items = armature.implicit_muscles.muscles
-    for preset, origin, insertion, side, _, _, origin_t, insertion_t in CHARACTER_MUSCLES:
+    for preset, origin, insertion, side, _, _, origin_t, insertion_t, *depth in spec.muscles:
         result = bpy.ops.implicit_muscles.add_muscle(origin_bone=origin, insertion_bone=insertion, preset=preset,
                                                      name=f"{preset}_Left")
         if result != {'FINISHED'}:
@@ -227,49 +291,64 @@ def _character_muscles(bpy, armature, rig_module):
             bone = armature.data.bones[bone_name]
             axis = (bone.tail_local - bone.head_local).normalized()
             out = Vector(side) - axis * Vector(side).dot(axis)
-            point = bone.head_local.lerp(bone.tail_local, t) + out.normalized() * (HANDLE_DEPTH * radius)
+            point = bone.head_local.lerp(bone.tail_local, t) + out.normalized() * ((depth or [spec.depth])[0]
+                                                                                   * radius)
             setattr(item, attr, bone.matrix_local.inverted() @ point)
-        item.stiffness = CHARACTER_STIFFNESS
+        item.stiffness = spec.stiffness
+        if spec.particles is not None:
+            item.particles = spec.particles
         if bpy.ops.implicit_muscles.mirror_muscle() != {'FINISHED'}:
             raise RuntimeError(f"mirror_muscle {preset}")
     return items
 
 
-def build_character(bpy, scenes, blender_rig, quick):
-    if not CHARACTER_PATH.is_file():
-        raise RuntimeError(f"{CHARACTER_PATH.relative_to(REPO)} is missing: run `make character` (or `python3 "
-                           f"tools/fetch_character.py`) first; it needs the package registry once.")
+def _build_character(bpy, spec, shot_name, quick):
+    if not spec.path.is_file():
+        raise RuntimeError(f"{spec.path.relative_to(REPO)} is missing: run `make character` first; it needs the "
+                           f"package registry once.")
     rig_module = addon_session.addon_module(REPO_MODULE, "blender.rig")
-    variants = {kind: _import_character(bpy, kind) for kind in KINDS}
-    _place_side_by_side(bpy, "Character", variants, gap=1.35)
+    variants = {kind: _import_character(bpy, spec, kind) for kind in KINDS}
+    _place_side_by_side(bpy, spec.name, variants, gap=spec.gap)
     for armature, meshes in variants.values():
         for mesh in meshes:
             mesh.modifiers["Armature"].use_deform_preserve_volume = True
     armature = variants["muscles"][0]
-    items = _character_muscles(bpy, armature, rig_module)
+    items = _character_muscles(bpy, spec, armature, rig_module)
     scene = bpy.context.scene
     action = armature.animation_data.action
     first, last = (int(round(f)) for f in action.frame_range)
+    if spec.frames is not None:
+        last = min(last, first + spec.frames - 1)
+    if quick:
+        last = min(last, first + 47)
     scene.frame_start, scene.frame_end = first, last
     for frame in range(first, last + 1, 4 if not quick else 8):
         scene.frame_set(frame)
         for k, item in enumerate(items):
             preset, side = item.name.rsplit("_", 1)  # e.g. "forearm_flexors", "Right"
-            joint, share = next(m[4:6] for m in CHARACTER_MUSCLES if m[0] == preset)
+            joint, share = next(m[4:6] for m in spec.muscles if m[0] == preset)
             if joint is None:
                 item.activation = share
             else:
-                item.activation = share * min(1.0, _flexion(armature, joint, side) / FULL_FLEXION)
+                item.activation = share * min(1.0, _flexion(spec, armature, joint, side) / FULL_FLEXION)
             armature.keyframe_insert(f"implicit_muscles.muscles[{k}].activation", frame=frame)
     frames = range(first, last + 1)
     count = 6 if not quick else 2
     sheet = [int(f) for f in np.linspace(first + 4, last - 4, count).round()]
-    return Shot("character", "BCN_Epileptic (Assimp's test model) playing its own animation",
-                frames, sheet, variants, "biceps_Left", "Torso.muscles", crease=None,
+    return Shot(shot_name, spec.title, frames, sheet, variants, "biceps_Left", spec.probe_mesh, crease=None,
                 notes={"muscles": [m.name for m in items]})
 
 
-BUILDERS = {"arm_curl": build_arm_curl, "arm_shake": build_arm_shake, "character": build_character}
+def build_human(bpy, scenes, blender_rig, quick):
+    return _build_character(bpy, HUMAN, "human", quick)
+
+
+def build_character(bpy, scenes, blender_rig, quick):
+    return _build_character(bpy, BCN_EPILEPTIC, "character", quick)
+
+
+BUILDERS = {"human": build_human, "arm_curl": build_arm_curl, "arm_shake": build_arm_shake,
+            "character": build_character}
 
 
 # --- playing, baking, rendering ---------------------------------------------------------------------------------
@@ -376,7 +455,7 @@ def play(bpy, shot, runtime, playback):
     implicit_obj = next(o for o in kinds["implicit"][1] if o.name.split(".")[0] == probe_obj.name.split(".")[0])
     rec = {"frames": [], "wall_ms": [], "stages_ms": {}, "implicit_total_ms": [], "volumes": {}, "finite": True,
            "probe": {"muscle": shot.probe, "mesh": shot.probe_mesh, "vertices": int(len(probe_index)),
-                     "muscles_vs_dqs_mm": [], "implicit_vs_dqs_mm": []},
+                     "muscles_vs_dqs_mm": [], "implicit_vs_dqs_mm": [], "muscles_vs_implicit_mm": []},
            "fallbacks": [], "quality": {}}
     quality = _quality_meshes(kinds, runtime)
     stages = ("read", "pbd", "pose", "field", "tracking", "write")
@@ -416,6 +495,8 @@ def play(bpy, shot, runtime, playback):
             np.linalg.norm(shown["muscles"][probe_index] - shown["dqs"][probe_index], axis=1))))
         p["implicit_vs_dqs_mm"].append(1e3 * float(np.median(
             np.linalg.norm(shown["implicit"][probe_index] - shown["dqs"][probe_index], axis=1))))
+        p["muscles_vs_implicit_mm"].append(1e3 * float(np.median(
+            np.linalg.norm(shown["muscles"][probe_index] - shown["implicit"][probe_index], axis=1))))
         for kind, meshes in quality.items():
             _record_quality(rec["quality"].setdefault(kind, {}), meshes, world, kinds, kind)
         rec["frames"].append(f)

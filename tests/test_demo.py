@@ -11,7 +11,14 @@ REPO = Path(__file__).resolve().parents[1]
 VOLUME_TOL = 3.0
 """Each muscle's volume stays within this [%] of its rest volume (no muscle of the demo is width-scaled)."""
 SKIN_OVER_BICEPS_MM = 1.0
-"""The muscles copy's skin over the biceps differs from plain DQS by more than this [mm] at some frame."""
+"""The muscles copy's skin over the biceps differs from plain DQS by more than this [mm] at some frame (median over
+the vertices over the biceps)."""
+MUSCLES_OWN_EFFECT_MM = 0.5
+"""... and from the Implicit Skinning copy (the muscles' own effect) by more than this [mm] at some frame."""
+TURNED_MAX_PERCENT = 0.5
+"""Issue 26's target: at most this share of the faces outside the contact creases turned by more than 45 degrees
+against the DQS copy, on every frame, with and without muscles."""
+SHOTS = ["human", "arm_curl", "arm_shake", "character"]
 
 
 @pytest.fixture(scope="module")
@@ -26,21 +33,22 @@ def demo(tmp_path_factory):
 def test_every_output_exists(demo):
     out, report, _ = demo
     names = {Path(f).name for f in report["files"]}
-    for shot in ("arm_curl", "arm_shake", "character"):
+    for shot in SHOTS:
         assert {f"{shot}.blend", f"{shot}_sheet.png", f"{shot}_curves.png"} <= names
     assert "arm_curl_crease.png" in names
     for f in report["files"]:
         path = out / Path(f).name
         assert path.is_file() and path.stat().st_size > 0, f
-    meshes = ["Curl_Arm", "Shake_Arm", "Head", "Legs", "Torso"]  # one cache per bound mesh, none shared
+    meshes = ["Body", "Curl_Arm", "Shake_Arm", "Head", "Legs", "Torso"]  # one cache per bound mesh, none shared
     assert sorted(p.name for p in (out / "implicit_muscles_cache").iterdir()) == sorted(
         f"{mesh}_{kind}.pc2" for mesh in meshes for kind in ("implicit", "muscles"))
 
 
-@pytest.mark.parametrize("shot", ["arm_curl", "arm_shake", "character"])
+@pytest.mark.parametrize("shot", SHOTS)
 def test_shots_are_finite_keep_volume_and_the_muscles_show(demo, shot):
     """No NaN, no fallback; every muscle within 3 % of its rest volume on every frame; the skin over the biceps
-    moves away from DQS with the muscles, more than Implicit Skinning alone moves it."""
+    moves away from DQS with the muscles, more than Implicit Skinning alone moves it, and the muscles move it away
+    from where Implicit Skinning alone puts it."""
     _, report, _ = demo
     s = report["shots"][shot]
     assert s["finite"] and s["fallbacks"] == 0
@@ -48,6 +56,16 @@ def test_shots_are_finite_keep_volume_and_the_muscles_show(demo, shot):
     assert 100.0 - VOLUME_TOL <= low and high <= 100.0 + VOLUME_TOL, (s["volume_worst_muscle"], low, high)
     assert s["probe_muscles_vs_dqs_max_mm"] > SKIN_OVER_BICEPS_MM
     assert s["probe_muscles_vs_dqs_max_mm"] > s["probe_implicit_vs_dqs_max_mm"]
+    assert s["probe_muscles_vs_implicit_max_mm"] > MUSCLES_OWN_EFFECT_MM
+
+
+@pytest.mark.parametrize("shot", ["human", "character"])
+def test_characters_skin_quality(demo, shot):
+    """The real characters' Implicit Skinning copies, with and without muscles, meet the skin quality target on
+    every frame (the arm's is measured by bench/bench_quality.py and tests/core/test_skin_quality.py)."""
+    _, report, _ = demo
+    for kind, q in report["shots"][shot]["skin_quality"].items():
+        assert q["worst_turned_outside_creases_percent"] < TURNED_MAX_PERCENT, kind
 
 
 def test_character_muscles_go_to_the_mesh_that_shows_them(demo):

@@ -70,6 +70,7 @@ def _fake_demo() -> dict:
                           "median_ms": {"pbd": 0.4, "pose": 0.3, "field": 0.6, "tracking": 5.8, "implicit_alone": 3.8,
                                         "with_muscles": 7.4, "blender_frame_three_copies": 12.6},
                           "volume_percent_range": [99.8, 100.8], "probe_muscles_vs_dqs_max_mm": 2.7,
+                          "probe_muscles_vs_implicit_max_mm": 1.9,
                           "paper_table2_ms": paper}
     return {"blender": "5.0.0", "total_seconds": 564.0,
             "shots": {"arm_curl": shot({"is_only": 5.0, "tracking": 40.0, "pbd": 10.0, "total": 57.0}),
@@ -123,7 +124,8 @@ def test_current_numbers_and_targets(folders):
     assert text.count(": not met") == 0
     assert "12.6 / 12.6 / 12.6 ms" in text  # the demo's frame_set of three copies
     assert "in Blender 5.0, one played frame" in text
-    assert "the paper's curl / shake / BCN_Epileptic (2172 vertices" in text
+    assert "the paper's curl / shake / BCN_Epileptic (BCN_Epileptic: 2172 vertices, 3 bones, 4 muscles)" in text
+    assert "from the Implicit Skinning copy (the muscles' own effect" in text
     assert "before" not in text  # current numbers only
 
 

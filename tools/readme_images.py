@@ -11,9 +11,24 @@ REPO = Path(__file__).resolve().parents[1]
 WIDTH = 640
 PICTURES = ["muscle_activation.png", "muscle_shapes.png", "muscle_bent.png", "phi_family.png",
             "arm_curl_crease.png", "arm_curl_sheet.png", "arm_shake_curves.png",
-            ("frames/character_032.png", "character_frame.png")]
-"""Files of out/demo/ to copy, or (file in out/demo/, name in docs/images/): the character's sheet is six frames
-tall, the README shows its third row."""
+            ("frames/human_144.png", "human_frame.png", (0.27, 0.98))]
+"""Files of out/demo/ to copy, or (file in out/demo/, name in docs/images/[, (top, bottom) rows kept as fractions of
+the height from the top]): the human's sheet is six frames tall, the README shows its fourth row, without the empty
+space above the bodies."""
+
+
+def _crop_rows(bpy, image, top: float, bottom: float):
+    """A new image holding the rows of ``image`` from ``top`` to ``bottom`` (fractions of its height from the top)."""
+    import numpy as np
+
+    w, h = image.size
+    pixels = np.empty(w * h * 4, dtype=np.float32)
+    image.pixels.foreach_get(pixels)
+    pixels = pixels.reshape(h, w, 4)  # Blender's rows go bottom-up
+    first, last = round(h * (1.0 - bottom)), round(h * (1.0 - top))
+    out = bpy.data.images.new(image.name + ".crop", w, last - first, alpha=True)
+    out.pixels.foreach_set(np.ascontiguousarray(pixels[first:last]).ravel())
+    return out
 
 
 def main() -> int:
@@ -22,12 +37,14 @@ def main() -> int:
     out = REPO / "docs" / "images"
     out.mkdir(parents=True, exist_ok=True)
     for picture in PICTURES:
-        source, name = picture if isinstance(picture, tuple) else (picture, picture)
+        source, name, rows = (picture + (None,))[:3] if isinstance(picture, tuple) else (picture, picture, None)
         src = REPO / "out" / "demo" / source
         if not src.exists():
             print(f"{src.relative_to(REPO)} is missing: run `make demo` first.", file=sys.stderr)
             return 1
         image = bpy.data.images.load(str(src))
+        if rows is not None:
+            image = _crop_rows(bpy, image, *rows)
         w, h = image.size
         image.scale(WIDTH, round(h * WIDTH / w))
         image.filepath_raw = str(out / name)
