@@ -87,9 +87,8 @@ def _muscles_value(p, qx, qy, qz, part_muscle_start, part_muscle_index, skin_off
                    axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent, seg_length,
                    seg_angle, muscle_scalar, muscle_exponent, muscle_bounds):
     """The clean union of part ``p``'s muscles' compact fields at one point: ``(f, gx, gy, gz)``. Takes the
-    structs' arrays one by one (:class:`SkinArrays`, ``MuscleArrays``). Inlined, as everything
-    :func:`evaluate_point` calls: a compiled call that takes arrays makes every call of :func:`evaluate_point`
-    count references on the structs' arrays, which the threads contend for (design notes)."""
+    structs' arrays one by one (:class:`SkinArrays`, ``MuscleArrays``): an inlined helper that takes a struct copies
+    it, counting references on each of its arrays (design notes: per-point functions count no references)."""
     mu = 0.0
     mx = 0.0
     my = 0.0
