@@ -69,6 +69,18 @@ SHAKE = dict(elbow_degrees=70.0, amplitude=0.04, hertz=4.0, shake_frames=24, hol
              stiffness=(0.1, 0.9))
 """The shake: elbow angle, shoulder motion [m] and frequency, frames shaken then held, then again tense."""
 
+FULL_FLEXION = math.radians(90.0)
+"""Flexion beyond the rest angle at which a flexor's keyed activation reaches its share."""
+CHARACTER_STIFFNESS = 0.8
+"""The character's muscles are tense (the README's 0.6-0.9), as a seizure's are. With the presets' 0.5, its hands
+whipping at up to 3 m/s folded the loose forearm flexors where they cross the wrist for a few frames: 93.5 % of
+their rest volume at worst; at 0.8 every muscle stays within 2 %."""
+HANDLE_DEPTH = 0.8
+"""The character's muscle handles sit this fraction of the limb radius out from the bone, on the limb's side: clear
+of the bone's collision capsule (a quarter of the limb radius) by about the muscle's own half-width (a third of the
+limb radius times the profile's peak). At 0.55 (near the operator's default of 0.5) the muscles started inside the
+capsules and, in the animation's fastest moves, the triceps folded around the elbow and lost 21 % of its volume."""
+
 
 @dataclass(frozen=True)
 class CharacterSpec:
@@ -86,8 +98,8 @@ class CharacterSpec:
     bone: str  # the name of a bone on a side: format with ``stem`` and ``side`` ("Left"/"Right") or ``s`` (L/R)
     probe_mesh: str  # the muscles copy's mesh that shows the biceps
     gap: float  # [m] between the copies
-    stiffness: float = 0.8  # every muscle's (CHARACTER_STIFFNESS)
-    depth: float = 0.8  # where the handles sit out from the bone, in limb radii (HANDLE_DEPTH)
+    stiffness: float = CHARACTER_STIFFNESS  # every muscle's
+    depth: float = HANDLE_DEPTH  # where the handles sit out from the bone, in limb radii
     particles: int | None = None  # every muscle's particle count (None: the operator's)
 
     def side_bone(self, stem: str, side: str) -> str:
@@ -118,9 +130,9 @@ HUMAN = CharacterSpec(
     path=REPO / ".cache" / "character" / "human_rigged.glb", action="jump", frames=240, fps=30.0,
     muscles=(
         # as BCN_Epileptic's; its left is +X. The deltoid runs from the clavicle's outer end over the shoulder,
-        # the gluteus from the pelvis's back to the thigh;
-        # the last number, where given, is the handles' depth instead of HANDLE_DEPTH: the pelvis's limb radius
-        # spans the hips, so at 0.8 of it the gluteus stood out of the buttocks and shaped them at rest
+        # the gluteus from the pelvis's back to the thigh; the last number, where given, is the handles' depth
+        # instead of the spec's: the pelvis's limb radius spans the hips, so further out the gluteus stood out of
+        # the buttocks. Depth, stiffness and particles below: design notes, the dense human as the main shot.
         ("biceps", "upper_arm.L", "forearm.L", (0.0, -1.0, 0.0), "elbow", 1.0, 0.25, 0.15),
         ("triceps", "upper_arm.L", "forearm.L", (0.0, 1.0, 0.0), None, 0.3, 0.25, 0.03),
         ("deltoid", "clavicle.L", "upper_arm.L", (1.0, 0.0, 0.0), None, 0.3, 0.6, 0.35),
@@ -133,17 +145,6 @@ HUMAN = CharacterSpec(
     ),
     joints={"elbow": ("upper_arm", "forearm"), "knee": ("thigh", "shin")},
     bone="{stem}.{s}", probe_mesh="Body.muscles", gap=1.1, stiffness=0.9, depth=0.7, particles=15)
-FULL_FLEXION = math.radians(90.0)
-"""Flexion beyond the rest angle at which a flexor's keyed activation reaches its share."""
-CHARACTER_STIFFNESS = 0.8
-"""The character's muscles are tense (the README's 0.6-0.9), as a seizure's are. With the presets' 0.5, its hands
-whipping at up to 3 m/s folded the loose forearm flexors where they cross the wrist for a few frames: 93.5 % of
-their rest volume at worst; at 0.8 every muscle stays within 2 %."""
-HANDLE_DEPTH = 0.8
-"""The character's muscle handles sit this fraction of the limb radius out from the bone, on the limb's side: clear
-of the bone's collision capsule (a quarter of the limb radius) by about the muscle's own half-width (a third of the
-limb radius times the profile's peak). At 0.55 (near the operator's default of 0.5) the muscles started inside the
-capsules and, in the animation's fastest moves, the triceps folded around the elbow and lost 21 % of its volume."""
 
 
 @dataclass
