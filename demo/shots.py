@@ -144,7 +144,7 @@ HUMAN = CharacterSpec(
         ("gastrocnemius", "shin.L", "foot.L", (0.0, 1.0, 0.0), "knee", 0.7, 0.25, 0.15),
     ),
     joints={"elbow": ("upper_arm", "forearm"), "knee": ("thigh", "shin")},
-    bone="{stem}.{s}", probe_mesh="Body.muscles", gap=1.1, stiffness=0.9, depth=0.7, particles=15)
+    bone="{stem}.{s}", probe_mesh="Body.muscles", gap=1.1, stiffness=0.9, depth=0.7, particles=10)
 
 
 @dataclass
