@@ -37,14 +37,9 @@ def test_bound_playback_differs_from_armature_and_disabling_gives_it_back(bpy):
     assert np.abs(evaluated(bpy, mesh) - plain).max() < 1e-6
 
 
-@pytest.mark.parametrize("setting, least, elsewhere", [("keep_volume", 2e-4, 1e-4), ("land_on_contact", 5e-4, 1e-4)])
-def test_skin_switches_apply_live_around_the_elbow_only(bpy, setting, least, elsewhere):
-    """*Keep Joint Volume* off shows the tracked skin without the joint volume step, *Land on Contact* off the
-    tracking with the contact stop alone, no new bind needed: at 110 degrees with the biceps active the skin within
-    10 cm of the elbow moves by ``least`` [m] or more, the rest of the arm by less than ``elsewhere`` [m] (the ARAP
-    sweeps and the correction's smoothing carry the moves on by micrometres: 0.026 and 0.033 mm measured), the hand
-    not at all; on again gives the
-    same frame back."""
+def _switched_off_at_frame_30(bpy, setting):
+    """The animated arm bound and played to frame 30 (110 degrees, the biceps active), then the skin switch
+    ``setting`` turned off: ``(mesh, rest vertices, positions with it on, each vertex's move [m])``."""
     rig, mesh = animated_arm(bpy)
     rest = np.array([v.co[:] for v in mesh.data.vertices])
     bind(bpy, mesh)
@@ -52,8 +47,17 @@ def test_skin_switches_apply_live_around_the_elbow_only(bpy, setting, least, els
         bpy.context.scene.frame_set(f)
     on = evaluated(bpy, mesh)
     setattr(mesh.implicit_skin, setting, False)
-    off = evaluated(bpy, mesh)
-    moved = np.linalg.norm(on - off, axis=1)
+    return mesh, rest, on, np.linalg.norm(on - evaluated(bpy, mesh), axis=1)
+
+
+@pytest.mark.parametrize("setting, least, elsewhere", [("keep_volume", 2e-4, 1e-4), ("land_on_contact", 5e-4, 1e-4)])
+def test_skin_switches_apply_live_around_the_elbow_only(bpy, setting, least, elsewhere):
+    """*Keep Joint Volume* off shows the tracked skin without the joint volume step, *Land on Contact* off the
+    tracking with the contact stop alone, no new bind needed: at 110 degrees with the biceps active the skin within
+    10 cm of the elbow moves by ``least`` [m] or more, the rest of the arm by less than ``elsewhere`` [m] (the ARAP
+    sweeps and the correction's smoothing carry the moves on by micrometres: 0.026 and 0.033 mm measured), the hand
+    not at all; on again gives the same frame back."""
+    mesh, rest, on, moved = _switched_off_at_frame_30(bpy, setting)
     near_elbow = np.abs(rest[:, 0] - 0.4) < 0.1  # the rig is offset by 0.1 m in x
     assert moved[near_elbow].max() > least
     assert moved[~near_elbow].max() < elsewhere
@@ -66,15 +70,7 @@ def test_limit_corrections_switches_live(bpy):
     """*Limit Corrections* off shows the tracked skin without the limit (no new bind): at 110 degrees with the
     biceps active the skin around the elbow moves by more than 0.1 mm, the hand not at all; on again gives the same
     frame back."""
-    rig, mesh = animated_arm(bpy)
-    rest = np.array([v.co[:] for v in mesh.data.vertices])
-    bind(bpy, mesh)
-    for f in range(1, 31):
-        bpy.context.scene.frame_set(f)
-    on = evaluated(bpy, mesh)
-    mesh.implicit_skin.limit_correction = False
-    off = evaluated(bpy, mesh)
-    moved = np.linalg.norm(on - off, axis=1)
+    mesh, rest, on, moved = _switched_off_at_frame_30(bpy, "limit_correction")
     assert moved[np.abs(rest[:, 0] - 0.4) < 0.1].max() > 1e-4
     assert moved[rest[:, 0] > 0.72].max() < 1e-6
     mesh.implicit_skin.limit_correction = True
