@@ -64,10 +64,10 @@ class VolumeScratch(NamedTuple):
 
 @njit(**JIT)
 def _centre(B, part, c):
-    out = np.empty(3)
-    for r in range(3):
-        out[r] = B[part, r, 0] * c[0] + B[part, r, 1] * c[1] + B[part, r, 2] * c[2] + B[part, r, 3]
-    return out
+    """The rest point ``c (3,)`` moved by bone ``part``'s transform: ``(x, y, z)``."""
+    return (B[part, 0, 0] * c[0] + B[part, 0, 1] * c[1] + B[part, 0, 2] * c[2] + B[part, 0, 3],
+            B[part, 1, 0] * c[0] + B[part, 1, 1] * c[1] + B[part, 1, 2] * c[2] + B[part, 1, 3],
+            B[part, 2, 0] * c[0] + B[part, 2, 1] * c[1] + B[part, 2, 2] * c[2] + B[part, 2, 3])
 
 
 @njit(**JIT)
@@ -76,11 +76,11 @@ def _volume(x, faces, B, face_part, c, face_ids, grad, want_grad):
     total = 0.0
     for q in range(face_ids.shape[0]):
         f = face_ids[q]
-        cf = _centre(B, face_part[f], c)
+        c0, c1, c2 = _centre(B, face_part[f], c)
         i, j, k = faces[f, 0], faces[f, 1], faces[f, 2]
-        ax, ay, az = x[i, 0] - cf[0], x[i, 1] - cf[1], x[i, 2] - cf[2]
-        bx, by, bz = x[j, 0] - cf[0], x[j, 1] - cf[1], x[j, 2] - cf[2]
-        ex, ey, ez = x[k, 0] - cf[0], x[k, 1] - cf[1], x[k, 2] - cf[2]
+        ax, ay, az = x[i, 0] - c0, x[i, 1] - c1, x[i, 2] - c2
+        bx, by, bz = x[j, 0] - c0, x[j, 1] - c1, x[j, 2] - c2
+        ex, ey, ez = x[k, 0] - c0, x[k, 1] - c1, x[k, 2] - c2
         bex, bey, bez = by * ez - bz * ey, bz * ex - bx * ez, bx * ey - by * ex
         total += ax * bex + ay * bey + az * bez
         if want_grad:

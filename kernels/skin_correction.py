@@ -2,7 +2,8 @@
 (``core/skin/trust.py`` has the method and the numpy reference).
 
 :func:`limit_correction` takes the positions ``x (V, 3)`` [m] (tracked), the start ``d (V, 3)`` [m] (the
-dual-quaternion positions), a :class:`CorrectionMesh`, this frame's skin field (``SkinArrays``, ``MuscleArrays``)
+dual-quaternion positions) with its distances to a passed contact surface (the tracking's ``start_gap`` when the
+tracking started at ``d``), a :class:`CorrectionMesh`, this frame's skin field (``SkinArrays``, ``MuscleArrays``)
 and scratch arrays; it writes ``d + smooth(cap(trust * (x - d)))`` into ``x``.
 
 * The cap of a vertex whose DQS position has passed a contact surface (``kernels/tracking.beyond_contact``) grows
@@ -25,7 +26,7 @@ from numba import njit, prange
 from .constants import JIT_FAST, JIT_POINT
 from .part_grid import sample_packed
 from .skin_field import _part_value, evaluate_point
-from .tracking import CHUNK, beyond_contact
+from .tracking import CHUNK, beyond_contact, contact_gap
 
 
 PUSH_MIN = 1e-5
@@ -67,6 +68,8 @@ def _muscle_push(i, x, mesh, field, muscles):
     """How far [m] the muscles have pushed vertex ``i``'s skin part out at its tracked position ``x[i]``: the
     part's value with its muscles minus its grid value alone, over the grid value's gradient (0 if none)."""
     p = field.node_part[mesh.own_leaf[i]]
+    if field.part_muscle_start[p] == field.part_muscle_start[p + 1]:
+        return 0.0
     h, hx, hy, hz = sample_packed(field.grid_values, field.grid_offset, field.grid_dims, field.grid_origin,
                                   field.grid_inv_h, field.grid_binv, p, x[i, 0], x[i, 1], x[i, 2])
     f, _, _, _ = _part_value(p, x[i, 0], x[i, 1], x[i, 2], field, muscles)
@@ -77,10 +80,12 @@ def _muscle_push(i, x, mesh, field, muscles):
 
 
 @njit(parallel=True, **JIT_FAST)
-def limit_correction(x, start, mesh, field, muscles, c0, c1, hold):
-    """``x (V, 3)`` <- ``start + smooth(cap(trust * (x - start)))`` (module docstring); ``field``, ``muscles`` the
-    frame's ``SkinArrays`` and ``MuscleArrays``; ``c0, c1 (V, 3)`` work arrays; ``hold (V,)`` bool out: the vertices
-    the smoothing left alone (trust 0, at a contact, or pushed by a muscle)."""
+def limit_correction(x, start, start_gap, mesh, field, muscles, c0, c1, hold):
+    """``x (V, 3)`` <- ``start + smooth(cap(trust * (x - start)))`` (module docstring); ``start_gap (V,)`` [m] each
+    start's first-order distance to the contact surface it has passed (``kernels/tracking.contact_gap``), -1 if
+    none, NaN where not known (then evaluated here); ``field``, ``muscles`` the frame's ``SkinArrays`` and
+    ``MuscleArrays``; ``c0, c1 (V, 3)`` work arrays; ``hold (V,)`` bool out: the vertices the smoothing left alone
+    (trust 0, at a contact, or pushed by a muscle)."""
     trust = mesh.trust
     V = x.shape[0]
     T = field.node_kind.shape[0]
@@ -102,16 +107,14 @@ def limit_correction(x, start, mesh, field, muscles, c0, c1, hold):
                     cap += push
                     hold[i] = True
             if length > 0.0:
-                evaluate_point(start[i, 0], start[i, 1], start[i, 2], val, grad, nodes, field, muscles)
-                o = mesh.own_leaf[i]
-                b = beyond_contact(o, mesh.leaf_nodes, mesh.cos_land, val, grad, nodes)
-                if b >= 0:
-                    hx = grad[o, 0] - grad[b, 0]
-                    hy = grad[o, 1] - grad[b, 1]
-                    hz = grad[o, 2] - grad[b, 2]
-                    gh = math.sqrt(hx * hx + hy * hy + hz * hz)
-                    if gh > 1e-12:
-                        cap += abs(val[o] - val[b]) / gh
+                gap = start_gap[i]
+                if gap != gap:
+                    evaluate_point(start[i, 0], start[i, 1], start[i, 2], val, grad, nodes, field, muscles)
+                    o = mesh.own_leaf[i]
+                    b = beyond_contact(o, mesh.leaf_nodes, mesh.cos_land, val, grad, nodes)
+                    gap = contact_gap(o, b, val, grad) if b >= 0 else -1.0
+                if gap >= 0.0:
+                    cap += gap
                     hold[i] = True
             scale = 1.0
             if length > cap:

@@ -68,14 +68,31 @@ class TrackParams(NamedTuple):
 
 
 class TrackScratch(NamedTuple):
-    """Per-vertex work arrays of :func:`track`; ``state`` and ``active`` are its outputs too."""
+    """Per-vertex work arrays of :func:`track`; ``state``, ``active`` and the ``start_*`` arrays are its outputs
+    too. The field at the start positions, evaluated once to find the vertices that need work, is kept for the first
+    projection and for the limited correction (``kernels/skin_correction.py``)."""
 
-    p: np.ndarray       # (V, 3) float64 [m] projected points
-    anchor: np.ndarray  # (V, 3) float64 [m] a point of each vertex's tangent plane
-    normal: np.ndarray  # (V, 3) float64 the tangent plane's unit normal
-    g_prev: np.ndarray  # (V, 3) float64 the last iteration's unit gradient
-    state: np.ndarray   # (V,) int8 STATE_* outcome of the last projection
-    active: np.ndarray  # (V,) bool vertices worked on this frame
+    p: np.ndarray              # (V, 3) float64 [m] projected points
+    anchor: np.ndarray         # (V, 3) float64 [m] a point of each vertex's tangent plane
+    normal: np.ndarray         # (V, 3) float64 the tangent plane's unit normal
+    g_prev: np.ndarray         # (V, 3) float64 the last iteration's unit gradient
+    state: np.ndarray          # (V,) int8 STATE_* outcome of the last projection
+    active: np.ndarray         # (V,) bool vertices worked on this frame
+    start_value: np.ndarray    # (V,) float64 F at each start position
+    start_grad: np.ndarray     # (V, 3) float64 [1/m] its gradient
+    start_contact: np.ndarray  # (V,) int64 the leaf node whose contact surface the start has passed, or -1
+    start_gap: np.ndarray      # (V,) float64 [m] first-order distance to that surface (contact_gap), -1 if none
+    evaluations: np.ndarray    # (V,) int32 field evaluations of each vertex this frame (the start's included)
+
+
+def track_scratch(vertex_count: int) -> TrackScratch:
+    """A :class:`TrackScratch` for ``vertex_count`` vertices."""
+    V = vertex_count
+    return TrackScratch(p=np.zeros((V, 3)), anchor=np.zeros((V, 3)), normal=np.zeros((V, 3)),
+                        g_prev=np.zeros((V, 3)), state=np.zeros(V, dtype=np.int8), active=np.zeros(V, dtype=np.bool_),
+                        start_value=np.zeros(V), start_grad=np.zeros((V, 3)),
+                        start_contact=np.full(V, -1, dtype=np.int64), start_gap=np.full(V, -1.0),
+                        evaluations=np.zeros(V, dtype=np.int32))
 
 
 @njit(**JIT_POINT)
@@ -102,21 +119,31 @@ def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active
     normal = scr.normal
     g_prev = scr.g_prev
     state = scr.state
+    evaluations = scr.evaluations
     own_leaf = mesh.own_leaf
     x0 = x[i, 0]
     x1 = x[i, 1]
     x2 = x[i, 2]
-    f, gx, gy, gz = evaluate_point(x0, x1, x2, val, grad, active_nodes, field, muscles)
-    g2 = gx * gx + gy * gy + gz * gz
     p[i, 0] = x0
     p[i, 1] = x1
     p[i, 2] = x2
-    if mesh.landable[i]:
-        b = beyond_contact(own_leaf[i], mesh.leaf_nodes, prm.cos_land, val, grad, active_nodes)
-        if b >= 0:
-            _land(i, own_leaf[i], b, prm.land_steps, trust, max_step, p, anchor, normal, state, val, grad,
-                  active_nodes, field, muscles)
-            return
+    landable = mesh.landable[i]
+    if first and not (landable and scr.start_contact[i] >= 0):
+        # the first projection starts where the activity pass evaluated the field
+        f = scr.start_value[i]
+        gx = scr.start_grad[i, 0]
+        gy = scr.start_grad[i, 1]
+        gz = scr.start_grad[i, 2]
+    else:
+        f, gx, gy, gz = evaluate_point(x0, x1, x2, val, grad, active_nodes, field, muscles)
+        evaluations[i] += 1
+        if landable:
+            b = beyond_contact(own_leaf[i], mesh.leaf_nodes, prm.cos_land, val, grad, active_nodes)
+            if b >= 0:
+                _land(i, own_leaf[i], b, prm.land_steps, trust, max_step, p, anchor, normal, state, evaluations,
+                      val, grad, active_nodes, field, muscles)
+                return
+    g2 = gx * gx + gy * gy + gz * gz
     if g2 < 1e-16:
         state[i] = STATE_FLAT
         return
@@ -154,6 +181,7 @@ def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active
         state[i] = STATE_FREE
         return
     f2, hx, hy, hz = evaluate_point(y0, y1, y2, val, grad, active_nodes, field, muscles)
+    evaluations[i] += 1
     d2 = f2 - iso[i]
     if d * (d - d2) < 0.0:
         state[i] = STATE_WORSE
@@ -171,6 +199,7 @@ def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active
             m1 = a1 + t * (b1 - a1)
             m2 = a2 + t * (b2 - a2)
             fm, mx, my, mz = evaluate_point(m0, m1, m2, val, grad, active_nodes, field, muscles)
+            evaluations[i] += 1
             dm = fm - iso[i]
             hx, hy, hz = mx, my, mz
             if da * dm <= 0.0:
@@ -228,11 +257,25 @@ def beyond_contact(o, leaf_nodes, cos_land, val, grad, nodes):
 
 
 @njit(**JIT_POINT)
-def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, val, grad, nodes, field, muscles):
+def contact_gap(o, b, val, grad):
+    """First-order distance [m] from a point to the contact surface ``h = f_o - f_b = 0`` of leaves ``o`` and
+    ``b``, after :func:`evaluate_point` filled ``val, grad`` there: ``|h| / |grad h|`` (0 where ``grad h``
+    vanishes)."""
+    hx = grad[o, 0] - grad[b, 0]
+    hy = grad[o, 1] - grad[b, 1]
+    hz = grad[o, 2] - grad[b, 2]
+    gh = math.sqrt(hx * hx + hy * hy + hz * hz)
+    if gh > 1e-12:
+        return abs(val[o] - val[b]) / gh
+    return 0.0
+
+
+@njit(**JIT_POINT)
+def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, evaluations, val, grad, nodes, field, muscles):
     """Land vertex ``i`` (at ``p[i]``, where ``val, grad`` were evaluated) on the contact surface ``h = f_o - f_b
     = 0`` of leaves ``o`` and ``b``: at most ``steps`` Newton steps along ``grad h``, until a step is shorter than
     ``tol`` [m]. The vertex stops there (STATE_CONTACT), its anchor and normal are the contact surface's, so the
-    ARAP sweeps slide it on that surface."""
+    ARAP sweeps slide it on that surface. ``evaluations[i]`` counts the field evaluations."""
     y0 = p[i, 0]
     y1 = p[i, 1]
     y2 = p[i, 2]
@@ -256,6 +299,7 @@ def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, val, grad, no
         if abs(s) * hn < tol or it == steps - 1:
             break
         evaluate_point(y0, y1, y2, val, grad, nodes, field, muscles)
+        evaluations[i] += 1
         if val[o] <= 0.0 or val[b] <= 0.0:
             break
     _stop_at(i, y0, y1, y2, p, anchor)
@@ -263,24 +307,26 @@ def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, val, grad, no
 
 
 @njit(parallel=True, **JIT_FAST)
-def _land_pass(x, mesh, field, muscles, prm, scr):
-    """Land every active vertex that has passed a contact surface (:func:`_land`), in place in ``x``."""
-    V = x.shape[0]
+def _land_pass(x, mesh, field, muscles, prm, scr, work, n_work):
+    """Land every vertex of ``work[:n_work]`` (the active ones) that has passed a contact surface (:func:`_land`),
+    in place in ``x``."""
     T = field.node_kind.shape[0]
-    active = scr.active
     landable = mesh.landable
     own_leaf = mesh.own_leaf
-    for chunk in prange((V + CHUNK - 1) // CHUNK):
+    evaluations = scr.evaluations
+    for chunk in prange((n_work + CHUNK - 1) // CHUNK):
         val = np.empty(T)
         grad = np.empty((T, 3))
         nodes = np.empty(T, dtype=np.bool_)
-        for i in range(chunk * CHUNK, min(V, (chunk + 1) * CHUNK)):
-            if active[i] and landable[i]:
+        for w in range(chunk * CHUNK, min(n_work, (chunk + 1) * CHUNK)):
+            i = work[w]
+            if landable[i]:
                 evaluate_point(x[i, 0], x[i, 1], x[i, 2], val, grad, nodes, field, muscles)
+                evaluations[i] += 1
                 b = beyond_contact(own_leaf[i], mesh.leaf_nodes, prm.cos_land, val, grad, nodes)
                 if b >= 0:
                     _land(i, own_leaf[i], b, prm.land_steps, prm.trust, prm.max_step, x, scr.anchor, scr.normal,
-                          scr.state, val, grad, nodes, field, muscles)
+                          scr.state, evaluations, val, grad, nodes, field, muscles)
 
 
 @njit(parallel=True, **JIT_FAST)
@@ -342,13 +388,14 @@ def _arap(i, src, dst, rot, mesh, anchor, normal):
 
 
 @njit(parallel=True, **JIT_FAST)
-def _relax(src, dst, rot, mesh, scr, moves):
-    """One ARAP Jacobi sweep of every active vertex that is not flat, ``src`` -> ``dst``; the others are copied.
-    ``moves (V,)``: each vertex's squared move [m^2]."""
-    active = scr.active
+def _relax(src, dst, rot, mesh, scr, moves, work, n_work):
+    """One ARAP Jacobi sweep, ``src`` -> ``dst``, of the vertices ``work[:n_work]`` (the active ones); a flat one is
+    copied. ``moves (V,)``: each vertex's squared move [m^2]. The other vertices are the same in ``src`` and
+    ``dst`` and are not touched."""
     state = scr.state
-    for i in prange(src.shape[0]):
-        if active[i] and state[i] != STATE_FLAT:
+    for w in prange(n_work):
+        i = work[w]
+        if state[i] != STATE_FLAT:
             moves[i] = _arap(i, src, dst, rot, mesh, scr.anchor, scr.normal)
         else:
             moves[i] = 0.0
@@ -373,6 +420,14 @@ def track(x, rot, mesh, field, muscles, params, scratch):
     state = scr.state
     active = scr.active
     lambdas = prm.lambdas
+    own_leaf = mesh.own_leaf
+    leaf_nodes = mesh.leaf_nodes
+    cos_land = prm.cos_land
+    start_value = scr.start_value  # arrays a parallel loop writes are taken out of their struct first
+    start_grad = scr.start_grad
+    start_contact = scr.start_contact
+    start_gap = scr.start_gap
+    evaluations = scr.evaluations
     V = x.shape[0]
     T = field.node_kind.shape[0]
     n_chunks = (V + CHUNK - 1) // CHUNK
@@ -382,8 +437,17 @@ def track(x, rot, mesh, field, muscles, params, scratch):
         grad = np.empty((T, 3))
         nodes = np.empty(T, dtype=np.bool_)
         for i in range(chunk * CHUNK, min(V, (chunk + 1) * CHUNK)):
-            f, _, _, _ = evaluate_point(x[i, 0], x[i, 1], x[i, 2], val, grad, nodes, field, muscles)
+            f, gx, gy, gz = evaluate_point(x[i, 0], x[i, 1], x[i, 2], val, grad, nodes, field, muscles)
             active[i] = abs(f - iso[i]) >= eps
+            evaluations[i] = 1
+            start_value[i] = f
+            start_grad[i, 0] = gx
+            start_grad[i, 1] = gy
+            start_grad[i, 2] = gz
+            o = own_leaf[i]
+            b = beyond_contact(o, leaf_nodes, cos_land, val, grad, nodes)
+            start_contact[i] = b
+            start_gap[i] = contact_gap(o, b, val, grad) if b >= 0 else -1.0
     flag = np.empty(V, dtype=np.bool_)
     for _ in range(prm.dilation):
         for i in prange(V):
@@ -399,7 +463,14 @@ def track(x, rot, mesh, field, muscles, params, scratch):
     for i in prange(V):
         if mesh.pinned[i]:
             active[i] = False
-    moves = np.full(V, np.inf)
+    # the active vertices as a list, so that the threads share them evenly (they gather at the joints)
+    work = np.empty(V, dtype=np.int64)
+    n_work = 0
+    for i in range(V):
+        if active[i]:
+            work[n_work] = i
+            n_work += 1
+    moves = np.zeros(V)
     quiet2 = prm.quiet * prm.quiet
     for i in prange(V):
         state[i] = STATE_FREE
@@ -407,33 +478,38 @@ def track(x, rot, mesh, field, muscles, params, scratch):
             p[i, c] = x[i, c]
             anchor[i, c] = x[i, c]
             normal[i, c] = 0.0
+    for w in range(n_work):
+        moves[work[w]] = np.inf
     for n in range(lambdas.shape[0]):
-        for chunk in prange(n_chunks):
+        for chunk in prange((n_work + CHUNK - 1) // CHUNK):
             val = np.empty(T)
             grad = np.empty((T, 3))
             nodes = np.empty(T, dtype=np.bool_)
-            for i in range(chunk * CHUNK, min(V, (chunk + 1) * CHUNK)):
-                if not active[i]:
-                    continue
+            for w in range(chunk * CHUNK, min(n_work, (chunk + 1) * CHUNK)):
+                i = work[w]
                 if state[i] == STATE_CONTACT or (state[i] == STATE_ON_ISO and moves[i] < quiet2):
                     # stopped at a contact, or on its iso-value and barely moved by the last sweep: no new step
                     for c in range(3):
                         p[i, c] = x[i, c]
                     continue
                 _project(i, x, lambdas[n], n == 0, mesh, field, muscles, prm, scr, val, grad, nodes)
-        _relax(p, x, rot, mesh, scr, moves)
+        _relax(p, x, rot, mesh, scr, moves, work, n_work)
     # a sweep can carry a vertex across a contact surface after its last projection: land those once more, so the
     # final sweeps slide them on it
-    _land_pass(x, mesh, field, muscles, prm, scr)
+    _land_pass(x, mesh, field, muscles, prm, scr, work, n_work)
     sweeps = 0
     for sweep in range(prm.final_sweeps):
         src, dst = (x, p) if sweep % 2 == 0 else (p, x)
-        _relax(src, dst, rot, mesh, scr, moves)
+        _relax(src, dst, rot, mesh, scr, moves, work, n_work)
         sweeps += 1
-        if math.sqrt(moves.max()) < prm.final_tol:
+        largest = 0.0
+        for w in range(n_work):
+            largest = max(largest, moves[work[w]])
+        if math.sqrt(largest) < prm.final_tol:
             break
     if sweeps % 2 == 1:
-        for i in prange(V):
+        for w in prange(n_work):
+            i = work[w]
             for c in range(3):
                 x[i, c] = p[i, c]
     return sweeps

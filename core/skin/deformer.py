@@ -19,6 +19,9 @@ their times in ``timings`` [s]:
   ``correction_cap (V,)`` [m] (longer at a contact and under a muscle) and smoothed (``core/skin/trust.py``;
   vertices of trust 0 are not tracked).
 
+``tracking_stages`` [s] splits ``tracking``: ``track`` (the kernel), ``volume`` and ``correction``; ``scratch``
+holds the kernel's per-vertex outcome (``active``, ``state``, ``evaluations``: field evaluations per vertex).
+
 Positions are in the armature's (unscaled) space, the same space as the rest vertices and the bone transforms.
 A frame whose result would hold a non-finite coordinate raises ``ValueError`` and leaves ``out`` as the DQS result
 (the caller can show that instead).
@@ -88,6 +91,7 @@ class ImplicitSkinDeformer:
         self.tracked = np.empty((V, 3))
         self.volume_deficits = np.zeros(self.joint_regions.count)
         self.timings: dict = {}
+        self.tracking_stages: dict = {}
         self.last_sweeps = 0
         self.landable = ~contact_passed_at(self.placement, self.rest, self.own_part, self.settings.landing_angle)
         """``(V,)`` vertices the contact landing may move: all but those already past a contact surface at rest."""
@@ -102,7 +106,7 @@ class ImplicitSkinDeformer:
         """The kernels' bind-time structs (``kernels/tracking.py``, ``kernels/joint_volume.py``)."""
         from ...kernels.joint_volume import VolumeMesh, VolumeScratch
         from ...kernels.skin_correction import CorrectionMesh
-        from ...kernels.tracking import TrackMesh, TrackScratch
+        from ...kernels.tracking import TrackMesh, track_scratch
 
         V = len(self.rest)
         mesh = TrackMesh(rest=self.rest, iso=self.iso, ring_start=self.rings.start,
@@ -117,10 +121,10 @@ class ImplicitSkinDeformer:
         """The tracked mesh, with and without the contact landing (``land_on_contact``), with and without the
         untrusted vertices left out (``limit_correction``)."""
         self._track_params = self.settings.kernel_params(self.mesh_size)
-        self.scratch = TrackScratch(p=np.empty((V, 3)), anchor=np.empty((V, 3)), normal=np.empty((V, 3)),
-                                    g_prev=np.zeros((V, 3)), state=np.zeros(V, dtype=np.int8),
-                                    active=np.zeros(V, dtype=np.bool_))
+        self.scratch = track_scratch(V)
         """The tracking's work arrays; ``scratch.state`` and ``scratch.active`` are the last frame's outcome."""
+        self._unknown_gap = np.full(V, np.nan)
+        """The correction's ``start_gap`` when the tracking did not start at the DQS positions (temporal mode)."""
         self._volume_mesh = VolumeMesh(faces=self.faces, ring_start=self.rings.start,
                                        ring_neighbour=self.rings.neighbour, pinned=self.pinned)
         self._volume_regions = self.joint_regions.kernel_arrays()
@@ -174,16 +178,20 @@ class ImplicitSkinDeformer:
         x[:] = self._previous if consecutive else self.dqs_positions
         mesh = self._track_mesh[bool(self.land_on_contact), bool(self.limit_correction)]
         self.last_sweeps = track(x, self._rot, mesh, *self.placement.kernel_args, self._track_params, self.scratch)
+        ta = time.perf_counter()
         self.tracked[:] = x
         self.volume_deficits[:] = 0.0
         if self.keep_volume and self.joint_regions.count:
             restore(x, B, self.scratch.state, self._volume_mesh, self._volume_regions, self._volume_params,
                     self._volume_scratch, self.volume_deficits)
+        tb = time.perf_counter()
         if self.limit_correction:
-            limit_correction(x, self.dqs_positions, self._correction_mesh, *self.placement.kernel_args,
+            gap = self._unknown_gap if consecutive else self.scratch.start_gap
+            limit_correction(x, self.dqs_positions, gap, self._correction_mesh, *self.placement.kernel_args,
                              *self._correction_scratch)
         t3 = time.perf_counter()
         self.timings = {"pose": t1 - t0, "field": t2 - t1, "tracking": t3 - t2}
+        self.tracking_stages = {"track": ta - t2, "volume": tb - ta, "correction": t3 - tb}
         if not np.all(np.isfinite(x)):
             x[:] = self.dqs_positions
             raise ValueError("Implicit Skinning produced non-finite positions this frame; the DQS result is "

@@ -136,6 +136,14 @@ def test_tracking_kernel_matches_numpy_reference(arm, plain, character, muscles)
     assert np.array_equal(active_ref, deformer.active)
     assert np.array_equal(state_ref, state_kernel)
     assert np.abs(x_ref - x_kernel).max() < KERNEL_TOL
+    # the field kept from the start pass is the field at the start (DQS) positions; every vertex was evaluated
+    # there once, and only the tracked ones again
+    scratch = deformer.scratch
+    values, grads = deformer.placement.evaluate(deformer.dqs_positions)
+    assert np.abs(scratch.start_value - values).max() < KERNEL_TOL
+    assert np.abs(scratch.start_grad - grads).max() < KERNEL_TOL * max(1.0, np.abs(grads).max())
+    assert np.all(scratch.evaluations[~deformer.active] == 1)
+    assert np.all(scratch.evaluations[deformer.active] >= 1) and scratch.evaluations[deformer.active].mean() > 1.5
     # the landing ran: some contact vertices are not where the gradient-angle stop alone leaves them
     without = dataclasses.replace(deformer.settings, land_on_contact=False)
     x_off, _, _, _ = track_reference(deformer.dqs_positions, deformer._rot, deformer.rest, deformer.iso,
