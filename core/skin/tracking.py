@@ -3,8 +3,9 @@
 The kernel is ``kernels/tracking.py`` (its docstring has the algorithm). :class:`TrackingSettings` holds the
 defaults (lengths as fractions of the mesh's bounding-box diagonal):
 
-* 8 projection iterations, step factors ``lambda_n`` decreasing linearly from 1 to 0.35;
-* ``eps = 1e-4`` [field units]: a vertex with ``|F - e| < eps`` is on its iso-value;
+* 5 projection iterations, step factors ``lambda_n`` decreasing linearly from 1 to 0.35;
+* ``eps = 1e-3`` [field units]: a vertex with ``|F - e| < eps`` is on its iso-value (about 0.03 mm where the
+  field's gradient is 1/(3 cm));
 * contact stop at 55 degrees between two iterations' gradients (Vaillant et al. 2013), for vertices whose value is
   within ``contact_band = 0.1`` of their iso-value;
 * a projection step shorter than ``trust = 1e-4`` is taken without evaluating the field at its end;
@@ -15,7 +16,7 @@ defaults (lengths as fractions of the mesh's bounding-box diagonal):
 * at most ``bisect_steps = 12`` regula falsi (Illinois) steps when a step crosses the iso-value;
 * ``dilation = 2`` rings of neighbours around the vertices that start off their iso-value are relaxed too; every
   other vertex keeps its start position;
-* a vertex on its iso-value that the next ARAP sweep moves less than ``quiet = 1e-4`` skips the next projection;
+* a vertex on its iso-value that the next ARAP sweep moves less than ``quiet = 5e-4`` skips the next projection;
 * up to ``final_sweeps = 10`` final ARAP sweeps, until no vertex moves more than ``final_tolerance = 1e-5``;
 * vertices on an open border of the mesh (an edge with one face) keep their DQS position (``pin_borders``, on);
 * the volume the tracked skin lost at each bent joint is given back after tracking (``keep_volume``, on; region
@@ -52,17 +53,17 @@ class TrackingSettings:
     [mean edge lengths around the vertex] long, smoothed by correction_smoothing ring sweeps,
     ``core/skin/trust.py``)."""
 
-    iterations: int = 8
+    iterations: int = 5
     first_step: float = 1.0
     last_step: float = 0.35
-    eps: float = 1e-4
+    eps: float = 1e-3
     contact_angle: float = 55.0
     contact_band: float = 0.1
     bisect_steps: int = 12
     trust: float = 1e-4
     max_step: float = 0.008
     dilation: int = 2
-    quiet: float = 1e-4
+    quiet: float = 5e-4
     final_sweeps: int = 10
     final_tolerance: float = 1e-5
     temporal: bool = False
