@@ -170,7 +170,7 @@ class ImplicitSkinSettings(PropertyGroup):
                                                                 "them where they are)")),
                              description="What binding does with vertices that have no weight on a bone of the "
                                          "armature")
-    iterations: IntProperty(name="Iterations", default=5, min=1, max=40, **STATIC,
+    iterations: IntProperty(name="Iterations", default=4, min=1, max=40, **STATIC,
                             description="Tracking steps per frame")
     contact_angle: FloatProperty(name="Contact Angle", subtype='ANGLE', default=0.959931, min=0.17, max=2.6,
                                  **STATIC,

@@ -3,8 +3,8 @@
 The kernel is ``kernels/tracking.py`` (its docstring has the algorithm). :class:`TrackingSettings` holds the
 defaults (lengths as fractions of the mesh's bounding-box diagonal):
 
-* 5 projection iterations, step factors ``lambda_n`` decreasing linearly from 1 to 0.35;
-* ``eps = 1e-3`` [field units]: a vertex with ``|F - e| < eps`` is on its iso-value (about 0.03 mm where the
+* 4 projection iterations, step factors ``lambda_n`` decreasing linearly from 1 to 0.35;
+* ``eps = 3e-3`` [field units]: a vertex with ``|F - e| < eps`` is on its iso-value (about 0.1 mm where the
   field's gradient is 1/(3 cm));
 * contact stop at 55 degrees between two iterations' gradients (Vaillant et al. 2013), for vertices whose value is
   within ``contact_band = 0.1`` of their iso-value;
@@ -17,7 +17,7 @@ defaults (lengths as fractions of the mesh's bounding-box diagonal):
 * ``dilation = 2`` rings of neighbours around the vertices that start off their iso-value are relaxed too; every
   other vertex keeps its start position;
 * a vertex on its iso-value that the next ARAP sweep moves less than ``quiet = 5e-4`` skips the next projection;
-* up to ``final_sweeps = 10`` final ARAP sweeps, until no vertex moves more than ``final_tolerance = 1e-5``;
+* up to ``final_sweeps = 6`` final ARAP sweeps, until no vertex moves more than ``final_tolerance = 1e-5``;
 * vertices on an open border of the mesh (an edge with one face) keep their DQS position (``pin_borders``, on);
 * the volume the tracked skin lost at each bent joint is given back after tracking (``keep_volume``, on; region
   ``volume_region = 2.5`` joint radii, taper from ``volume_gap = 2`` to ``volume_rings = 5`` rings from the
@@ -53,10 +53,10 @@ class TrackingSettings:
     [mean edge lengths around the vertex] long, smoothed by correction_smoothing ring sweeps,
     ``core/skin/trust.py``)."""
 
-    iterations: int = 5
+    iterations: int = 4
     first_step: float = 1.0
     last_step: float = 0.35
-    eps: float = 1e-3
+    eps: float = 3e-3
     contact_angle: float = 55.0
     contact_band: float = 0.1
     bisect_steps: int = 12
@@ -64,7 +64,7 @@ class TrackingSettings:
     max_step: float = 0.008
     dilation: int = 2
     quiet: float = 5e-4
-    final_sweeps: int = 10
+    final_sweeps: int = 6
     final_tolerance: float = 1e-5
     temporal: bool = False
     pin_borders: bool = True
