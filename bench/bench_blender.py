@@ -94,6 +94,8 @@ TARGET_BODY_MS = 2.0
 """Pose read + write of the full body under this [ms]."""
 TARGET_FIRST_S = 3.0
 """First frame after opening a file [s]."""
+TARGET_CROWD_RATIO = 3.0
+"""Three full bodies in one scene: at most this many times the frame of one (issue 23)."""
 FIRST_FRAME_RUNS = 3
 """Fresh processes timed per scene for the first frame after opening (after one that warms the cache)."""
 CHILD_TIMEOUT = 900
@@ -184,9 +186,16 @@ def run() -> dict:
                        ["arm frames played", "finite", "frames fallen back", f"resident memory at frame "
                         f"{long['resident_at'][0]} -> {long['resident_at'][-1]}", "cached muscle states",
                         "median frame ms", "time"])
+    crowd = measured["crowd"]
+    crowd_table = table([[crowd["bodies"], _ms(crowd["one_live_ms"]), _ms(crowd["three_live_ms"]),
+                          f"{crowd['ratio']:.2f}x", "met" if crowd["ratio"] <= TARGET_CROWD_RATIO else "NOT met"]],
+                        ["full bodies in the scene", "frame ms, the first one live (the others on their Armature "
+                         "modifier)", "frame ms, all three live", "three / one",
+                         f"target (<= {TARGET_CROWD_RATIO:.0f}x)"])
     return {
         "name": "blender",
         "long_run": long,
+        "crowd": crowd,
         "title": "End-to-end per frame in Blender: frame_set with the handler vs the Armature modifier alone",
         "scenes": measured["scenes"],
         "blender_version": measured["blender"],
@@ -204,7 +213,10 @@ def run() -> dict:
         "table": f"{frame_table}\n\nWhere the Implicit Skinning frame goes:\n\n{where_table}\n\n"
                  f"First frame after opening the saved file (fresh process, kernels cached):\n\n{first_table}\n\n"
                  f"A long shot: the arm's animation looping (Cycles F-curve modifiers), played frame by frame in one "
-                 f"Blender process (issue 9):\n\n{long_table}\n\n{note}",
+                 f"Blender process (issue 9):\n\n{long_table}\n\nSeveral characters: three full bodies with their 50 "
+                 f"muscles on separate armatures in one scene, played frame by frame (the add-on's frame handler "
+                 f"evaluates the bound meshes one after the other; each mesh's kernels use every core):"
+                 f"\n\n{crowd_table}\n\n{note}",
     }
 
 
@@ -275,11 +287,12 @@ def _arm_scene(bpy, scenes, blender_rig):
     return armature, skin, len(items)
 
 
-def _body_scene(bpy, scenes, blender_rig):
+def _body_scene(bpy, scenes, blender_rig, suffix="", offset=0.0):
     import numpy as np
 
     rig = scenes.body_rig()
-    armature, skin = blender_rig.build_rig(rig, "Rig", "Body")
+    armature, skin = blender_rig.build_rig(rig, "Rig" + suffix, "Body" + suffix)
+    armature.location.x = offset
     muscles, groups, owner = scenes.body_muscles()
     blender_rig.add_muscles(armature, muscles, owner, owner, owner, groups)
     names = list(rig.names)
@@ -383,6 +396,40 @@ def _measure_scene(bpy, name, build, frames, timer, files):
     }
 
 
+def _measure_crowd(bpy, frames, timer):
+    """Three full bodies on their own armatures in one scene: the frame with all three bound and live against the
+    frame with only the first one live (the other two on their Armature modifier), alternating passes."""
+    import numpy as np
+
+    runtime = _addon("blender.runtime")
+    scenes = _addon("scenes.paper")
+    import blender_rig
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    runtime.clear()
+    scene = bpy.context.scene
+    scene.render.fps, scene.render.fps_base = 24, 1.0
+    skins = [_body_scene(bpy, scenes, blender_rig, suffix, 1.5 * k)[1] for k, suffix in enumerate(("", ".B", ".C"))]
+    scene.frame_start, scene.frame_end = 1, frames[-1] + 1
+    scene.frame_set(1)
+    for skin in skins:
+        bpy.context.view_layer.objects.active = skin
+        if bpy.ops.implicit_muscles.bind_skin() != {'FINISHED'}:
+            raise RuntimeError(f"bind_skin on {skin.name} failed")
+    buf = np.empty(3 * len(skins[0].data.vertices), dtype=np.float32)
+    rows = {1: [], 3: []}
+    for rnd in range(ROUNDS + 1):  # the first round warms up
+        for live in (1, 3):
+            for k, skin in enumerate(skins):
+                skin.implicit_skin.enabled = k < live
+            _pass(bpy, scene, skins[0], frames, timer, runtime.bound(skins[0]), buf, rows[live] if rnd else [],
+                  buf.copy())
+    one, three = _median(rows[1]), _median(rows[3])
+    return {"bodies": len(skins), "one_live_ms": one["frame"], "three_live_ms": three["frame"],
+            "ratio": three["frame"] / one["frame"], "handlers_one_ms": one["handlers"],
+            "handlers_three_ms": three["handlers"]}
+
+
 def _child_measure(files) -> dict:
     bpy = _blender()
     import numba
@@ -395,8 +442,10 @@ def _child_measure(files) -> dict:
     timer.wrap_handlers(bpy, ADDON)
     scenes = {"arm": _measure_scene(bpy, "arm", _arm_scene, ARM_FRAMES, timer, files),
               "full body": _measure_scene(bpy, "full body", _body_scene, BODY_FRAMES, timer, files)}
+    crowd = _measure_crowd(bpy, BODY_FRAMES, timer)
     engine = _addon("blender.engine").status
-    return {"scenes": scenes, "blender": bpy.app.version_string, "numba_threads": numba.get_num_threads(),
+    return {"scenes": scenes, "crowd": crowd, "blender": bpy.app.version_string,
+            "numba_threads": numba.get_num_threads(),
             "numba": engine.numba_version, "numba_path": engine.numba_path, "numba_cache": engine.cache_dir}
 
 

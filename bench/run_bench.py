@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import OUT, machine, write_json  # noqa: E402
 
-BENCHMARKS = ["bench_muscle_field", "bench_pbd", "bench_skin", "bench_quality", "bench_deform", "bench_blender",
-              "bench_long_run"]
+BENCHMARKS = ["bench_muscle_field", "bench_pbd", "bench_skin", "bench_quality", "bench_deform", "bench_scaling",
+              "bench_blender", "bench_long_run"]
 
 
 def main(argv=None) -> int:

@@ -13,6 +13,8 @@ each in the collision group of its bone. ``PAPER_TABLE2`` holds the paper's per-
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..core.rig import Rig
@@ -197,14 +199,28 @@ BODY_CHAINS = (
 """Closed tubes (capped at both ends) that make the body mesh; the trunk tube also covers the head."""
 
 
-def body_skeleton():
-    """``(names, heads (14, 3), tails (14, 3), parents (14,), limb radius (14,))`` of :data:`BODY_BONES`."""
-    names = list(BODY_BONES)
-    heads = np.array([BODY_BONES[n][0] for n in names], dtype=np.float64)
-    tails = np.array([BODY_BONES[n][1] for n in names], dtype=np.float64)
-    parents = np.array([names.index(BODY_BONES[n][2]) if BODY_BONES[n][2] else -1 for n in names], dtype=np.int64)
-    limb = np.array([BODY_BONES[n][3] for n in names], dtype=np.float64)
-    return names, heads, tails, parents, limb
+def _split_name(name: str, k: int) -> str:
+    """The ``k``-th piece of bone ``name`` split along its length (the first piece keeps the name)."""
+    return name if k == 0 else f"{name}~{k}"
+
+
+def body_skeleton(split: int = 1):
+    """``(names, heads (B, 3), tails (B, 3), parents (B,), limb radius (B,))`` of :data:`BODY_BONES` (``B = 14``).
+    ``split`` cuts every bone into that many pieces along its length (``B = 14 split``), each the parent of the
+    next; the first piece keeps the bone's name and its parent is the last piece of the bone's parent."""
+    if not isinstance(split, int) or not 1 <= split <= 8:
+        raise ValueError(f"a bone can be split into 1 to 8 pieces, got {split!r}.")
+    names, heads, tails, parent_names, limb = [], [], [], [], []
+    for n, (head, tail, parent, radius) in BODY_BONES.items():
+        head, tail = np.asarray(head, dtype=np.float64), np.asarray(tail, dtype=np.float64)
+        for k in range(split):
+            names.append(_split_name(n, k))
+            heads.append(head + (tail - head) * k / split)
+            tails.append(head + (tail - head) * (k + 1) / split)
+            parent_names.append(_split_name(n, k - 1) if k else (_split_name(parent, split - 1) if parent else None))
+            limb.append(radius)
+    parents = np.array([names.index(p) if p else -1 for p in parent_names], dtype=np.int64)
+    return names, np.array(heads), np.array(tails), parents, np.array(limb)
 
 
 def _chain_tube(path, rings, around, profile, overhang, first):
@@ -250,14 +266,21 @@ def _chain_tube(path, rings, around, profile, overhang, first):
     return np.array(verts), np.array(faces, dtype=np.int64) + first, arc, cum
 
 
-def body_rig() -> Rig:
+def body_rig(density: float = 1.0, split: int = 1) -> Rig:
     """The full-body scene's mesh (five capped tubes: trunk with neck and head, two arms, two legs, meeting at the
     trunk's surface; 19,498 vertices) with smooth weights blending over 4 cm around each joint of a tube's bone
-    chain."""
-    names, heads, tails, parents, _ = body_skeleton()
+    chain. ``density`` scales the vertex count (rings and vertices around each by its square root: 0.25 gives about
+    4,900 vertices, 4 about 78,000); ``split`` cuts every bone into pieces (:func:`body_skeleton`), each joint
+    between pieces blended like the others."""
+    if not 0.01 <= density <= 100.0:
+        raise ValueError(f"the body's density must be from 0.01 to 100, got {density!r}.")
+    names, heads, tails, parents, _ = body_skeleton(split)
     all_v, all_f, all_w = [], [], []
     first = 0
-    for bones, rings, around, profile in BODY_CHAINS:
+    scale = math.sqrt(density)
+    for chain, rings, around, profile in BODY_CHAINS:
+        bones = [_split_name(b, k) for b in chain for k in range(split)]
+        rings, around = max(4, round(rings * scale)), max(6, 2 * round(around * scale / 2))
         idx = [names.index(b) for b in bones]
         path = np.vstack([heads[idx[0]]] + [tails[i] for i in idx])
         # the trunk closes below the hips and above the head; limbs start at the trunk's surface, so no skin lies
@@ -280,15 +303,17 @@ def body_rig() -> Rig:
                tuple(names))
 
 
-def body_muscles(particles: int = 30):
+def body_muscles(particles: int = 30, rings: int = 1):
     """``(muscles, collision groups, owner bones)``: 50 muscles around the body's bones (4 around each limb bone,
-    fewer on the trunk), each in the collision group of its bone and joining that bone's skin part."""
+    fewer on the trunk), each in the collision group of its bone and joining that bone's skin part. ``rings``
+    multiplies the count around each bone (2: 100 muscles)."""
     from ..core.muscle.primitive import FusiformMuscle, MuscleShape
 
     names, heads, tails, _, limb = body_skeleton()
     muscles, groups, owner = [], [], []
     per_bone = {n: 4 for n in names}
     per_bone.update({"hips": 2, "neck": 2, "shoulder.L": 3, "shoulder.R": 3, "spine": 4, "chest": 4})
+    per_bone = {n: k * rings for n, k in per_bone.items()}
     for bi, name in enumerate(names):
         axis = tails[bi] - heads[bi]
         length = np.linalg.norm(axis)
