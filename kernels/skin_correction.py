@@ -25,7 +25,7 @@ from numba import njit, prange
 
 from .constants import JIT_FAST, JIT_POINT
 from .part_grid import sample_packed
-from .skin_field import _part_value, evaluate_point
+from .skin_field import _detail, _muscles_value, evaluate_point
 from .tracking import CHUNK, beyond_contact, contact_gap
 
 
@@ -70,9 +70,20 @@ def _muscle_push(i, x, mesh, field, muscles):
     p = field.node_part[mesh.own_leaf[i]]
     if field.part_muscle_start[p] == field.part_muscle_start[p + 1]:
         return 0.0
+    qx = x[i, 0]
+    qy = x[i, 1]
+    qz = x[i, 2]
+    # the muscles first: where none reaches (the usual case) the grid is not read
+    mu, mx, my, mz = _muscles_value(p, qx, qy, qz, field.part_muscle_start, field.part_muscle_index,
+                                    field.skin_offset, field.chord_dev, field.clean_table, muscles.axis_start,
+                                    muscles.axis_points, muscles.axis_cumulative, muscles.axis_tangent,
+                                    muscles.axis_normal, muscles.seg_tangent, muscles.seg_length, muscles.seg_angle,
+                                    muscles.muscle_scalar, muscles.muscle_exponent, muscles.muscle_bounds)
+    if mu <= 0.0:
+        return 0.0
     h, hx, hy, hz = sample_packed(field.grid_values, field.grid_offset, field.grid_dims, field.grid_origin,
-                                  field.grid_inv_h, field.grid_binv, p, x[i, 0], x[i, 1], x[i, 2])
-    f, _, _, _ = _part_value(p, x[i, 0], x[i, 1], x[i, 2], field, muscles)
+                                  field.grid_inv_h, field.grid_binv, p, qx, qy, qz)
+    f, _, _, _ = _detail(field.blend_table, h, hx, hy, hz, mu, mx, my, mz)
     g = math.sqrt(hx * hx + hy * hy + hz * hz)
     if f <= h or g < 1e-12:
         return 0.0

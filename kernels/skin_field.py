@@ -57,22 +57,6 @@ class SkinArrays(NamedTuple):
     chord_dev: np.ndarray          # (M,) float64 [m] this frame: each axis's largest distance from its chord
 
 
-@njit(**JIT_POINT)
-def _part_value(p, qx, qy, qz, skin, mus):
-    """Leaf ``p`` at one point: the part's grid value joined with its muscles by the detail operator (what
-    :func:`evaluate_point` computes for a leaf, for the kernels that need one part alone)."""
-    h, hx, hy, hz = sample_packed(skin.grid_values, skin.grid_offset, skin.grid_dims, skin.grid_origin,
-                                  skin.grid_inv_h, skin.grid_binv, p, qx, qy, qz)
-    if skin.part_muscle_start[p] == skin.part_muscle_start[p + 1]:
-        return h, hx, hy, hz
-    mu, mx, my, mz = _muscles_value(p, qx, qy, qz, skin.part_muscle_start, skin.part_muscle_index, skin.skin_offset,
-                                    skin.chord_dev, skin.clean_table, mus.axis_start, mus.axis_points,
-                                    mus.axis_cumulative, mus.axis_tangent, mus.axis_normal, mus.seg_tangent,
-                                    mus.seg_length, mus.seg_angle, mus.muscle_scalar, mus.muscle_exponent,
-                                    mus.muscle_bounds)
-    return _detail(skin.blend_table, h, hx, hy, hz, mu, mx, my, mz)
-
-
 @njit(inline="always", **JIT_FAST)
 def _detail(table, h, hx, hy, hz, mu, mx, my, mz):
     """The detail operator (``blend`` arc union) joining a part's grid value ``h`` with its muscles' ``mu``."""
@@ -146,8 +130,8 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
             continue
         kind = node_kind[i]
         if kind == NODE_PART:
-            # a leaf: _part_value written out, so that no struct is copied per leaf (the design notes:
-            # reference counts)
+            # a leaf: the part's grid, joined with its muscles by the detail operator; written out here, so
+            # that no struct is copied per leaf (the design notes: reference counts)
             p = skin.node_part[i]
             f, gx, gy, gz = sample_packed(skin.grid_values, skin.grid_offset, skin.grid_dims, skin.grid_origin,
                                           skin.grid_inv_h, skin.grid_binv, p, qx, qy, qz)
