@@ -6,6 +6,10 @@
 ``muscles`` the composed skin field this frame (``kernels/skin_field.SkinArrays`` and ``MuscleArrays``);
 ``params`` (:class:`TrackParams`); ``scratch`` (:class:`TrackScratch`, per-vertex work arrays and outputs).
 
+The START PASS evaluates the field at every vertex's start: the vertices off their iso-value, and ``dilation``
+rings around them, are the active ones; the value, gradient and contact test found there are kept
+(``TrackScratch.start_*``) for the first projection and for the limited correction.
+
 Each iteration: PROJECTION (Alg. 3.1) of every active vertex that has not stopped, then one ARAP Jacobi sweep
 (Alg. 3.2): ``v_i <- sum_k cbar_ik (p_k + 1/2 (R_i + R_k)(v_ref_i - v_ref_k))``, projected on the tangent plane at
 the vertex's projected point. Then ARAP sweeps to convergence (Alg. 3.3). Stopped (contact) vertices take no more
@@ -129,7 +133,7 @@ def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active
     p[i, 2] = x2
     landable = mesh.landable[i]
     if first and not (landable and scr.start_contact[i] >= 0):
-        # the first projection starts where the activity pass evaluated the field
+        # the first projection starts where the start pass evaluated the field
         f = scr.start_value[i]
         gx = scr.start_grad[i, 0]
         gy = scr.start_grad[i, 1]
