@@ -3,7 +3,8 @@ machine: 5x the paper's 6-core times, arm <= 13 ms and full body <= 110 ms per f
 
 Scenes (``scenes/paper.py``, ``core/character.py``): the paper's arm (2172 vertices, 3 bones, 4 muscles of 30
 particles) playing the biceps curl (48 frames, activation keyed with the flexion) and the arm shake (a loose
-muscle, stiffness 0.1); the full body (19,498 vertices, 14 bones, 50 muscles) in a run-like swing of arms and legs.
+muscle, stiffness 0.1); the full body (19,498 vertices, 14 bones, 50 muscles) in a run-like swing of arms and legs
+(``body_swing``).
 Stages: PBD (axis dynamics), pose (DQS and checks), field (grids placed, muscles taken), tracking. Baseline in the
 same run: plain DQS on the same mesh (the same numba kernel that gives the tracking its start).
 """
@@ -12,8 +13,6 @@ from __future__ import annotations
 import statistics
 import time
 
-import numpy as np
-
 from _common import import_package, table
 
 TARGETS_MS = {"arm": 13.0, "full body": 110.0}
@@ -21,20 +20,6 @@ GOALS_MS = {"arm": 5.0, "full body": 40.0}
 SPEED_TARGETS_MS = {"arm": 2.0, "full body": 20.0}
 """Real time (issue 23): the core's frame at most this."""
 STAGES = ("pbd", "pose", "field", "tracking")
-
-
-def _body_pose(names, heads, parents, t):
-    from implicit_muscles.scenes.paper import rotation_about
-
-    B = np.broadcast_to(np.eye(4), (len(names), 4, 4)).copy()
-    for i, n in enumerate(names):  # upper limbs first, then the lower limbs on their parents
-        if n.startswith(("thigh", "upper_arm")):
-            sign = 1.0 if n.endswith(".L") else -1.0
-            B[i] = rotation_about((1, 0, 0), sign * 0.6 * np.sin(2 * np.pi * 1.5 * t), heads[i])
-    for i, n in enumerate(names):
-        if n.startswith(("shin", "forearm")):
-            B[i] = B[parents[i]] @ rotation_about((1, 0, 0), 0.8, heads[i])
-    return B
 
 
 def _run(character, frames, poses, dt, warmup=3):
@@ -86,9 +71,8 @@ def run() -> dict:
     rig = scenes.body_rig()
     muscles, _, owner = scenes.body_muscles()
     body = MuscledCharacter(rig, muscles, owner, owner, owner)
-    names = list(rig.names)
-    run_cycle = _run(body, 24, lambda f: (_body_pose(names, rig.heads, rig.parents, f / 24), {}), 1 / 24)
-    body_dqs = _dqs_ms(body, _body_pose(names, rig.heads, rig.parents, 0.2))
+    run_cycle = _run(body, 24, lambda f: (scenes.body_swing(rig, f / 24), {}), 1 / 24)
+    body_dqs = _dqs_ms(body, scenes.body_swing(rig, 0.2))
 
     results = {"biceps curl": curl, "arm shake": shake, "full body": run_cycle}
     rows = []

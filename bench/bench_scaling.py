@@ -1,7 +1,7 @@
 """How the per-frame cost grows (issue 23): Implicit Skinning with muscles per frame against the vertex count, the
 muscle count and the bone count, with the exponent of a power law fitted through the points.
 
-Scenes (``scenes/paper.py``): the full body in its run-like swing (``bench_deform``), its mesh at three densities
+Scenes (``scenes/paper.py``): the full body in its run-like swing (``body_swing``), its mesh at three densities
 (about 4,900, 19,500 and 78,000 vertices, 50 muscles); at 19,500 vertices with 0, 10, 25, 50 and 100 muscles (a
 subset spread over the bones, or two rings around each bone); at 19,500 vertices without muscles with its 14 bones
 each cut into 1, 2 and 4 pieces (14, 28, 56 bones and skin parts; the same swing, the other pieces following the
@@ -25,39 +25,15 @@ MUSCLE_COUNTS = (0, 10, 25, 50, 100)
 SPLITS = (1, 2, 4)
 
 
-def _split_pose(rig, t):
-    """``bench_deform``'s swing on a skeleton whose bones are cut into pieces (``scenes/paper.body_skeleton``): the
-    first piece of each thigh and upper arm swings, of each shin and forearm bends 0.8 rad, the others follow."""
-    from implicit_muscles.scenes.paper import rotation_about
-
-    local = {}
-    for i, n in enumerate(rig.names):
-        if "~" in n:
-            continue
-        if n.startswith(("thigh", "upper_arm")):
-            sign = 1.0 if n.endswith(".L") else -1.0
-            local[i] = rotation_about((1, 0, 0), sign * 0.6 * np.sin(2 * np.pi * 1.5 * t), rig.heads[i])
-        elif n.startswith(("shin", "forearm")):
-            local[i] = rotation_about((1, 0, 0), 0.8, rig.heads[i])
-    B = [None] * len(rig.names)
-
-    def world(i):
-        if B[i] is None:
-            parent = world(rig.parents[i]) if rig.parents[i] >= 0 else np.eye(4)
-            B[i] = parent @ local.get(i, np.eye(4))
-        return B[i]
-
-    return np.array([world(i) for i in range(len(rig.names))])
-
-
 def _frame_times(character, rig, frames=FRAMES, warmup=WARMUP) -> dict:
     from implicit_muscles.core.skin.skinning import dqs
+    from implicit_muscles.scenes.paper import body_swing
 
     character.reset()
     rows, dqs_s, active = [], [], []
     d = character.deformer
     for f in range(frames):
-        B = _split_pose(rig, f / 24)
+        B = body_swing(rig, f / 24)
         character.frame(B, dt=1 / 24)
         t0 = time.perf_counter()
         dqs(d.rest, d.influences, B, d.dqs_positions, d._rot)

@@ -303,6 +303,30 @@ def body_rig(density: float = 1.0, split: int = 1) -> Rig:
                tuple(names))
 
 
+def body_swing(rig: Rig, t: float) -> np.ndarray:
+    """``(B, 4, 4)`` rest -> posed transforms of the full body (:func:`body_rig`, bones split or not) in a run-like
+    swing at time ``t`` [s]: thighs and upper arms swing 0.6 rad about X at 1.5 Hz, left against right, shins and
+    forearms bent 0.8 rad. Of a split bone the first piece turns and the others follow it."""
+    local = {}
+    for i, n in enumerate(rig.names):
+        if "~" in n:
+            continue
+        if n.startswith(("thigh", "upper_arm")):
+            sign = 1.0 if n.endswith(".L") else -1.0
+            local[i] = rotation_about((1, 0, 0), sign * 0.6 * np.sin(2 * np.pi * 1.5 * t), rig.heads[i])
+        elif n.startswith(("shin", "forearm")):
+            local[i] = rotation_about((1, 0, 0), 0.8, rig.heads[i])
+    B = [None] * len(rig.names)
+
+    def world(i):
+        if B[i] is None:
+            parent = world(rig.parents[i]) if rig.parents[i] >= 0 else np.eye(4)
+            B[i] = parent @ local.get(i, np.eye(4))
+        return B[i]
+
+    return np.array([world(i) for i in range(len(rig.names))])
+
+
 def body_muscles(particles: int = 30, rings: int = 1):
     """``(muscles, collision groups, owner bones)``: 50 muscles around the body's bones (4 around each limb bone,
     fewer on the trunk), each in the collision group of its bone and joining that bone's skin part. ``rings``

@@ -220,20 +220,6 @@ def test_arm_skin_holds_through_a_curl(muscles, record_property):
     assert worst < TURNED_TARGET
 
 
-def _run_swing(names, heads, parents, t):
-    """The generated full body in a run-like swing at time ``t`` [s]: thighs and upper arms swing 0.6 rad at 1.5 Hz,
-    left against right, knees and elbows bent 0.8 rad (the pose of ``bench/bench_deform.py``)."""
-    B = np.broadcast_to(np.eye(4), (len(names), 4, 4)).copy()
-    for i, n in enumerate(names):
-        if n.startswith(("thigh", "upper_arm")):
-            sign = 1.0 if n.endswith(".L") else -1.0
-            B[i] = scenes.rotation_about((1, 0, 0), sign * 0.6 * np.sin(2 * np.pi * 1.5 * t), heads[i])
-    for i, n in enumerate(names):
-        if n.startswith(("shin", "forearm")):
-            B[i] = B[parents[i]] @ scenes.rotation_about((1, 0, 0), 0.8, heads[i])
-    return B
-
-
 @pytest.mark.parametrize("muscles", [False, True])
 def test_full_body_skin_holds_through_a_run_swing(muscles, record_property):
     """The generated full body (19,498 vertices, 14 bones) through one swing of arms and legs, with its 50 muscles
@@ -241,7 +227,7 @@ def test_full_body_skin_holds_through_a_run_swing(muscles, record_property):
     from implicit_muscles.core.character import MuscledCharacter
 
     rig = scenes.body_rig()
-    poses = [_run_swing(list(rig.names), rig.heads, rig.parents, f / 24) for f in range(0, 17, 2)]
+    poses = [scenes.body_swing(rig, f / 24) for f in range(0, 17, 2)]
     if not muscles:
         frames = _quality_run(rig.vertices, rig.faces, rig.weights, rig.heads, rig.tails, rig.parents,
                               list(rig.names), poses)
