@@ -84,8 +84,8 @@ class TrackScratch(NamedTuple):
     active: np.ndarray         # (V,) bool vertices worked on this frame
     start_value: np.ndarray    # (V,) float64 F at each start position
     start_grad: np.ndarray     # (V, 3) float64 [1/m] its gradient
-    start_contact: np.ndarray  # (V,) int64 the leaf node whose contact surface the start has passed, or -1
-    start_gap: np.ndarray      # (V,) float64 [m] first-order distance to that surface (contact_gap), -1 if none
+    start_gap: np.ndarray      # (V,) float64 [m] first-order distance to the contact surface the start has passed
+                               # (beyond_contact, contact_gap), -1 if it has passed none
     evaluations: np.ndarray    # (V,) int32 field evaluations of each vertex this frame (the start's included)
 
 
@@ -94,8 +94,7 @@ def track_scratch(vertex_count: int) -> TrackScratch:
     V = vertex_count
     return TrackScratch(p=np.zeros((V, 3)), anchor=np.zeros((V, 3)), normal=np.zeros((V, 3)),
                         g_prev=np.zeros((V, 3)), state=np.zeros(V, dtype=np.int8), active=np.zeros(V, dtype=np.bool_),
-                        start_value=np.zeros(V), start_grad=np.zeros((V, 3)),
-                        start_contact=np.full(V, -1, dtype=np.int64), start_gap=np.full(V, -1.0),
+                        start_value=np.zeros(V), start_grad=np.zeros((V, 3)), start_gap=np.full(V, -1.0),
                         evaluations=np.zeros(V, dtype=np.int32))
 
 
@@ -132,7 +131,7 @@ def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active
     p[i, 1] = x1
     p[i, 2] = x2
     landable = mesh.landable[i]
-    if first and not (landable and scr.start_contact[i] >= 0):
+    if first and not (landable and scr.start_gap[i] >= 0.0):
         # the first projection starts where the start pass evaluated the field
         f = scr.start_value[i]
         gx = scr.start_grad[i, 0]
@@ -429,7 +428,6 @@ def track(x, rot, mesh, field, muscles, params, scratch):
     cos_land = prm.cos_land
     start_value = scr.start_value  # arrays a parallel loop writes are taken out of their struct first
     start_grad = scr.start_grad
-    start_contact = scr.start_contact
     start_gap = scr.start_gap
     evaluations = scr.evaluations
     V = x.shape[0]
@@ -450,7 +448,6 @@ def track(x, rot, mesh, field, muscles, params, scratch):
             start_grad[i, 2] = gz
             o = own_leaf[i]
             b = beyond_contact(o, leaf_nodes, cos_land, val, grad, nodes)
-            start_contact[i] = b
             start_gap[i] = contact_gap(o, b, val, grad) if b >= 0 else -1.0
     flag = np.empty(V, dtype=np.bool_)
     for _ in range(prm.dilation):
