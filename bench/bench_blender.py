@@ -208,7 +208,7 @@ def run() -> dict:
                           "overhead_share": m["handler"]["overhead"] / m["handler"]["frame"]}
                    for name, m in measured["scenes"].items()},
         "targets": {"pose_read_write_share": TARGET_SHARE, "body_pose_read_write_ms": TARGET_BODY_MS,
-                    "first_frame_s": TARGET_FIRST_S},
+                    "first_frame_s": TARGET_FIRST_S, "crowd_ratio": TARGET_CROWD_RATIO},
         "meets_target": bool(meets),
         "table": f"{frame_table}\n\nWhere the Implicit Skinning frame goes:\n\n{where_table}\n\n"
                  f"First frame after opening the saved file (fresh process, kernels cached):\n\n{first_table}\n\n"
