@@ -103,7 +103,8 @@ def _muscles_value(p, qx, qy, qz, part_muscle_start, part_muscle_index, skin_off
 @njit(**JIT_POINT)
 def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
     """Composed field at one point: ``(F, dF/dx, dF/dy, dF/dz)``. ``val (T,)``, ``grad (T, 3)``, ``active (T,)``
-    are per-task scratch (each node's value, gradient and whether its box holds the point); ``skin``: the
+    are per-task scratch (each node's value, gradient and whether its box holds the point); a node's ``val`` and
+    ``grad`` are this point's only where ``active`` is True (elsewhere the field of that node is 0). ``skin``: the
     :class:`SkinArrays`; ``muscles``: this frame's ``MuscleArrays``."""
     node_kind = skin.node_kind
     node_left = skin.node_left
@@ -118,15 +119,16 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
             active[i] = True
             i += 1
         else:
+            # a pruned subtree: its root reads 0 for its parent; the nodes below it are only marked inactive
+            val[i] = 0.0
+            grad[i, 0] = 0.0
+            grad[i, 1] = 0.0
+            grad[i, 2] = 0.0
             for k in range(i, node_end[i]):
                 active[k] = False
             i = node_end[i]
     for i in range(T - 1, -1, -1):
         if not active[i]:
-            val[i] = 0.0
-            grad[i, 0] = 0.0
-            grad[i, 1] = 0.0
-            grad[i, 2] = 0.0
             continue
         kind = node_kind[i]
         if kind == NODE_PART:

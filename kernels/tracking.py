@@ -87,6 +87,8 @@ class TrackScratch(NamedTuple):
     start_gap: np.ndarray      # (V,) float64 [m] first-order distance to the contact surface the start has passed
                                # (beyond_contact, contact_gap), -1 if it has passed none
     evaluations: np.ndarray    # (V,) int32 field evaluations of each vertex this frame (the start's included)
+    rotated: np.ndarray        # (V, 3) float64 [m] each active vertex's ARAP rotation term this frame,
+                               # 1/2 sum_k cbar_ik (R_i + R_k)(v_ref_i - v_ref_k) (fixed while the sweeps run)
 
 
 def track_scratch(vertex_count: int) -> TrackScratch:
@@ -95,7 +97,7 @@ def track_scratch(vertex_count: int) -> TrackScratch:
     return TrackScratch(p=np.zeros((V, 3)), anchor=np.zeros((V, 3)), normal=np.zeros((V, 3)),
                         g_prev=np.zeros((V, 3)), state=np.zeros(V, dtype=np.int8), active=np.zeros(V, dtype=np.bool_),
                         start_value=np.zeros(V), start_grad=np.zeros((V, 3)), start_gap=np.full(V, -1.0),
-                        evaluations=np.zeros(V, dtype=np.int32))
+                        evaluations=np.zeros(V, dtype=np.int32), rotated=np.zeros((V, 3)))
 
 
 @njit(**JIT_POINT)
@@ -222,6 +224,10 @@ def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active
         else:
             y0, y1, y2 = b0, b1, b2
         state[i] = STATE_CROSSED
+    elif abs(d2) < eps:
+        # the step's end is on the iso-value: as a vertex that started there, it takes no new step unless a sweep
+        # moves it
+        state[i] = STATE_ON_ISO
     else:
         state[i] = STATE_FREE
     _stop_at(i, y0, y1, y2, p, anchor)
@@ -303,7 +309,7 @@ def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, evaluations, 
             break
         evaluate_point(y0, y1, y2, val, grad, nodes, field, muscles)
         evaluations[i] += 1
-        if val[o] <= 0.0 or val[b] <= 0.0:
+        if not (nodes[o] and nodes[b]) or val[o] <= 0.0 or val[b] <= 0.0:
             break
     _stop_at(i, y0, y1, y2, p, anchor)
     state[i] = STATE_CONTACT
@@ -348,37 +354,51 @@ def contact_passed(points, own_leaf, leaf_nodes, cos_land, field, muscles, out):
 
 
 @njit(**JIT_POINT)
-def _arap(i, src, dst, rot, mesh, anchor, normal):
-    """One Jacobi ARAP update of vertex ``i`` from ``src`` into ``dst``, on the tangent plane at its anchor;
-    returns the squared move."""
+def _rotated(i, rot, mesh, out):
+    """Vertex ``i``'s ARAP rotation term ``1/2 sum_k cbar_ik (R_i + R_k)(v_ref_i - v_ref_k)`` into ``out[i]``: the
+    part of Alg. 3.2's update that the rotations fix for the whole frame."""
     rest = mesh.rest
-    ring_start = mesh.ring_start
     ring_neighbour = mesh.ring_neighbour
     ring_weight = mesh.ring_weight
+    v0 = 0.0
+    v1 = 0.0
+    v2 = 0.0
+    for k in range(mesh.ring_start[i], mesh.ring_start[i + 1]):
+        j = ring_neighbour[k]
+        w = 0.5 * ring_weight[k]
+        e0 = rest[i, 0] - rest[j, 0]
+        e1 = rest[i, 1] - rest[j, 1]
+        e2 = rest[i, 2] - rest[j, 2]
+        v0 += w * ((rot[i, 0, 0] + rot[j, 0, 0]) * e0 + (rot[i, 0, 1] + rot[j, 0, 1]) * e1
+                   + (rot[i, 0, 2] + rot[j, 0, 2]) * e2)
+        v1 += w * ((rot[i, 1, 0] + rot[j, 1, 0]) * e0 + (rot[i, 1, 1] + rot[j, 1, 1]) * e1
+                   + (rot[i, 1, 2] + rot[j, 1, 2]) * e2)
+        v2 += w * ((rot[i, 2, 0] + rot[j, 2, 0]) * e0 + (rot[i, 2, 1] + rot[j, 2, 1]) * e1
+                   + (rot[i, 2, 2] + rot[j, 2, 2]) * e2)
+    out[i, 0] = v0
+    out[i, 1] = v1
+    out[i, 2] = v2
+
+
+@njit(**JIT_POINT)
+def _arap(i, src, dst, rotated, ring_start, ring_neighbour, ring_weight, anchor, normal):
+    """One Jacobi ARAP update of vertex ``i`` from ``src`` into ``dst`` (Alg. 3.2, its rotation term ``rotated[i]``
+    from :func:`_rotated`), on the tangent plane at its anchor; returns the squared move."""
     a = ring_start[i]
     b = ring_start[i + 1]
     if a == b:
         for c in range(3):
             dst[i, c] = src[i, c]
         return 0.0
-    v0 = 0.0
-    v1 = 0.0
-    v2 = 0.0
+    v0 = rotated[i, 0]
+    v1 = rotated[i, 1]
+    v2 = rotated[i, 2]
     for k in range(a, b):
         j = ring_neighbour[k]
         w = ring_weight[k]
-        e0 = rest[i, 0] - rest[j, 0]
-        e1 = rest[i, 1] - rest[j, 1]
-        e2 = rest[i, 2] - rest[j, 2]
-        r0 = ((rot[i, 0, 0] + rot[j, 0, 0]) * e0 + (rot[i, 0, 1] + rot[j, 0, 1]) * e1
-              + (rot[i, 0, 2] + rot[j, 0, 2]) * e2)
-        r1 = ((rot[i, 1, 0] + rot[j, 1, 0]) * e0 + (rot[i, 1, 1] + rot[j, 1, 1]) * e1
-              + (rot[i, 1, 2] + rot[j, 1, 2]) * e2)
-        r2 = ((rot[i, 2, 0] + rot[j, 2, 0]) * e0 + (rot[i, 2, 1] + rot[j, 2, 1]) * e1
-              + (rot[i, 2, 2] + rot[j, 2, 2]) * e2)
-        v0 += w * (src[j, 0] + 0.5 * r0)
-        v1 += w * (src[j, 1] + 0.5 * r1)
-        v2 += w * (src[j, 2] + 0.5 * r2)
+        v0 += w * src[j, 0]
+        v1 += w * src[j, 1]
+        v2 += w * src[j, 2]
     t = (v0 - anchor[i, 0]) * normal[i, 0] + (v1 - anchor[i, 1]) * normal[i, 1] + (v2 - anchor[i, 2]) * normal[i, 2]
     v0 -= t * normal[i, 0]
     v1 -= t * normal[i, 1]
@@ -391,15 +411,21 @@ def _arap(i, src, dst, rot, mesh, anchor, normal):
 
 
 @njit(parallel=True, **JIT_FAST)
-def _relax(src, dst, rot, mesh, scr, moves, work, n_work):
-    """One ARAP Jacobi sweep, ``src`` -> ``dst``, of the vertices ``work[:n_work]`` (the active ones); a flat one is
-    copied. ``moves (V,)``: each vertex's squared move [m^2]. The other vertices are the same in ``src`` and
-    ``dst`` and are not touched."""
+def _relax(src, dst, mesh, scr, moves, work, n_work):
+    """One ARAP Jacobi sweep, ``src`` -> ``dst``, of the vertices ``work[:n_work]`` (the active ones, their rotation
+    terms ``scr.rotated`` filled); a flat one is copied. ``moves (V,)``: each vertex's squared move [m^2]. The other
+    vertices are the same in ``src`` and ``dst`` and are not touched."""
     state = scr.state
+    rotated = scr.rotated
+    anchor = scr.anchor
+    normal = scr.normal
+    ring_start = mesh.ring_start
+    ring_neighbour = mesh.ring_neighbour
+    ring_weight = mesh.ring_weight
     for w in prange(n_work):
         i = work[w]
         if state[i] != STATE_FLAT:
-            moves[i] = _arap(i, src, dst, rot, mesh, scr.anchor, scr.normal)
+            moves[i] = _arap(i, src, dst, rotated, ring_start, ring_neighbour, ring_weight, anchor, normal)
         else:
             moves[i] = 0.0
             for c in range(3):
@@ -481,6 +507,9 @@ def track(x, rot, mesh, field, muscles, params, scratch):
             normal[i, c] = 0.0
     for w in range(n_work):
         moves[work[w]] = np.inf
+    rotated = scr.rotated
+    for w in prange(n_work):
+        _rotated(work[w], rot, mesh, rotated)
     for n in range(lambdas.shape[0]):
         for chunk in prange((n_work + CHUNK - 1) // CHUNK):
             val = np.empty(T)
@@ -494,14 +523,14 @@ def track(x, rot, mesh, field, muscles, params, scratch):
                         p[i, c] = x[i, c]
                     continue
                 _project(i, x, lambdas[n], n == 0, mesh, field, muscles, prm, scr, val, grad, nodes)
-        _relax(p, x, rot, mesh, scr, moves, work, n_work)
+        _relax(p, x, mesh, scr, moves, work, n_work)
     # a sweep can carry a vertex across a contact surface after its last projection: land those once more, so the
     # final sweeps slide them on it
     _land_pass(x, mesh, field, muscles, prm, scr, work, n_work)
     sweeps = 0
     for sweep in range(prm.final_sweeps):
         src, dst = (x, p) if sweep % 2 == 0 else (p, x)
-        _relax(src, dst, rot, mesh, scr, moves, work, n_work)
+        _relax(src, dst, mesh, scr, moves, work, n_work)
         sweeps += 1
         largest = 0.0
         for w in range(n_work):

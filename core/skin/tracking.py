@@ -293,6 +293,7 @@ def track_reference(x, rot, rest, iso, rings, evaluate, settings: TrackingSettin
         crossed = ~worse & (d * d2 < 0.0)
         free = ~worse & ~crossed
         state[sel[free]] = STATE_FREE
+        state[sel[free & (np.abs(d2) < s.eps)]] = STATE_ON_ISO
         if np.any(crossed):
             iso_c = iso[sel[crossed]]
             a, da = x[sel[crossed]].copy(), d[crossed].copy()
