@@ -2,8 +2,9 @@
 
 ``bake_part_grid`` evaluates the HRBF at the grid nodes (``kernels/hrbf.py``), applies ``K`` of thesis eq. (3.1)
 with the part's support radius ``R`` and stores value and gradient as ``float32`` (``kernels/part_grid.py`` layout).
-The grid covers the samples' box grown by ``R`` (where ``f_H < R``, i.e. where ``K > 0``, for a distance-like
-``f_H``); cells are cubes, ``resolution`` nodes along the longest side.
+The grid is baked over the samples' box grown by ``R`` (where ``f_H < R``, i.e. where ``K > 0``, for a distance-like
+``f_H``), cells are cubes, ``resolution`` nodes along the longest side; it is then cut to the box of its nonzero
+nodes grown by one node (the same field everywhere, about a third of the nodes).
 
 **Clip to the bone's capsule.** Every part is intersected with a capsule around its bone,
 ``f = max(f_H, CLIP_SLOPE (d_seg - CLIP_RADIUS R))`` with ``d_seg`` the distance to the bone segment: all samples lie
