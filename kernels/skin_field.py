@@ -24,7 +24,7 @@ from .axis import chord_distance
 from .blend import contact, controller, max_union, table_union
 from .fusiform import _box_distance2, _compact, _field_arrays
 from .part_grid import sample_packed
-from .constants import JIT_FAST, JIT_POINT, NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
+from .constants import JIT, JIT_FAST, JIT_POINT, NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
 
 
 CHUNK = 64
@@ -175,6 +175,22 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
         grad[i, 1] = gy
         grad[i, 2] = gz
     return val[0], grad[0, 0], grad[0, 1], grad[0, 2]
+
+
+@njit(**JIT)
+def node_boxes(leaf_boxes, node_kind, node_part, node_left, node_right, out):
+    """Each node's world box ``out (T, 6)`` [m] (min xyz, max xyz): a leaf's is its part's ``leaf_boxes (P, 6)``,
+    an operator's holds its children's."""
+    for i in range(node_kind.shape[0] - 1, -1, -1):
+        if node_kind[i] == NODE_PART:
+            for c in range(6):
+                out[i, c] = leaf_boxes[node_part[i], c]
+        else:
+            a = node_left[i]
+            b = node_right[i]
+            for c in range(3):
+                out[i, c] = min(out[a, c], out[b, c])
+                out[i, 3 + c] = max(out[a, 3 + c], out[b, 3 + c])
 
 
 @njit(parallel=True, **JIT_FAST)

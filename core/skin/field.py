@@ -101,6 +101,7 @@ class SkinField:
     heads: np.ndarray = None  # (B, 3) [m] rest bone heads (the joints, core/skin/joint_volume.py)
     tails: np.ndarray = None  # (B, 3) [m] rest bone tails
     parents: np.ndarray = None  # (B,) int64, -1 for a root
+    grid_corners: np.ndarray = None  # (P, 8, 3) [m] rest-space corners of each part grid's box
 
     @property
     def part_count(self) -> int:
@@ -243,7 +244,7 @@ def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | No
     bone_transforms: ``(B, 4, 4)`` rest -> posed rigid transforms ``B_j`` (None: rest pose).
     muscles: the muscles' batch (same muscle order as at bind; None: the bind-time muscles).
     """
-    from ...kernels.skin_field import SkinArrays
+    from ...kernels.skin_field import SkinArrays, node_boxes
 
     if bone_transforms is None:
         B = np.broadcast_to(np.eye(4), (model.bone_count, 4, 4))
@@ -263,28 +264,16 @@ def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | No
     grid_binv = np.ascontiguousarray(np.concatenate(
         [Rt, -np.einsum("pij,pj->pi", Rt, Bp[:, :3, 3])[:, :, None]], axis=2))
     # leaf boxes: the 8 corners of each grid box moved by B_j, then the part's muscles' reach
-    boxes = np.empty((model.part_count, 6))
-    for p, g in enumerate(model.grids):
-        lo, hi = g.box
-        pts = lo + _BOX_CORNERS * (hi - lo)
-        world = pts @ Bp[p, :3, :3].T + Bp[p, :3, 3]
-        boxes[p, :3] = world.min(axis=0)
-        boxes[p, 3:] = world.max(axis=0)
+    world = np.einsum("pij,pkj->pki", Bp[:, :3, :3], model.grid_corners) + Bp[:, None, :3, 3]
+    boxes = np.concatenate([world.min(axis=1), world.max(axis=1)], axis=1)
     if muscles is not None and muscles.muscle_count:
         cut = muscles.muscle_scalar[:, SCALAR_REACH] + muscles.muscle_scalar[:, SCALAR_SUPPORT]
-        for k, p in enumerate(model.muscle_part):
-            if p >= 0:
-                boxes[p, :3] = np.minimum(boxes[p, :3], muscles.muscle_bounds[k, :3] - cut[k])
-                boxes[p, 3:] = np.maximum(boxes[p, 3:], muscles.muscle_bounds[k, 3:] + cut[k])
-    T = len(model.node_kind)
-    bounds = np.empty((T, 6))
-    for i in range(T - 1, -1, -1):
-        if model.node_kind[i] == NODE_PART:
-            bounds[i] = boxes[model.node_part[i]]
-        else:
-            a, b = bounds[model.node_left[i]], bounds[model.node_right[i]]
-            bounds[i, :3] = np.minimum(a[:3], b[:3])
-            bounds[i, 3:] = np.maximum(a[3:], b[3:])
+        joined = model.muscle_part >= 0
+        lows, highs = boxes[:, :3], boxes[:, 3:]
+        np.minimum.at(lows, model.muscle_part[joined], muscles.muscle_bounds[joined, :3] - cut[joined, None])
+        np.maximum.at(highs, model.muscle_part[joined], muscles.muscle_bounds[joined, 3:] + cut[joined, None])
+    bounds = np.empty((len(model.node_kind), 6))
+    node_boxes(boxes, model.node_kind, model.node_part, model.node_left, model.node_right, bounds)
     has_muscles = muscles is not None and muscles.muscle_count > 0
     cos0, cos1 = np.cos(np.radians(model.settings.contact_angles))
     arrays = SkinArrays(
@@ -521,4 +510,5 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         grid_values=np.concatenate([g.values.reshape(-1) for g in grids]).astype(np.float32),
         grid_offset=grid_offsets, grid_dims=np.array([g.values.shape[:3] for g in grids], dtype=np.int64),
         grid_origin=np.array([g.origin for g in grids]), grid_inv_h=np.array([1.0 / g.spacing for g in grids]),
-        muscles=muscles, muscle_offset=offsets, heads=heads, tails=tails, parents=parents)
+        muscles=muscles, muscle_offset=offsets, heads=heads, tails=tails, parents=parents,
+        grid_corners=np.stack([g.box[0] + _BOX_CORNERS * (g.box[1] - g.box[0]) for g in grids]))
