@@ -157,9 +157,9 @@ def rows_deform(d: dict) -> list:
               f"goals {const(goals['arm'])} ms and {const(goals['full body'])} ms: {'met' if reaches else 'not yet'}")
     fast = d.get("speed_targets_ms")
     if fast:
-        target += (f"; real time (issue 23): arm <= {const(fast['arm'])} ms, full body <= "
-                   f"{const(fast['full body'])} ms: "
-                   + met(all(r[s]["total"] <= fast[kind(s)] for s in scenes)))
+        arm = met(all(r[s]["total"] <= fast["arm"] for s in scenes if kind(s) == "arm"))
+        target += (f"; real time (issue 23): arm <= {const(fast['arm'])} ms: {arm}, full body <= "
+                   f"{const(fast['full body'])} ms: {met(r['full body']['total'] <= fast['full body'])}")
     rows = [["Implicit Skinning with muscles per frame (PBD + pose + field + tracking): arm biceps curl / arm shake "
              "/ full body run",
              " / ".join(num(r[s]["total"]) for s in scenes) + " ms (tracking "
@@ -285,7 +285,19 @@ def rows_demo(d: dict) -> list:
              ("paper Table 2 (6-core Xeon): " + " / ".join(const(round(p["total"], 6)) for p in paper)
               + " ms, its \"IS only\" " + " / ".join(const(round(p["is_only"], 6)) for p in paper) + " ms")
              if paper else "",
-             f"volume within 3 %: {met(volumes_ok)}"]]
+             f"volume within 3 %: {met(volumes_ok)}" + _demo_speed(s)]]
+
+
+DEMO_SPEED_TARGETS_MS = {"human": 30.0, "character": 8.0}
+"""Most ms per frame of a shot's muscles copy: the dense human (issue 26, in Blender; the handler adds about 0.5 ms
+to the core) and BCN_Epileptic (issue 23)."""
+
+
+def _demo_speed(s: dict) -> str:
+    names = {"human": "the dense human (issue 26)", "character": "BCN_Epileptic (issue 23)"}
+    parts = [f"{names[n]} <= {const(t)} ms: {met(s[n]['median_ms']['with_muscles'] <= t)}"
+             for n, t in DEMO_SPEED_TARGETS_MS.items() if n in s]
+    return ("; the muscles copy per frame, " + ", ".join(parts)) if parts else ""
 
 
 ROWS = {"muscle_field": rows_muscle_field, "pbd": rows_pbd, "skin": rows_skin, "quality": rows_quality,
