@@ -12,9 +12,10 @@ rings around them, are the active ones; the value, gradient and contact test fou
 
 Each iteration: PROJECTION (Alg. 3.1) of every active vertex that has not stopped, then one ARAP Jacobi sweep
 (Alg. 3.2): ``v_i <- sum_k cbar_ik (p_k + 1/2 (R_i + R_k)(v_ref_i - v_ref_k))``, projected on the tangent plane at
-the vertex's projected point. Then ARAP sweeps to convergence (Alg. 3.3). Stopped (contact) vertices take no more
-projection steps but still relax on the tangent plane where they stopped; inactive vertices keep their start
-position and act as the boundary of the relaxation.
+the vertex's projected point; the rotation term ``1/2 sum_k cbar_ik (R_i + R_k)(v_ref_i - v_ref_k)`` is summed once
+per frame (``TrackScratch.rotated``). Then ARAP sweeps to convergence (Alg. 3.3). Stopped (contact) vertices take
+no more projection steps but still relax on the tangent plane where they stopped; inactive vertices keep their
+start position and act as the boundary of the relaxation.
 
 CONTACT LANDING (ours; the thesis has only the gradient-angle stop). A projection first checks whether the vertex
 has passed a contact surface (:func:`beyond_contact`: inside the other part where its field is the larger, the two
