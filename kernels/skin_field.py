@@ -80,7 +80,10 @@ def _muscles_value(p, qx, qy, qz, part_muscle_start, part_muscle_index, skin_off
     for k in range(part_muscle_start[p], part_muscle_start[p + 1]):
         m = part_muscle_index[k]
         R = muscle_scalar[m, SCALAR_SUPPORT]
-        cut = muscle_scalar[m, SCALAR_REACH] + R
+        # K((f_M + o) / R) = 0 where f_M >= R - o, so beyond reach + R - o from the axis
+        cut = muscle_scalar[m, SCALAR_REACH] + R - skin_offset[m]
+        if cut <= 0.0:
+            continue
         if _box_distance2(qx, qy, qz, muscle_bounds, m) > cut * cut:
             continue
         # lower bound of the distance to the axis: distance to its chord minus the axis's largest deviation

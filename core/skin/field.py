@@ -267,7 +267,9 @@ def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | No
     world = np.einsum("pij,pkj->pki", Bp[:, :3, :3], model.grid_corners) + Bp[:, None, :3, 3]
     boxes = np.concatenate([world.min(axis=1), world.max(axis=1)], axis=1)
     if muscles is not None and muscles.muscle_count:
-        cut = muscles.muscle_scalar[:, SCALAR_REACH] + muscles.muscle_scalar[:, SCALAR_SUPPORT]
+        # the skin sees K((f_M + o) / R): nothing beyond reach + R - o from the axis
+        cut = np.maximum(muscles.muscle_scalar[:, SCALAR_REACH] + muscles.muscle_scalar[:, SCALAR_SUPPORT]
+                         - model.muscle_offset, 0.0)
         joined = model.muscle_part >= 0
         lows, highs = boxes[:, :3], boxes[:, 3:]
         np.minimum.at(lows, model.muscle_part[joined], muscles.muscle_bounds[joined, :3] - cut[joined, None])
