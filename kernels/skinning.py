@@ -1,4 +1,5 @@
-"""Numba kernel: dual-quaternion skinning (Kavan et al. 2008; reference and conventions ``core/skin/skinning.py``).
+"""Numba kernels: dual-quaternion skinning (Kavan et al. 2008; reference and conventions ``core/skin/skinning.py``),
+the bones' dual quaternions and the pose's rigidity check.
 
 ``rest (V, 3)`` [m]; influences CSR ``start (V+1,)``, ``bone (nnz,)``, ``value (nnz,)`` (rows sum to 1); bone unit
 dual quaternions ``real (B, 4)``, ``dual (B, 4)`` as (w, x, y, z). Writes ``out_x (V, 3)`` posed positions and
@@ -10,7 +11,7 @@ import math
 
 from numba import njit, prange
 
-from .constants import JIT_FAST
+from .constants import JIT, JIT_FAST
 
 
 @njit(parallel=True, **JIT_FAST)
@@ -71,3 +72,87 @@ def dual_quaternion_skinning(rest, start, bone, value, real, dual, out_x, out_R)
         out_R[i, 2, 0] = R20
         out_R[i, 2, 1] = R21
         out_R[i, 2, 2] = R22
+
+
+@njit(**JIT)
+def bone_dual_quaternions(B, real, dual):
+    """Unit dual quaternions ``real (B, 4)``, ``dual (B, 4)`` (w, x, y, z) of rigid ``B (B, 4, 4)``: the rotation's
+    quaternion by Shepperd's method (the largest of ``w, x, y, z`` is found first), ``dual = 1/2 (0, t) real``.
+    The numpy reference is ``core/skin/skinning.dual_quaternions``."""
+    for j in range(B.shape[0]):
+        m00 = B[j, 0, 0]
+        m11 = B[j, 1, 1]
+        m22 = B[j, 2, 2]
+        t = m00 + m11 + m22
+        k = 0
+        big = t
+        if m00 > big:
+            k = 1
+            big = m00
+        if m11 > big:
+            k = 2
+            big = m11
+        if m22 > big:
+            k = 3
+        if k == 0:
+            s = 2.0 * math.sqrt(1.0 + t)
+            w, x, y, z = 0.25 * s, (B[j, 2, 1] - B[j, 1, 2]) / s, (B[j, 0, 2] - B[j, 2, 0]) / s, \
+                (B[j, 1, 0] - B[j, 0, 1]) / s
+        elif k == 1:
+            s = 2.0 * math.sqrt(1.0 + m00 - m11 - m22)
+            w, x, y, z = (B[j, 2, 1] - B[j, 1, 2]) / s, 0.25 * s, (B[j, 0, 1] + B[j, 1, 0]) / s, \
+                (B[j, 0, 2] + B[j, 2, 0]) / s
+        elif k == 2:
+            s = 2.0 * math.sqrt(1.0 - m00 + m11 - m22)
+            w, x, y, z = (B[j, 0, 2] - B[j, 2, 0]) / s, (B[j, 0, 1] + B[j, 1, 0]) / s, 0.25 * s, \
+                (B[j, 1, 2] + B[j, 2, 1]) / s
+        else:
+            s = 2.0 * math.sqrt(1.0 - m00 - m11 + m22)
+            w, x, y, z = (B[j, 1, 0] - B[j, 0, 1]) / s, (B[j, 0, 2] + B[j, 2, 0]) / s, \
+                (B[j, 1, 2] + B[j, 2, 1]) / s, 0.25 * s
+        n = math.sqrt(w * w + x * x + y * y + z * z)
+        w /= n
+        x /= n
+        y /= n
+        z /= n
+        real[j, 0] = w
+        real[j, 1] = x
+        real[j, 2] = y
+        real[j, 3] = z
+        tx = B[j, 0, 3]
+        ty = B[j, 1, 3]
+        tz = B[j, 2, 3]
+        # 1/2 (0, t) * (w, x, y, z)
+        dual[j, 0] = 0.5 * (-tx * x - ty * y - tz * z)
+        dual[j, 1] = 0.5 * (tx * w + ty * z - tz * y)
+        dual[j, 2] = 0.5 * (-tx * z + ty * w + tz * x)
+        dual[j, 3] = 0.5 * (tx * y - ty * x + tz * w)
+
+
+@njit(**JIT)
+def rigid_status(B, reach, tol):
+    """The first bone of ``B (B, 4, 4)`` that is not a rigid pose, and why: ``(0, -1)`` all rigid; ``(1, j)`` bone
+    ``j`` has a NaN or infinite entry; ``(2, j)`` it moves further than ``reach`` [m] (largest ``|t|`` component);
+    ``(3, j)`` its ``R^T R`` or ``det R`` is off the identity or 1 by more than ``tol``. The checks run in that order
+    over all bones (``core/skin/skinning.check_rigid`` builds the message)."""
+    n = B.shape[0]
+    for j in range(n):
+        for r in range(4):
+            for c in range(4):
+                if not math.isfinite(B[j, r, c]):
+                    return 1, j
+    for j in range(n):
+        if max(abs(B[j, 0, 3]), abs(B[j, 1, 3]), abs(B[j, 2, 3])) > reach:
+            return 2, j
+    for j in range(n):
+        for a in range(3):
+            for b in range(3):
+                d = B[j, 0, a] * B[j, 0, b] + B[j, 1, a] * B[j, 1, b] + B[j, 2, a] * B[j, 2, b]
+                if abs(d - (1.0 if a == b else 0.0)) > tol:
+                    return 3, j
+        det = (B[j, 0, 0] * (B[j, 1, 1] * B[j, 2, 2] - B[j, 1, 2] * B[j, 2, 1])
+               - B[j, 0, 1] * (B[j, 1, 0] * B[j, 2, 2] - B[j, 1, 2] * B[j, 2, 0])
+               + B[j, 0, 2] * (B[j, 1, 0] * B[j, 2, 1] - B[j, 1, 1] * B[j, 2, 0]))
+        if abs(det - 1.0) > tol:
+            return 3, j
+    return 0, -1

@@ -60,9 +60,14 @@ def influences(weights, labels=None) -> Influences:
 def check_rigid(transforms, bone_names=None, reach: float | None = None) -> np.ndarray:
     """``transforms (B, 4, 4)`` as float64 after checking each is finite, rigid and, if ``reach`` [m] is given,
     moves no bone further than ``reach`` from where it was at rest (``ValueError`` naming the bone)."""
-    B = np.asarray(transforms, dtype=np.float64)
+    from ...kernels.skinning import rigid_status
+
+    B = np.ascontiguousarray(transforms, dtype=np.float64)
     if B.ndim != 3 or B.shape[1:] != (4, 4):
         raise ValueError(f"bone transforms must have shape (bones, 4, 4), got {B.shape}.")
+    if rigid_status(B, np.inf if reach is None else float(reach), RIGID_TOL)[0] == 0:
+        return B
+    # the kernel found a bad bone: the same checks in numpy name it
     bad = ~np.all(np.isfinite(B), axis=(1, 2))
     if np.any(bad):
         raise ValueError(f"the pose of {_first(bad, bone_names)} contains NaN or infinite values; check its "
@@ -120,7 +125,8 @@ def _qmul(a, b):
 
 
 def dual_quaternions(transforms) -> tuple:
-    """``(real (B, 4), dual (B, 4))`` unit dual quaternions of rigid ``transforms (B, 4, 4)``."""
+    """``(real (B, 4), dual (B, 4))`` unit dual quaternions of rigid ``transforms (B, 4, 4)`` (numpy reference of
+    ``kernels/skinning.bone_dual_quaternions``)."""
     B = np.asarray(transforms, dtype=np.float64)
     real = quaternion_from_matrix(B[:, :3, :3])
     t = np.concatenate([np.zeros((len(B), 1)), B[:, :3, 3]], axis=1)
@@ -168,9 +174,11 @@ def lbs_reference(rest, infl: Influences, transforms) -> np.ndarray:
 
 def dqs(rest, infl: Influences, transforms, out_x=None, out_R=None):
     """DQS by the numba kernel (``kernels/skinning.py``): positions ``(V, 3)`` and rotations ``(V, 3, 3)``."""
-    from ...kernels.skinning import dual_quaternion_skinning
+    from ...kernels.skinning import bone_dual_quaternions, dual_quaternion_skinning
 
-    real, dual = dual_quaternions(transforms)
+    B = np.ascontiguousarray(transforms, dtype=np.float64)
+    real, dual = np.empty((len(B), 4)), np.empty((len(B), 4))
+    bone_dual_quaternions(B, real, dual)
     V = len(rest)
     out_x = np.empty((V, 3)) if out_x is None else out_x
     out_R = np.empty((V, 3, 3)) if out_R is None else out_R

@@ -96,6 +96,53 @@ def test_dqs_kernel_matches_reference_and_handles_antipodal_quaternions(arm):
     assert np.allclose(x[i], B[1, :3, :3] @ arm.vertices[i] + B[1, :3, 3], atol=1e-12)
 
 
+def test_bone_dual_quaternion_kernel_matches_reference_on_every_branch():
+    """Shepperd's method picks the largest of w, x, y, z: half turns about x, y and z and small turns take each
+    branch once; the kernel's quaternions and dual parts equal numpy's up to sign-free rounding."""
+    from implicit_muscles.kernels.skinning import bone_dual_quaternions
+
+    rng = np.random.default_rng(3)
+    B = np.stack([scenes.rotation_about(axis, angle, rng.normal(size=3)) for axis, angle in [
+        ((1, 0, 0), 0.3), ((1, 0, 0), 3.0), ((0, 1, 0), 3.0), ((0, 0, 1), 3.0), ((1, 1, 0), np.pi),
+        ((0.3, -0.8, 0.5), 2.2)] + [(rng.normal(size=3), rng.uniform(0, np.pi)) for _ in range(20)]])
+    real, dual = np.empty((len(B), 4)), np.empty((len(B), 4))
+    bone_dual_quaternions(B, real, dual)
+    real_ref, dual_ref = skinning.dual_quaternions(B)
+    assert np.abs(real - real_ref).max() < 1e-14 and np.abs(dual - dual_ref).max() < 1e-14
+
+
+def _changed(j, change):
+    """A pose change that applies ``change (4, 4) -> (4, 4)`` to bone ``j`` only."""
+    def apply(B):
+        B = B.copy()
+        B[j] = change(B[j])
+        return B
+    return apply
+
+
+@pytest.mark.parametrize("change, kind", [
+    (lambda B: B, 0),
+    (_changed(2, lambda b: np.where(np.eye(4) > 0, np.nan, b)), 1),
+    (_changed(3, lambda b: b + np.pad(np.array([[50.0], [0.0], [0.0]]), ((0, 1), (3, 0)))), 2),
+    (_changed(3, lambda b: b @ np.diag([1.0, 1.0 + 2e-4, 1.0, 1.0])), 3),
+    (_changed(3, lambda b: b @ np.diag([1.0, 1.0 + 4e-5, 1.0, 1.0])), 0),
+])
+def test_rigid_status_kernel_agrees_with_the_numpy_checks(change, kind):
+    """The kernel's first bad bone and reason, against ``check_rigid``'s numpy checks (reach 10 m): a NaN, a bone
+    50 m away, a scale beyond the tolerance; a scale within it passes."""
+    from implicit_muscles.kernels.skinning import rigid_status
+
+    rng = np.random.default_rng(5)
+    B = change(np.stack([scenes.rotation_about(rng.normal(size=3), 1.0, rng.normal(size=3)) for _ in range(4)]))
+    got, bone = rigid_status(B, 10.0, skinning.RIGID_TOL)
+    assert (got, bone) == ((kind, -1) if kind == 0 else (kind, 2 if kind == 1 else 3))
+    if kind:
+        with pytest.raises(ValueError, match=("NaN", "away", "scales")[kind - 1]):
+            skinning.check_rigid(B, ["a", "b", "c", "d"], 10.0)
+    else:
+        skinning.check_rigid(B, ["a", "b", "c", "d"], 10.0)
+
+
 def test_rest_pose_gives_the_rest_mesh(arm, plain, character):
     x = plain.deform(scenes.arm_pose(0.0))
     assert np.abs(x - arm.vertices).max() <= EXACT_TOL * _size(arm)
