@@ -37,6 +37,14 @@ class MuscleArrays(NamedTuple):
     muscle_bounds: np.ndarray    # (M, 6) float64 [m] axis bounding box (min xyz, max xyz)
 
 
+ALONG_SLACK = 1e-9
+"""[m] Margin of the chord bound in :func:`_closest_segment` (rounding of the chord coordinates)."""
+NO_ALONG = np.zeros((0, 4))
+"""No chord ranges: :func:`_closest_segment` tries every segment."""
+SHAPE_SLACK = 1e-9
+"""[m] Margin of the profile bound in :func:`_field_arrays` (an axis point ``h(s)`` off its polyline by rounding)."""
+
+
 @njit(inline="always", **JIT)
 def volume_width(volume, length, width_scale):
     """The volume law (paper eq. 3): width ``w = width_scale sqrt(V / (pi l))`` [m] of a muscle of volume ``V``
@@ -73,32 +81,128 @@ def _monomial(ea, eb, s):
     return value, d1, d2
 
 
+@njit(inline="always", **JIT_FAST_LIBM)
+def _segment_distance2(qx, qy, qz, P, L, t, k):
+    """``(d2, tau)``: squared distance [m^2] from ``q`` to segment ``k`` and ``q``'s coordinate along it [m]
+    (``inf`` for a degenerate segment)."""
+    Lk = L[k]
+    if Lk <= MIN_SEGMENT_LENGTH:
+        return np.inf, 0.0
+    dx = qx - P[k, 0]
+    dy = qy - P[k, 1]
+    dz = qz - P[k, 2]
+    tau = dx * t[k, 0] + dy * t[k, 1] + dz * t[k, 2]
+    tc = min(max(tau, 0.0), Lk)
+    ex = dx - tc * t[k, 0]
+    ey = dy - tc * t[k, 1]
+    ez = dz - tc * t[k, 2]
+    return ex * ex + ey * ey + ez * ez, tau
+
+
+@njit(inline="always", **JIT_FAST_LIBM)
+def _beyond(c, lo, hi, best):
+    """Whether every point whose chord coordinate lies in ``[lo, hi]`` is farther than ``sqrt(best)`` from a query
+    of chord coordinate ``c`` (by more than ``ALONG_SLACK``)."""
+    g = max(lo - c, c - hi) - ALONG_SLACK
+    return g > 0.0 and g * g > best
+
+
 @njit(**JIT_POINT_LIBM)
-def _project(qx, qy, qz, P, L, t, S, l, start, end, reparam, cut):
-    """Algorithm 1 on vertices ``start..end-1``. Returns ``(s, gsx, gsy, gsz)``, or ``s = -1`` when the point is
-    farther than ``cut`` [m] from the polyline (callers that only need the field near the surface skip the rest)."""
+def _closest_segment(qx, qy, qz, P, L, t, start, end, along, cut2):
+    """The segment of the polyline ``P[start:end]`` nearest to ``q``: ``(d2, j, tau_j)`` (squared distance [m^2],
+    the first such segment, ``q``'s coordinate along it [m]), where that distance is at most ``sqrt(cut2)``; beyond,
+    some ``d2 > cut2``. With ``along`` (per segment, the range of the chord coordinate over the segments up to it
+    and from it: :func:`axis_along`) the search starts at the segment facing ``q`` along the chord and stops on
+    each side where the rest of the axis is farther along the chord than the nearest segment found or the cut
+    (a lower bound of the distance); without (``along`` of 0 rows) it tries every segment. Both give the same
+    segment."""
     best = np.inf
     j = -1
     tau_j = 0.0
-    for k in range(start, end - 1):
-        Lk = L[k]
-        if Lk <= MIN_SEGMENT_LENGTH:
-            continue
-        dx = qx - P[k, 0]
-        dy = qy - P[k, 1]
-        dz = qz - P[k, 2]
-        tau = dx * t[k, 0] + dy * t[k, 1] + dz * t[k, 2]
-        tc = min(max(tau, 0.0), Lk)
-        ex = dx - tc * t[k, 0]
-        ey = dy - tc * t[k, 1]
-        ez = dz - tc * t[k, 2]
-        d2 = ex * ex + ey * ey + ez * ez
+    if along.shape[0] == 0:
+        for k in range(start, end - 1):
+            d2, tau = _segment_distance2(qx, qy, qz, P, L, t, k)
+            if d2 < best:
+                best = d2
+                j = k
+                tau_j = tau
+        return best, j, tau_j
+    ex = P[end - 1, 0] - P[start, 0]
+    ey = P[end - 1, 1] - P[start, 1]
+    ez = P[end - 1, 2] - P[start, 2]
+    e = math.sqrt(ex * ex + ey * ey + ez * ez)
+    segments = end - 1 - start
+    c = 0.0
+    k0 = start
+    if e > MIN_SEGMENT_LENGTH:
+        c = ((qx - P[start, 0]) * ex + (qy - P[start, 1]) * ey + (qz - P[start, 2]) * ez) / e
+        k0 = start + int(min(max(c / e * segments, 0.0), segments - 1.0))
+    best, tau_j = _segment_distance2(qx, qy, qz, P, L, t, k0)
+    j = k0
+    for k in range(k0 + 1, end - 1):
+        if _beyond(c, along[k, 2], along[k, 3], min(best, cut2)):
+            break
+        d2, tau = _segment_distance2(qx, qy, qz, P, L, t, k)
         if d2 < best:
             best = d2
             j = k
             tau_j = tau
+    for k in range(k0 - 1, start - 1, -1):
+        if _beyond(c, along[k, 0], along[k, 1], min(best, cut2)):
+            break
+        d2, tau = _segment_distance2(qx, qy, qz, P, L, t, k)
+        if d2 <= best:  # the first of equally near segments, as the full search
+            best = d2
+            j = k
+            tau_j = tau
+    if best == np.inf:
+        j = -1
+    return best, j, tau_j
+
+
+@njit(inline="always", **JIT)
+def _along(P, k, start, ex, ey, ez, e):
+    """Chord coordinate [m] of axis point ``k``: ``(P_k - P_start) . (ex, ey, ez) / e``."""
+    return ((P[k, 0] - P[start, 0]) * ex + (P[k, 1] - P[start, 1]) * ey + (P[k, 2] - P[start, 2]) * ez) / e
+
+
+@njit(**JIT)
+def axis_along(P, start, end, out):
+    """Per segment ``k`` of the polyline ``P[start:end]``, the range of the chord coordinate (along the unit
+    ``P[end-1] - P[start]``, from ``P[start]``) of the segments ``start..k`` into ``out[k, 0:2]`` and of the
+    segments ``k..end-2`` into ``out[k, 2:4]`` [m] (``out (P, 4)``; the last row is unused)."""
+    ex = P[end - 1, 0] - P[start, 0]
+    ey = P[end - 1, 1] - P[start, 1]
+    ez = P[end - 1, 2] - P[start, 2]
+    e = math.sqrt(ex * ex + ey * ey + ez * ez)
+    if e <= MIN_SEGMENT_LENGTH:  # no chord: every coordinate 0, no bound
+        e = np.inf
+    lo = np.inf
+    hi = -np.inf
+    for k in range(start, end - 1):
+        for c in (_along(P, k, start, ex, ey, ez, e), _along(P, k + 1, start, ex, ey, ez, e)):
+            lo = min(lo, c)
+            hi = max(hi, c)
+        out[k, 0] = lo
+        out[k, 1] = hi
+    lo = np.inf
+    hi = -np.inf
+    for k in range(end - 2, start - 1, -1):
+        for c in (_along(P, k, start, ex, ey, ez, e), _along(P, k + 1, start, ex, ey, ez, e)):
+            lo = min(lo, c)
+            hi = max(hi, c)
+        out[k, 2] = lo
+        out[k, 3] = hi
+
+
+@njit(**JIT_POINT_LIBM)
+def _project(qx, qy, qz, P, L, t, S, l, start, end, reparam, cut, along):
+    """Algorithm 1 on vertices ``start..end-1``. Returns ``(s, gsx, gsy, gsz, d2)`` with ``d2`` [m^2] the squared
+    distance to the polyline, or ``s = -1`` when the point is farther than ``cut`` [m] from it (callers that only
+    need the field near the surface skip the rest). ``along``: :func:`_closest_segment`'s chord ranges, or 0 rows."""
+    best, j, tau_j = _closest_segment(qx, qy, qz, P, L, t, start, end, along, cut * cut)
     if best > cut * cut:
-        return -1.0, 0.0, 0.0, 0.0
+        return -1.0, 0.0, 0.0, 0.0, best
     Lj = L[j]
     s_j = (S[j] + min(max(tau_j, 0.0), Lj)) / l
     inside_j = tau_j > 0.0 and tau_j < Lj
@@ -165,33 +269,48 @@ def _project(qx, qy, qz, P, L, t, S, l, start, end, reparam, cut):
                 gsx = (w0 * t[i0, 0] / l + w1 * t[i1, 0] / l + f0 * g0x + f1 * g1x) / total
                 gsy = (w0 * t[i0, 1] / l + w1 * t[i1, 1] / l + f0 * g0y + f1 * g1y) / total
                 gsz = (w0 * t[i0, 2] / l + w1 * t[i1, 2] / l + f0 * g0z + f1 * g1z) / total
-                return s, gsx, gsy, gsz
+                return s, gsx, gsy, gsz, best
     if inside_j:
-        return s_j, t[j, 0] / l, t[j, 1] / l, t[j, 2] / l
-    return s_j, 0.0, 0.0, 0.0
+        return s_j, t[j, 0] / l, t[j, 1] / l, t[j, 2] / l, best
+    return s_j, 0.0, 0.0, 0.0, best
 
 
 @njit(inline="always", **JIT_FAST_LIBM)
-def _field_one(qx, qy, qz, m, mu, reparam, cut):
+def _field_one(qx, qy, qz, m, mu, reparam, cut, fcut):
     """``f_M`` and its gradient for muscle ``m`` of ``mu`` (:class:`MuscleArrays`) at ``q``: ``(f, gx, gy, gz)``.
 
-    If ``q`` is farther than ``cut`` [m] from the axis, returns ``(inf, 0, 0, 0)`` without the rest of the work
-    (pass ``inf`` for the exact field everywhere). Inlined: it hands the struct's arrays to :func:`_field_arrays`
+    If ``q`` is farther than ``cut`` [m] from the axis, or ``f_M >= fcut`` follows from the profile at its
+    projection, returns ``(inf, 0, 0, 0)`` without the rest of the work (pass ``inf, inf`` for the exact field
+    everywhere). Inlined: it hands the struct's arrays to :func:`_field_arrays`
     as separate arguments, which the compiled call takes in registers instead of copying the struct.
     """
     return _field_arrays(qx, qy, qz, m, mu.axis_start, mu.axis_points, mu.axis_cumulative, mu.axis_tangent,
                          mu.axis_normal, mu.seg_tangent, mu.seg_length, mu.seg_angle, mu.muscle_scalar,
-                         mu.muscle_exponent, reparam, cut)
+                         mu.muscle_exponent, reparam, cut, fcut, NO_ALONG)
 
 
 @njit(**JIT_POINT_LIBM)
-def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, reparam, cut):
-    """:func:`_field_one` on the arrays of a :class:`MuscleArrays`."""
+def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, reparam, cut, fcut, along):
+    """:func:`_field_one` on the arrays of a :class:`MuscleArrays`; ``along``: the axes' chord ranges
+    (:func:`axis_along`) or 0 rows."""
     start = axis_start[m]
     end = axis_start[m + 1]
     l = scal[m, SCALAR_LENGTH]
-    s, gsx, gsy, gsz = _project(qx, qy, qz, P, L, t, S, l, start, end, reparam, cut)
+    s, gsx, gsy, gsz, d2 = _project(qx, qy, qz, P, L, t, S, l, start, end, reparam, cut, along)
     if s < 0.0:
+        return np.inf, 0.0, 0.0, 0.0
+    # the profile at s first: f = rho - w Phi(s) r >= |q - axis| - w max(Phi, 0) v, since h(s) lies on the axis
+    # and r <= v (paper eq. 5); where that bound reaches fcut, the frame at s is not needed
+    v0, d0, _ = _monomial(expo[m, 0], expo[m, 1], s)
+    v1, d1, _ = _monomial(expo[m, 2], expo[m, 3], s)
+    c0 = scal[m, SCALAR_C0]
+    c1 = scal[m, SCALAR_C1]
+    Phi = c0 * v0 + c1 * v1
+    dPhi = c0 * d0 + c1 * d1
+    w = scal[m, SCALAR_WIDTH]
+    v = scal[m, SCALAR_V]
+    near = fcut + w * max(Phi, 0.0) * v + SHAPE_SLACK
+    if near >= 0.0 and d2 >= near * near:
         return np.inf, 0.0, 0.0, 0.0
 
     # --- frame at s (core/muscle/field.py: frame_at) ---
@@ -308,7 +427,6 @@ def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, re
     x = Dx * nx + Dy * ny + Dz * nz
     y = Dx * bx + Dy * by + Dz * bz
     u = scal[m, SCALAR_U]
-    v = scal[m, SCALAR_V]
     rxy2 = x * x + y * y
     if rxy2 > MIN_DISTANCE * MIN_DISTANCE:
         Q = u * u * x * x + v * v * y * y
@@ -330,13 +448,6 @@ def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, re
     gyx = bx + gsx * cy
     gyy = by + gsy * cy
     gyz = bz + gsz * cy
-    v0, d0, _ = _monomial(expo[m, 0], expo[m, 1], s)
-    v1, d1, _ = _monomial(expo[m, 2], expo[m, 3], s)
-    c0 = scal[m, SCALAR_C0]
-    c1 = scal[m, SCALAR_C1]
-    Phi = c0 * v0 + c1 * v1
-    dPhi = c0 * d0 + c1 * d1
-    w = scal[m, SCALAR_WIDTH]
     f = rho - w * Phi * r
     a = w * dPhi * r
     b = w * Phi
@@ -406,7 +517,7 @@ def _muscle_field(queries, axis_start, axis_points, axis_cumulative, axis_tangen
                     continue
             f, gx, gy, gz = _field_arrays(qx, qy, qz, m, axis_start, axis_points, axis_cumulative,
                                           axis_tangent, axis_normal, seg_tangent, seg_length, seg_angle,
-                                          muscle_scalar, muscle_exponent, reparam, np.inf)
+                                          muscle_scalar, muscle_exponent, reparam, np.inf, np.inf, NO_ALONG)
             if compact:
                 f, gx, gy, gz = _compact(f, gx, gy, gz, muscle_scalar[m, SCALAR_SUPPORT])
             out_values[i, m] = f

@@ -396,7 +396,7 @@ def _collide(m, x, x_prev, model, frame, snapshot, friction, f1, chord_dev):
                 if chord_distance(x[k, 0], x[k, 1], x[k, 2], snap_points, axis_start[o],
                                    axis_start[o + 1] - 1) - chord_dev[o] > cut:
                     continue
-                f, gx, gy, gz = _field_one(x[k, 0], x[k, 1], x[k, 2], o, snapshot, True, cut)
+                f, gx, gy, gz = _field_one(x[k, 0], x[k, 1], x[k, 2], o, snapshot, True, cut, D)
                 if f - D < 0.0:
                     _push(x, x_prev, k, f - D, gx, gy, gz, 0.5, friction)
 

@@ -75,10 +75,11 @@ def _muscle_push(i, x, mesh, field, muscles):
     qz = x[i, 2]
     # the muscles first: where none reaches (the usual case) the grid is not read
     mu, mx, my, mz = _muscles_value(p, qx, qy, qz, field.part_muscle_start, field.part_muscle_index,
-                                    field.skin_offset, field.chord_dev, field.clean_table, muscles.axis_start,
-                                    muscles.axis_points, muscles.axis_cumulative, muscles.axis_tangent,
-                                    muscles.axis_normal, muscles.seg_tangent, muscles.seg_length, muscles.seg_angle,
-                                    muscles.muscle_scalar, muscles.muscle_exponent, muscles.muscle_bounds)
+                                    field.skin_offset, field.chord_dev, field.axis_along, field.clean_table,
+                                    muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
+                                    muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent, muscles.seg_length,
+                                    muscles.seg_angle, muscles.muscle_scalar, muscles.muscle_exponent,
+                                    muscles.muscle_bounds)
     if mu <= 0.0:
         return 0.0
     h, hx, hy, hz = sample_packed(field.grid_values, field.grid_offset, field.grid_dims, field.grid_origin,

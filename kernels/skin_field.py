@@ -22,7 +22,7 @@ from numba import njit, prange
 
 from .axis import chord_distance
 from .blend import contact, controller, max_union, table_union
-from .fusiform import _box_distance2, _compact, _field_arrays
+from .fusiform import _box_distance2, _compact, _field_arrays, axis_along
 from .part_grid import sample_packed
 from .constants import JIT, JIT_FAST, JIT_POINT, NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
 
@@ -33,7 +33,7 @@ CHUNK = 64
 
 class SkinArrays(NamedTuple):
     """The composed skin field (``T`` tree nodes, ``P`` parts, ``M`` muscles). Bind data, then this frame's
-    placement (``grid_binv``, ``node_bounds``, ``chord_dev``)."""
+    placement (``grid_binv``, ``node_bounds``, ``chord_dev``, ``axis_along``)."""
 
     node_kind: np.ndarray          # (T,) int64 NODE_PART (a leaf: one bone's part), NODE_CONTACT, NODE_CLEAN, NODE_MAX
     node_left: np.ndarray          # (T,) int64 left child of an operator node (-1 for a leaf)
@@ -55,6 +55,7 @@ class SkinArrays(NamedTuple):
     grid_binv: np.ndarray          # (P, 3, 4) float64 this frame: world -> rest rigid transform of each part
     node_bounds: np.ndarray        # (T, 6) float64 [m] this frame: world box (min xyz, max xyz), field 0 outside
     chord_dev: np.ndarray          # (M,) float64 [m] this frame: each axis's largest distance from its chord
+    axis_along: np.ndarray         # (P_axis, 4) float64 [m] this frame: each axis's chord ranges (fusiform.axis_along)
 
 
 @njit(inline="always", **JIT_FAST)
@@ -67,9 +68,9 @@ def _detail(table, h, hx, hy, hz, mu, mx, my, mz):
 
 
 @njit(inline="always", **JIT_FAST)
-def _muscles_value(p, qx, qy, qz, part_muscle_start, part_muscle_index, skin_offset, chord_dev, clean_table,
-                   axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent, seg_length,
-                   seg_angle, muscle_scalar, muscle_exponent, muscle_bounds):
+def _muscles_value(p, qx, qy, qz, part_muscle_start, part_muscle_index, skin_offset, chord_dev, axis_along,
+                   clean_table, axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent,
+                   seg_length, seg_angle, muscle_scalar, muscle_exponent, muscle_bounds):
     """The clean union of part ``p``'s muscles' compact fields at one point: ``(f, gx, gy, gz)``. Takes the
     structs' arrays one by one (:class:`SkinArrays`, ``MuscleArrays``): an inlined helper that takes a struct copies
     it, counting references on each of its arrays (design notes: per-point functions count no references)."""
@@ -91,7 +92,7 @@ def _muscles_value(p, qx, qy, qz, part_muscle_start, part_muscle_index, skin_off
             continue
         f, gx, gy, gz = _field_arrays(qx, qy, qz, m, axis_start, axis_points, axis_cumulative, axis_tangent,
                                       axis_normal, seg_tangent, seg_length, seg_angle, muscle_scalar,
-                                      muscle_exponent, True, cut)
+                                      muscle_exponent, True, cut, R - skin_offset[m], axis_along)
         f, gx, gy, gz = _compact(f + skin_offset[m], gx, gy, gz, R)
         if f <= 0.0:
             continue
@@ -142,7 +143,7 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
                                           skin.grid_inv_h, skin.grid_binv, p, qx, qy, qz)
             if skin.part_muscle_start[p] < skin.part_muscle_start[p + 1]:
                 mu, mx, my, mz = _muscles_value(p, qx, qy, qz, skin.part_muscle_start, skin.part_muscle_index,
-                                                skin.skin_offset, skin.chord_dev, skin.clean_table,
+                                                skin.skin_offset, skin.chord_dev, skin.axis_along, skin.clean_table,
                                                 muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
                                                 muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent,
                                                 muscles.seg_length, muscles.seg_angle, muscles.muscle_scalar,
@@ -178,6 +179,55 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
         grad[i, 1] = gy
         grad[i, 2] = gz
     return val[0], grad[0, 0], grad[0, 1], grad[0, 2]
+
+
+@njit(**JIT)
+def place_nodes(B, part_bone, grid_corners, muscle_part, skin, muscles):
+    """This frame's placement, written into ``skin`` (a :class:`SkinArrays` whose ``grid_binv``, ``node_bounds``,
+    ``chord_dev`` and ``axis_along`` are to be filled): each part grid's world -> rest transform ``[R^T | -R^T t]`` from its bone's
+    rigid ``B (B, 4, 4)`` (``part_bone (P,)``), each leaf's box from its grid box's 8 rest corners
+    ``grid_corners (P, 8, 3)`` [m] moved by that bone and widened by its muscles' boxes (``muscle_part (M,)``, -1:
+    none) by ``reach + R - o``, beyond which the skin sees nothing of a muscle (``K((f_M + o) / R) = 0``), the
+    operators' boxes from their children's, each muscle axis's largest distance from its chord and its chord ranges
+    (``kernels/fusiform.axis_along``).
+    ``muscles``: this frame's ``MuscleArrays``. The numpy reference is ``core/skin/field.place_reference``."""
+    binv = skin.grid_binv
+    P = part_bone.shape[0]
+    leaf = np.empty((P, 6))
+    for p in range(P):
+        b = part_bone[p]
+        for r in range(3):
+            for c in range(3):
+                binv[p, r, c] = B[b, c, r]
+            binv[p, r, 3] = -(B[b, 0, r] * B[b, 0, 3] + B[b, 1, r] * B[b, 1, 3] + B[b, 2, r] * B[b, 2, 3])
+            leaf[p, r] = np.inf
+            leaf[p, 3 + r] = -np.inf
+        for k in range(8):
+            for r in range(3):
+                w = (B[b, r, 0] * grid_corners[p, k, 0] + B[b, r, 1] * grid_corners[p, k, 1]
+                     + B[b, r, 2] * grid_corners[p, k, 2] + B[b, r, 3])
+                leaf[p, r] = min(leaf[p, r], w)
+                leaf[p, 3 + r] = max(leaf[p, 3 + r], w)
+    scal = muscles.muscle_scalar
+    boxes = muscles.muscle_bounds
+    start = muscles.axis_start
+    points = muscles.axis_points
+    for m in range(scal.shape[0]):
+        a = start[m]
+        e = start[m + 1] - 1
+        dev = 0.0
+        for k in range(a, e + 1):
+            dev = max(dev, chord_distance(points[k, 0], points[k, 1], points[k, 2], points, a, e))
+        skin.chord_dev[m] = dev
+        axis_along(points, a, e + 1, skin.axis_along)
+        p = muscle_part[m]
+        if p < 0:
+            continue
+        cut = max(scal[m, SCALAR_REACH] + scal[m, SCALAR_SUPPORT] - skin.skin_offset[m], 0.0)
+        for r in range(3):
+            leaf[p, r] = min(leaf[p, r], boxes[m, r] - cut)
+            leaf[p, 3 + r] = max(leaf[p, 3 + r], boxes[m, 3 + r] + cut)
+    node_boxes(leaf, skin.node_kind, skin.node_part, skin.node_left, skin.node_right, skin.node_bounds)
 
 
 @njit(**JIT)

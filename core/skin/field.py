@@ -239,44 +239,16 @@ def _no_muscle_arrays():
 
 
 def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | None = None) -> SkinPlacement:
-    """Place the part grids and node boxes of ``model`` for one frame.
+    """Place the part grids and node boxes of ``model`` for one frame (``kernels/skin_field.place_nodes``).
 
-    bone_transforms: ``(B, 4, 4)`` rest -> posed rigid transforms ``B_j`` (None: rest pose).
+    bone_transforms: ``(B, 4, 4)`` rest -> posed rigid transforms ``B_j`` (None: rest pose; callers check rigidity).
     muscles: the muscles' batch (same muscle order as at bind; None: the bind-time muscles).
     """
-    from ...kernels.skin_field import SkinArrays, node_boxes
+    from ...kernels.skin_field import SkinArrays, place_nodes
 
-    if bone_transforms is None:
-        B = np.broadcast_to(np.eye(4), (model.bone_count, 4, 4))
-    else:
-        B = np.asarray(bone_transforms, dtype=np.float64)
-        if B.shape != (model.bone_count, 4, 4):
-            raise ValueError(f"bone transforms must have shape ({model.bone_count}, 4, 4), got {B.shape}.")
-        if not np.all(np.isfinite(B)):
-            raise ValueError("bone transforms contain NaN or infinite values; check the pose.")
-    if muscles is None:
-        muscles = model.muscles
-    elif muscles.muscle_count != len(model.muscle_part):
-        raise ValueError(f"the skin was bound with {len(model.muscle_part)} muscles, got {muscles.muscle_count}.")
-    Bp = B[model.part_bone]
-    # rigid inverse [R^T | -R^T t] (callers check rigidity)
-    Rt = np.transpose(Bp[:, :3, :3], (0, 2, 1))
-    grid_binv = np.ascontiguousarray(np.concatenate(
-        [Rt, -np.einsum("pij,pj->pi", Rt, Bp[:, :3, 3])[:, :, None]], axis=2))
-    # leaf boxes: the 8 corners of each grid box moved by B_j, then the part's muscles' reach
-    world = np.einsum("pij,pkj->pki", Bp[:, :3, :3], model.grid_corners) + Bp[:, None, :3, 3]
-    boxes = np.concatenate([world.min(axis=1), world.max(axis=1)], axis=1)
-    if muscles is not None and muscles.muscle_count:
-        # the skin sees K((f_M + o) / R): nothing beyond reach + R - o from the axis
-        cut = np.maximum(muscles.muscle_scalar[:, SCALAR_REACH] + muscles.muscle_scalar[:, SCALAR_SUPPORT]
-                         - model.muscle_offset, 0.0)
-        joined = model.muscle_part >= 0
-        lows, highs = boxes[:, :3], boxes[:, 3:]
-        np.minimum.at(lows, model.muscle_part[joined], muscles.muscle_bounds[joined, :3] - cut[joined, None])
-        np.maximum.at(highs, model.muscle_part[joined], muscles.muscle_bounds[joined, 3:] + cut[joined, None])
-    bounds = np.empty((len(model.node_kind), 6))
-    node_boxes(boxes, model.node_kind, model.node_part, model.node_left, model.node_right, bounds)
+    B, muscles = _placement_inputs(model, bone_transforms, muscles)
     has_muscles = muscles is not None and muscles.muscle_count > 0
+    muscle_arrays = muscles.kernel_arrays() if has_muscles else _no_muscle_arrays()
     cos0, cos1 = np.cos(np.radians(model.settings.contact_angles))
     arrays = SkinArrays(
         node_kind=model.node_kind, node_left=model.node_left, node_right=model.node_right,
@@ -285,11 +257,61 @@ def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | No
         grid_inv_h=model.grid_inv_h, part_muscle_start=model.part_muscle_start,
         part_muscle_index=model.part_muscle_index, skin_offset=model.muscle_offset,
         clean_table=ops.table("clean"), blend_table=ops.table("blend"), cos0=float(cos0), cos1=float(cos1),
-        grid_binv=grid_binv, node_bounds=bounds,
-        chord_dev=_chord_deviation(muscles) if has_muscles else np.zeros(0))
-    return SkinPlacement(model=model, grid_binv=grid_binv, node_bounds=bounds,
-                         muscles=muscles if has_muscles else None, arrays=arrays,
-                         muscle_arrays=muscles.kernel_arrays() if muscles is not None else _no_muscle_arrays())
+        grid_binv=np.empty((model.part_count, 3, 4)), node_bounds=np.empty((len(model.node_kind), 6)),
+        chord_dev=np.empty(muscle_arrays.muscle_scalar.shape[0]),
+        axis_along=np.empty((muscle_arrays.axis_points.shape[0], 4)))
+    place_nodes(B, model.part_bone, model.grid_corners, model.muscle_part if has_muscles else _NO_PART, arrays,
+                muscle_arrays)
+    return SkinPlacement(model=model, grid_binv=arrays.grid_binv, node_bounds=arrays.node_bounds,
+                         muscles=muscles if has_muscles else None, arrays=arrays, muscle_arrays=muscle_arrays)
+
+
+_NO_PART = np.zeros(0, dtype=np.int64)
+
+
+def _placement_inputs(model: SkinField, bone_transforms, muscles):
+    """``(B (B, 4, 4) float64, muscles)`` of :func:`place_skin`, checked (``ValueError`` with a sentence)."""
+    if bone_transforms is None:
+        B = np.ascontiguousarray(np.broadcast_to(np.eye(4), (model.bone_count, 4, 4)))
+    else:
+        B = np.ascontiguousarray(bone_transforms, dtype=np.float64)
+        if B.shape != (model.bone_count, 4, 4):
+            raise ValueError(f"bone transforms must have shape ({model.bone_count}, 4, 4), got {B.shape}.")
+        if not np.isfinite(B.sum()):
+            raise ValueError("bone transforms contain NaN or infinite values; check the pose.")
+    if muscles is None:
+        muscles = model.muscles
+    elif muscles.muscle_count != len(model.muscle_part):
+        raise ValueError(f"the skin was bound with {len(model.muscle_part)} muscles, got {muscles.muscle_count}.")
+    return B, muscles
+
+
+def place_reference(model: SkinField, bone_transforms=None, muscles: MuscleBatch | None = None):
+    """Numpy reference of :func:`place_skin`'s kernel, for tests: ``(grid_binv (P, 3, 4), node_bounds (T, 6),
+    chord_dev (M,))``."""
+    from ...kernels.skin_field import node_boxes
+
+    B, muscles = _placement_inputs(model, bone_transforms, muscles)
+    Bp = B[model.part_bone]
+    # rigid inverse [R^T | -R^T t]
+    Rt = np.transpose(Bp[:, :3, :3], (0, 2, 1))
+    grid_binv = np.concatenate([Rt, -np.einsum("pij,pj->pi", Rt, Bp[:, :3, 3])[:, :, None]], axis=2)
+    # leaf boxes: the 8 corners of each grid box moved by B_j, then the part's muscles' reach
+    world = np.einsum("pij,pkj->pki", Bp[:, :3, :3], model.grid_corners) + Bp[:, None, :3, 3]
+    boxes = np.concatenate([world.min(axis=1), world.max(axis=1)], axis=1)
+    chord_dev = np.zeros(0)
+    if muscles is not None and muscles.muscle_count:
+        # the skin sees K((f_M + o) / R): nothing beyond reach + R - o from the axis
+        cut = np.maximum(muscles.muscle_scalar[:, SCALAR_REACH] + muscles.muscle_scalar[:, SCALAR_SUPPORT]
+                         - model.muscle_offset, 0.0)
+        joined = model.muscle_part >= 0
+        lows, highs = boxes[:, :3], boxes[:, 3:]
+        np.minimum.at(lows, model.muscle_part[joined], muscles.muscle_bounds[joined, :3] - cut[joined, None])
+        np.maximum.at(highs, model.muscle_part[joined], muscles.muscle_bounds[joined, 3:] + cut[joined, None])
+        chord_dev = _chord_deviation(muscles)
+    bounds = np.empty((len(model.node_kind), 6))
+    node_boxes(boxes, model.node_kind, model.node_part, model.node_left, model.node_right, bounds)
+    return grid_binv, bounds, chord_dev
 
 
 def _chord_deviation(m: MuscleBatch) -> np.ndarray:

@@ -201,3 +201,68 @@ def test_rigid_motion_moves_the_field_rigidly():
     v1, g1 = moved.field(q @ R.T + T)
     np.testing.assert_allclose(v1, v0, atol=1e-12)
     np.testing.assert_allclose(g1, g0 @ R.T, atol=1e-9)
+
+
+def _polylines():
+    """Axes for the nearest-segment search: a muscle-like arc, a hairpin whose chord is short and whose points run
+    back along it, a zig-zag with zero-length segments, and a straight line (ties at every shared vertex)."""
+    s = np.linspace(0.0, 1.0, 31)
+    arc = np.stack([0.03 * np.sin(np.pi * s), 0.01 * s, 0.3 * s], axis=1)
+    u = np.linspace(0.0, np.pi, 25)
+    hairpin = np.stack([0.05 * np.cos(u), 0.0 * u, 0.1 * np.sin(u)], axis=1)
+    zig = np.array([[0, 0, 0], [0.01, 0, 0.02], [0.01, 0, 0.02], [0, 0, 0.04], [0.01, 0, 0.06], [0.01, 0, 0.06],
+                    [0.01, 0, 0.06], [0, 0, 0.08]], dtype=float)
+    line = np.stack([0.0 * s, 0.0 * s, 0.3 * s], axis=1)
+    return {"arc": arc, "hairpin": hairpin, "zig-zag": zig, "line": line}
+
+
+@pytest.mark.parametrize("name", ["arc", "hairpin", "zig-zag", "line"])
+def test_chord_bounded_search_finds_the_segment_of_the_full_search(name):
+    """``_closest_segment`` with the chord ranges gives the full search's segment, distance and coordinate,
+    bit for bit, including the first of equally near segments; with a cut, wherever the nearest is within it."""
+    from implicit_muscles.kernels.fusiform import NO_ALONG, _closest_segment, axis_along
+
+    P = np.ascontiguousarray(_polylines()[name])
+    d = np.diff(P, axis=0)
+    L = np.append(np.linalg.norm(d, axis=1), 0.0)
+    t = np.zeros_like(P)
+    t[:-1] = np.where(L[:-1, None] > 1e-12, d / np.maximum(L[:-1, None], 1e-300), 0.0)
+    along = np.empty((len(P), 4))
+    axis_along(P, 0, len(P), along)
+    rng = np.random.default_rng(11)
+    lo, hi = P.min(axis=0) - 0.05, P.max(axis=0) + 0.05
+    queries = np.concatenate([rng.uniform(lo, hi, (400, 3)), P, 0.5 * (P[1:] + P[:-1]),
+                              P + rng.normal(scale=1e-3, size=P.shape)])
+    if name == "line":  # on the line's perpendicular through a vertex: two segments equally near
+        queries = np.concatenate([queries, P + [0.02, 0.0, 0.0]])
+    for q in queries:
+        full = _closest_segment(q[0], q[1], q[2], P, L, t, 0, len(P), NO_ALONG, np.inf)
+        assert _closest_segment(q[0], q[1], q[2], P, L, t, 0, len(P), along, np.inf) == full
+        for cut in (0.005, 0.02):
+            got = _closest_segment(q[0], q[1], q[2], P, L, t, 0, len(P), along, cut * cut)
+            assert got == full if full[0] <= cut * cut else got[0] > cut * cut
+
+
+def test_profile_bound_leaves_out_only_points_past_the_cut():
+    """The kernel's bound ``f >= |q - axis| - w max(Phi(s), 0) v``: where it returns no value (``inf``) for a
+    cut ``fcut``, the exact field is at least ``fcut``; elsewhere it returns the exact field."""
+    from implicit_muscles.core.muscle.batch import pack_muscles
+    from implicit_muscles.kernels.fusiform import NO_ALONG, _field_arrays
+
+    for name in MUSCLES:
+        a = pack_muscles([MUSCLES[name]()]).kernel_arrays()
+        q = _queries(800, seed=7)
+        for fcut in (0.0, 0.004, 0.01):
+            skipped = 0
+            for x in q:
+                args = (x[0], x[1], x[2], 0, a.axis_start, a.axis_points, a.axis_cumulative, a.axis_tangent,
+                        a.axis_normal, a.seg_tangent, a.seg_length, a.seg_angle, a.muscle_scalar, a.muscle_exponent,
+                        True, np.inf)
+                exact = _field_arrays(*args, np.inf, NO_ALONG)
+                got = _field_arrays(*args, fcut, NO_ALONG)
+                if got[0] == np.inf:
+                    skipped += 1
+                    assert exact[0] >= fcut
+                else:
+                    assert got == exact
+            assert skipped > 100  # the bound does leave points out
