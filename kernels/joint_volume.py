@@ -118,19 +118,30 @@ def _bulge_weight(ring_distance, gap, span, pinned, profile):
 
 @njit(**JIT)
 def _contact_rings(state, ring_start, ring_neighbour, limit, dist):
+    """``dist (V,)``: rings from the nearest STATE_CONTACT vertex, ``limit + 1`` beyond ``limit`` rings; a
+    breadth-first walk out from the contact vertices, so a frame without contact touches no ring."""
     V = state.shape[0]
+    frontier = np.empty(V, dtype=np.int64)
+    n = 0
     for v in range(V):
-        dist[v] = 0 if state[v] == STATE_CONTACT else limit + 1
-    for k in range(1, limit + 1):  # layer k: a neighbour of layer k - 1 (read before this layer is written)
-        for v in range(V):
-            if dist[v] > k:
-                for e in range(ring_start[v], ring_start[v + 1]):
-                    if dist[ring_neighbour[e]] == k - 1:
-                        dist[v] = -k  # marked, made positive after the sweep so it is not read as layer k - 1
-                        break
-        for v in range(V):
-            if dist[v] < 0:
-                dist[v] = -dist[v]
+        if state[v] == STATE_CONTACT:
+            dist[v] = 0
+            frontier[n] = v
+            n += 1
+        else:
+            dist[v] = limit + 1
+    start = 0
+    for k in range(1, limit + 1):  # layer k: the unreached neighbours of layer k - 1 (frontier[start:n])
+        end = n
+        for q in range(start, end):
+            v = frontier[q]
+            for e in range(ring_start[v], ring_start[v + 1]):
+                u = ring_neighbour[e]
+                if dist[u] > k:
+                    dist[u] = k
+                    frontier[n] = u
+                    n += 1
+        start = end
 
 
 @njit(**JIT)
