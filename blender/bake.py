@@ -166,7 +166,8 @@ def use_cache(mesh_obj, path: str, frame_start: int, frame_end: int) -> None:
     mod.time_mode = 'FRAME'
     mod.frame_start = float(frame_start)  # the modifier ignores the file's start frame
     mod.frame_scale = 1.0
-    mod.deform_mode = 'OVERWRITE'
+    # shape keys and modifiers before it ride on the baked skin, turned by Blender with the mesh around them
+    mod.deform_mode = 'INTEGRATE' if modifiers.has_offsets(mesh_obj) else 'OVERWRITE'
     mod.interpolation = 'LINEAR'  # exact on whole frames; in-between frames (motion blur) are interpolated
     mod.forward_axis, mod.up_axis = 'POS_Y', 'POS_Z'  # the file holds Blender's own axes
     skin = mesh_obj.implicit_skin

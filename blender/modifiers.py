@@ -2,7 +2,11 @@
 
 ``install`` adds the modifier "Implicit Skinning" right after the Armature modifier; its generated node group
 (``node_group``) sets the positions from the float-vector point attribute ``implicit_skin_position`` where it
-exists. The rest positions are never written. A linked mesh (a library override in a shot) cannot take an attribute:
+exists, plus what came into the modifier on top of the rest mesh (shape keys, corrective keys driven by bones,
+modifiers before it), turned into this frame's place: ``position = P + T (P_in - P_rest)``, ``T`` the vertex's
+offset turn (``core.character.MuscledCharacter.offset_turns``) as three column attributes, ``P_rest`` the rest
+positions at bind. Meshes without shape keys or modifiers before the skinning get neither (``T`` reads 0).
+The rest positions are never written. A linked mesh (a library override in a shot) cannot take an attribute:
 its positions go to a local helper object (a loose point mesh in no scene) read by a local modifier at the end of its
 stack (``linked_node_group``). ``set_active`` switches between Implicit Skinning (the live modifier, or the Mesh Cache
 modifier of a bake) and the plain Armature result; ``write_positions`` writes one frame's positions.
@@ -36,19 +40,56 @@ def _new_group(name, *inputs):
     return group, group.nodes.new('NodeGroupInput'), group.nodes.new('NodeGroupOutput')
 
 
-def node_group():
-    """The shared Geometry Nodes group: Set Position from the named attribute, where it exists."""
-    group = bpy.data.node_groups.get(NODE_GROUP)
-    if group is not None:
-        return group
-    group, gin, gout = _new_group(NODE_GROUP)
-    nodes, links = group.nodes, group.links
+REST_ATTRIBUTE = "implicit_skin_rest"
+TURN_ATTRIBUTES = ("implicit_skin_turn_x", "implicit_skin_turn_y", "implicit_skin_turn_z")
+"""The rest positions at bind and the columns of each vertex's offset turn (module docstring)."""
+NODE_GROUP_VERSION = 2
+"""Stored on the node group (``implicit_skin_version``): a group made by an older version is built again."""
+
+
+def _named_vector(nodes, name):
     attr = nodes.new('GeometryNodeInputNamedAttribute')
     attr.data_type = 'FLOAT_VECTOR'
-    attr.inputs["Name"].default_value = ATTRIBUTE
+    attr.inputs["Name"].default_value = name
+    return attr
+
+
+def _vector_math(nodes, links, operation, a, b=None, scale=None):
+    node = nodes.new('ShaderNodeVectorMath')
+    node.operation = operation
+    links.new(a, node.inputs[0])
+    if b is not None:
+        links.new(b, node.inputs[1])
+    if scale is not None:
+        links.new(scale, node.inputs["Scale"])
+    return node.outputs["Vector"]
+
+
+def node_group():
+    """The shared Geometry Nodes group (module docstring): Set Position to ``P + T (P_in - P_rest)`` where ``P``
+    exists. A group left by an older version is emptied and built again, so the modifiers using it stay."""
+    group = bpy.data.node_groups.get(NODE_GROUP)
+    if group is not None and group.library is None and group.get("implicit_skin_version") == NODE_GROUP_VERSION:
+        return group
+    if group is None or group.library is not None:
+        group, gin, gout = _new_group(NODE_GROUP)
+    else:
+        group.nodes.clear()
+        gin, gout = group.nodes.new('NodeGroupInput'), group.nodes.new('NodeGroupOutput')
+    group["implicit_skin_version"] = NODE_GROUP_VERSION
+    nodes, links = group.nodes, group.links
+    attr = _named_vector(nodes, ATTRIBUTE)
+    offset = _vector_math(nodes, links, 'SUBTRACT', nodes.new('GeometryNodeInputPosition').outputs[0],
+                          _named_vector(nodes, REST_ATTRIBUTE).outputs["Attribute"])
+    parts = nodes.new('ShaderNodeSeparateXYZ')
+    links.new(offset, parts.inputs[0])
+    moved = attr.outputs["Attribute"]
+    for column, axis in zip(TURN_ATTRIBUTES, parts.outputs):
+        turned = _vector_math(nodes, links, 'SCALE', _named_vector(nodes, column).outputs["Attribute"], scale=axis)
+        moved = _vector_math(nodes, links, 'ADD', moved, turned)
     setpos = nodes.new('GeometryNodeSetPosition')
     links.new(gin.outputs[0], setpos.inputs["Geometry"])
-    links.new(attr.outputs["Attribute"], setpos.inputs["Position"])
+    links.new(moved, setpos.inputs["Position"])
     links.new(attr.outputs["Exists"], setpos.inputs["Selection"])
     links.new(setpos.outputs["Geometry"], gout.inputs[0])
     return group
@@ -110,10 +151,14 @@ def install(mesh_obj) -> None:
     if is_linked(mesh_obj):
         _install_linked(mesh_obj)
     else:
+        _remove_attributes(mesh_obj.data, (REST_ATTRIBUTE,) + TURN_ATTRIBUTES)  # written again for this bind
+        group = node_group()
         mod = mesh_obj.modifiers.get(MODIFIER)
+        if mod is not None and mod.node_group != group:
+            mod.node_group = group
         if mod is None:
             mod = mesh_obj.modifiers.new(MODIFIER, 'NODES')
-            mod.node_group = node_group()
+            mod.node_group = group
             arm_index = next((k for k, m in enumerate(mesh_obj.modifiers) if m.type == 'ARMATURE'), None)
             if arm_index is not None:
                 with bpy.context.temp_override(object=mesh_obj):
@@ -177,10 +222,58 @@ def uninstall(mesh_obj) -> None:
     set_active(mesh_obj, False)
 
 
-def write_positions(mesh_obj, positions, bound) -> bool:
+def has_offsets(mesh_obj) -> bool:
+    """Whether something can move the modifier's input off the rest mesh: shape keys, or a modifier shown before
+    the Armature modifier."""
+    keys = mesh_obj.data.shape_keys
+    if keys is not None and len(keys.key_blocks) > 1:
+        return True
+    for m in mesh_obj.modifiers:
+        if m.type == 'ARMATURE':
+            return False
+        if m.show_viewport or m.show_render:
+            return True
+    return False
+
+
+def _remove_attributes(mesh, names) -> None:
+    for name in names:
+        attr = mesh.attributes.get(name)
+        if attr is not None:
+            mesh.attributes.remove(attr)
+
+
+def _vector_attribute(mesh, name):
+    """The mesh's float-vector point attribute ``name``, made (or made again, if of another kind) if needed."""
+    attr = mesh.attributes.get(name)
+    if attr is None or attr.data_type != 'FLOAT_VECTOR' or attr.domain != 'POINT':
+        if attr is not None:
+            mesh.attributes.remove(attr)
+        attr = mesh.attributes.new(name, 'FLOAT_VECTOR', 'POINT')
+    return attr
+
+
+def _write_turns(mesh, turns, to_mesh) -> None:
+    """The rest positions (once per bind) and the columns of ``turns (V, 3, 3)`` (armature space, each vertex's
+    offset turn) taken into the mesh's local space, ``A T A^-1`` with ``A`` the linear part of ``to_mesh``."""
+    if mesh.attributes.get(REST_ATTRIBUTE) is None:
+        co = np.empty(3 * len(mesh.vertices), dtype=np.float32)
+        mesh.vertices.foreach_get("co", co)
+        _vector_attribute(mesh, REST_ATTRIBUTE).data.foreach_set("vector", co)
+    if not np.array_equal(to_mesh, _IDENTITY):
+        A = to_mesh[:3, :3]
+        turns = A @ turns @ np.linalg.inv(A)
+    for k, name in enumerate(TURN_ATTRIBUTES):
+        column = np.ascontiguousarray(turns[:, :, k], dtype=np.float32)
+        _vector_attribute(mesh, name).data.foreach_set("vector", column.ravel())
+
+
+def write_positions(mesh_obj, positions, bound, turns=None) -> bool:
     """Write ``positions (V, 3)`` [m, armature space] for the live modifier to show: into the ``ATTRIBUTE`` point
     attribute of the mesh, or the helper object's points for a linked mesh; ``bound.last_local`` keeps them
-    ``(V, 3)`` float32 in the mesh's local space. Returns True if the mesh's own data was written (not linked)."""
+    ``(V, 3)`` float32 in the mesh's local space. ``turns``: each vertex's offset turn ``(V, 3, 3)`` (module
+    docstring), for a mesh whose modifier input can leave the rest mesh (:func:`has_offsets`; None: it cannot, and
+    any turns written before are removed). Returns True if the mesh's own data was written (not linked)."""
     linked = is_linked(mesh_obj)
     if linked:
         helper = bpy.data.objects.get(_helper_name(mesh_obj))
@@ -190,11 +283,10 @@ def write_positions(mesh_obj, positions, bound) -> bool:
             helper = bpy.data.objects[_helper_name(mesh_obj)]
     else:
         mesh = mesh_obj.data
-        attr = mesh.attributes.get(ATTRIBUTE)
-        if attr is None or attr.data_type != 'FLOAT_VECTOR' or attr.domain != 'POINT':
-            if attr is not None:
-                mesh.attributes.remove(attr)
-            attr = mesh.attributes.new(ATTRIBUTE, 'FLOAT_VECTOR', 'POINT')
+        if turns is not None:
+            _write_turns(mesh, turns, bound.to_mesh)
+        elif mesh.attributes.get(TURN_ATTRIBUTES[0]) is not None:
+            _remove_attributes(mesh, (REST_ATTRIBUTE,) + TURN_ATTRIBUTES)
     if np.array_equal(bound.to_mesh, _IDENTITY):  # mesh and armature share their world transform (usual rig)
         np.copyto(bound.last_local, positions)
     else:
@@ -205,6 +297,7 @@ def write_positions(mesh_obj, positions, bound) -> bool:
         helper.data.vertices.foreach_set("co", bound.last_local.ravel())
         helper.data.update()
     else:
-        attr.data.foreach_set("vector", bound.last_local.ravel())
+        # looked up only now: adding or removing an attribute frees the references to the others
+        _vector_attribute(mesh, ATTRIBUTE).data.foreach_set("vector", bound.last_local.ravel())
         mesh.update()
     return not linked

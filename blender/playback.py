@@ -139,7 +139,8 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
         bound.cache.invalidate(frame)
     else:
         bound.cache.store(frame, ch.state())
-    bound.own_write = modifiers.write_positions(mesh_obj, positions, bound)  # its mesh update is not an edit
+    turns = ch.offset_turns() if modifiers.has_offsets(mesh_obj) else None  # shape keys ride on the result
+    bound.own_write = modifiers.write_positions(mesh_obj, positions, bound, turns)  # its mesh update is not an edit
     bound.last_frame, bound.last_error = frame, ""
     modifiers.set_active(mesh_obj, True)  # back from a frame that fell back to the Armature result
     t4 = time.perf_counter()

@@ -36,10 +36,13 @@ from .pbd.state import PBDState
 from .rig import Rig
 from .skin.field import SkinSettings, bind_skin_field
 from .skin.skinning import REACH_FACTOR, check_rigid
-from .skin.tracking import TrackingSettings
+from .skin.tracking import STATE_CONTACT, TrackingSettings
 from .skin.weld import weld
 
 
+CREASE_RINGS = 3
+"""Rings around the vertices stopped at a contact surface whose offsets (shape keys) lose their normal component
+fully, and over how many more rings that fades (:meth:`MuscledCharacter.offset_turns`)."""
 START_SETTLE_FRAMES = 24
 """PBD frames :meth:`MuscledCharacter.settle` holds the first pose of a shot (1 s at 24 fps)."""
 KEEP_INSIDE_ISO = 0.4
@@ -238,6 +241,24 @@ class MuscledCharacter:
         self.timings["total"] = sum(self.timings.values())
         return self.weld.expand(x, out)
 
+    def offset_turns(self) -> np.ndarray:
+        """``(V, 3, 3)`` per vertex of the mesh, after :meth:`frame`: the linear map that turns an offset of the
+        vertex's rest place (a shape key's, or a modifier's before the skinning) into its offset in this frame, in
+        the rig's space. It is the vertex's dual-quaternion rotation, so away from joints an offset moves as the
+        Armature modifier moves it. Near a contact surface the offset's component along the surface's normal is
+        dropped, so it slides the skin along the crease and never pushes it through: fully at the vertices the
+        tracking stopped there and ``CREASE_RINGS`` rings around them (the normal of the nearest ones), fading
+        out over as many rings again."""
+        d = self.deformer
+        turns = d.rotations.copy()
+        normal, weight = _crease_normals(d.scratch.state == STATE_CONTACT, d.scratch.normal, d.rings.start,
+                                         d.rings.neighbour)
+        near = np.flatnonzero(weight > 0.0)
+        if len(near):
+            n = normal[near] * np.sqrt(weight[near])[:, None]
+            turns[near] -= n[:, :, None] * np.einsum("vj,vjk->vk", n, turns[near])[:, None, :]
+        return self.weld.expand(turns)
+
     def muscle_volumes(self, activation=None, measure: str = "field", rings: int = 48, sides: int = 24) -> np.ndarray:
         """``(M,)`` volume [m^3] of each muscle with its current simulated axis and ``activation (M,)`` (default: each
         muscle's own), what paper Fig. 13 plots against the rest volume. ``measure``: ``"field"``, the region
@@ -264,3 +285,29 @@ class MuscledCharacter:
     def vertex_count(self) -> int:
         """Vertices of the mesh as given (before welding), the length of :meth:`frame`'s result."""
         return len(self.rig.vertices)
+
+
+def _crease_normals(contact, normal, ring_start, ring_neighbour):
+    """``(normal (V, 3), weight (V,))``: each vertex's contact normal and how much of an offset's component along it
+    to drop (1 at the ``contact (V,)`` vertices, whose unit normals ``normal (V, 3)`` are given, and ``CREASE_RINGS``
+    rings around them, then fading to 0 over as many rings; a ring's normal is the normalised sum of its
+    neighbours' in the ring before). 0 everywhere when no vertex is at a contact."""
+    V = len(contact)
+    out = np.where(contact[:, None], normal, 0.0)
+    weight = contact.astype(np.float64)
+    if not contact.any():
+        return out, weight
+    counts = np.diff(ring_start)
+    owner = np.repeat(np.arange(V), counts)
+    reached = contact.copy()
+    for ring in range(1, 2 * CREASE_RINGS + 1):
+        summed = np.zeros((V, 3))
+        np.add.at(summed, owner, np.where(reached[ring_neighbour, None], out[ring_neighbour], 0.0))
+        length = np.linalg.norm(summed, axis=1)
+        new = ~reached & (length > 1e-12)
+        if not new.any():
+            break
+        out[new] = summed[new] / length[new, None]
+        weight[new] = 1.0 if ring <= CREASE_RINGS else (2 * CREASE_RINGS + 1 - ring) / (CREASE_RINGS + 1)
+        reached |= new
+    return out, weight

@@ -150,6 +150,11 @@ class ImplicitSkinDeformer:
         return self.scratch.active
 
     @property
+    def rotations(self) -> np.ndarray:
+        """``(V, 3, 3)`` each vertex's dual-quaternion rotation in the last :meth:`deform` (the ARAP's ``R_i``)."""
+        return self._rot
+
+    @property
     def vertex_count(self) -> int:
         return len(self.rest)
 

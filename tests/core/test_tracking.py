@@ -373,6 +373,29 @@ def test_volume_near_the_elbow_stays_closer_to_rest_than_dqs_and_linear_blend(ar
     assert change["tracked"] < change["is"]  # the step gave volume back
 
 
+def test_offset_turns_are_the_skinning_rotation_and_slide_along_the_crease(character):
+    """Elbow at 120 degrees: a shape key's offset is turned by the vertex's DQS rotation where no contact is near,
+    loses its whole component along the contact normal at the vertices stopped at the contact, and is never
+    lengthened."""
+    from implicit_muscles.core.character import CREASE_RINGS
+
+    character.reset()
+    for _ in range(3):
+        character.frame(scenes.arm_pose(120.0))
+    d = character.deformer
+    turns = character.offset_turns()
+    R = d.rotations
+    contact = d.scratch.state == STATE_CONTACT
+    assert contact.sum() > 10
+    near = contact.copy()
+    for _ in range(2 * CREASE_RINGS):  # the rings the crease reaches
+        near |= np.array([near[d.rings.neighbour[a:b]].any() for a, b in zip(d.rings.start[:-1], d.rings.start[1:])])
+    assert np.array_equal(turns[~near], R[~near])
+    n = d.scratch.normal[contact]
+    assert np.abs(np.einsum("vj,vjk->vk", n, turns[contact])).max() < 1e-12
+    assert np.linalg.norm(turns, axis=(1, 2), ord=2).max() < 1.0 + 1e-12
+
+
 def test_activating_the_biceps_moves_the_skin_over_it_outwards(character):
     """Same pose (elbow at 60 degrees, settled), biceps activation 1 vs 0: the skin over the biceps moves out,
     the hand does not move."""
