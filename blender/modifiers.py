@@ -7,8 +7,8 @@ modifiers before it), turned into this frame's place: ``position = P + T (P_in -
 offset turn (``core.character.MuscledCharacter.offset_turns``) as three column attributes, ``P_rest`` the rest
 positions at bind. Meshes without shape keys or modifiers before the skinning get neither (``T`` reads 0).
 The rest positions are never written. A linked mesh (a library override in a shot) cannot take an attribute:
-its positions go to a local helper object (a loose point mesh in no scene) read by a local modifier at the end of its
-stack (``linked_node_group``). ``set_active`` switches between Implicit Skinning (the live modifier, or the Mesh Cache
+its positions (and turns) go to a local helper object (a loose point mesh in no scene) read by a local modifier at
+the end of its stack (``linked_node_group``). ``set_active`` switches between Implicit Skinning (the live modifier, or the Mesh Cache
 modifier of a bake) and the plain Armature result; ``write_positions`` writes one frame's positions.
 """
 from __future__ import annotations
@@ -65,28 +65,44 @@ def _vector_math(nodes, links, operation, a, b=None, scale=None):
     return node.outputs["Vector"]
 
 
-def node_group():
-    """The shared Geometry Nodes group (module docstring): Set Position to ``P + T (P_in - P_rest)`` where ``P``
-    exists. A group left by an older version is emptied and built again, so the modifiers using it stay."""
-    group = bpy.data.node_groups.get(NODE_GROUP)
+def _turned(nodes, links, moved, read):
+    """``moved + T (P_in - P_rest)`` (module docstring) as a socket; ``read(name)`` gives the socket of the
+    float-vector point attribute ``name`` (``P_rest``, ``T``'s columns)."""
+    offset = _vector_math(nodes, links, 'SUBTRACT', nodes.new('GeometryNodeInputPosition').outputs[0],
+                          read(REST_ATTRIBUTE))
+    parts = nodes.new('ShaderNodeSeparateXYZ')
+    links.new(offset, parts.inputs[0])
+    for column, axis in zip(TURN_ATTRIBUTES, parts.outputs):
+        moved = _vector_math(nodes, links, 'ADD', moved,
+                             _vector_math(nodes, links, 'SCALE', read(column), scale=axis))
+    return moved
+
+
+def _fresh_group(name, *inputs):
+    """``(group, input node, output node)``: the node group ``name`` built by this version, or None for the group
+    if it already is. A group left by an older version is emptied (the modifiers using it stay)."""
+    group = bpy.data.node_groups.get(name)
     if group is not None and group.library is None and group.get("implicit_skin_version") == NODE_GROUP_VERSION:
-        return group
+        return None, None, None
     if group is None or group.library is not None:
-        group, gin, gout = _new_group(NODE_GROUP)
+        group, gin, gout = _new_group(name, *inputs)
     else:
         group.nodes.clear()
         gin, gout = group.nodes.new('NodeGroupInput'), group.nodes.new('NodeGroupOutput')
     group["implicit_skin_version"] = NODE_GROUP_VERSION
+    return group, gin, gout
+
+
+def node_group():
+    """The shared Geometry Nodes group (module docstring): Set Position to ``P + T (P_in - P_rest)`` where ``P``
+    exists."""
+    group, gin, gout = _fresh_group(NODE_GROUP)
+    if group is None:
+        return bpy.data.node_groups[NODE_GROUP]
     nodes, links = group.nodes, group.links
     attr = _named_vector(nodes, ATTRIBUTE)
-    offset = _vector_math(nodes, links, 'SUBTRACT', nodes.new('GeometryNodeInputPosition').outputs[0],
-                          _named_vector(nodes, REST_ATTRIBUTE).outputs["Attribute"])
-    parts = nodes.new('ShaderNodeSeparateXYZ')
-    links.new(offset, parts.inputs[0])
-    moved = attr.outputs["Attribute"]
-    for column, axis in zip(TURN_ATTRIBUTES, parts.outputs):
-        turned = _vector_math(nodes, links, 'SCALE', _named_vector(nodes, column).outputs["Attribute"], scale=axis)
-        moved = _vector_math(nodes, links, 'ADD', moved, turned)
+    moved = _turned(nodes, links, attr.outputs["Attribute"], lambda name: _named_vector(nodes, name).outputs[
+        "Attribute"])
     setpos = nodes.new('GeometryNodeSetPosition')
     links.new(gin.outputs[0], setpos.inputs["Geometry"])
     links.new(moved, setpos.inputs["Position"])
@@ -97,32 +113,38 @@ def node_group():
 
 def linked_node_group():
     """The node group of linked meshes: Set Position from the points of the object in its "Positions" input, by
-    index, where that object has as many points as the mesh."""
-    group = bpy.data.node_groups.get(LINKED_NODE_GROUP)
-    if group is not None and group.library is None:
-        return group
-    group, gin, gout = _new_group(LINKED_NODE_GROUP, ("Positions", 'NodeSocketObject'))
+    index, plus the turned offset (module docstring) from its attributes, where that object has as many points as
+    the mesh."""
+    group, gin, gout = _fresh_group(LINKED_NODE_GROUP, ("Positions", 'NodeSocketObject'))
+    if group is None:
+        return bpy.data.node_groups[LINKED_NODE_GROUP]
     nodes, links = group.nodes, group.links
     info = nodes.new('GeometryNodeObjectInfo')
     info.transform_space = 'ORIGINAL'  # the helper's own coordinates: the mesh's local space
-    sample = nodes.new('GeometryNodeSampleIndex')
-    sample.data_type, sample.domain = 'FLOAT_VECTOR', 'POINT'
-    position = nodes.new('GeometryNodeInputPosition')
     index = nodes.new('GeometryNodeInputIndex')
+    links.new(gin.outputs["Positions"], info.inputs["Object"])
+
+    def sampled(value):
+        """``value``, a field on the helper's points, read at this mesh's point of the same index."""
+        sample = nodes.new('GeometryNodeSampleIndex')
+        sample.data_type, sample.domain = 'FLOAT_VECTOR', 'POINT'
+        links.new(info.outputs["Geometry"], sample.inputs["Geometry"])
+        links.new(value, sample.inputs[1])
+        links.new(index.outputs[0], sample.inputs["Index"])
+        return sample.outputs[0]
+
+    moved = _turned(nodes, links, sampled(nodes.new('GeometryNodeInputPosition').outputs[0]),
+                    lambda name: sampled(_named_vector(nodes, name).outputs["Attribute"]))
     count_in, count_ours = nodes.new('GeometryNodeAttributeDomainSize'), nodes.new('GeometryNodeAttributeDomainSize')
     same = nodes.new('FunctionNodeCompare')
     same.data_type, same.operation = 'INT', 'EQUAL'
     setpos = nodes.new('GeometryNodeSetPosition')
-    links.new(gin.outputs["Positions"], info.inputs["Object"])
-    links.new(info.outputs["Geometry"], sample.inputs["Geometry"])
-    links.new(position.outputs[0], sample.inputs[1])
-    links.new(index.outputs[0], sample.inputs["Index"])
     links.new(gin.outputs["Geometry"], count_in.inputs[0])
     links.new(info.outputs["Geometry"], count_ours.inputs[0])
     links.new(count_in.outputs["Point Count"], same.inputs[2])
     links.new(count_ours.outputs["Point Count"], same.inputs[3])
     links.new(gin.outputs["Geometry"], setpos.inputs["Geometry"])
-    links.new(sample.outputs[0], setpos.inputs["Position"])
+    links.new(moved, setpos.inputs["Position"])
     links.new(same.outputs[0], setpos.inputs["Selection"])
     links.new(setpos.outputs["Geometry"], gout.inputs[0])
     return group
@@ -150,8 +172,10 @@ def install(mesh_obj) -> None:
     positions from a local helper object, a loose point mesh in no scene (``HELPER_PREFIX`` + the object's name)."""
     if is_linked(mesh_obj):
         _install_linked(mesh_obj)
+        helper = bpy.data.objects[_helper_name(mesh_obj)]
+        _remove_attributes(helper.data, (REST_ATTRIBUTE,) + TURN_ATTRIBUTES)  # written again for this bind
     else:
-        _remove_attributes(mesh_obj.data, (REST_ATTRIBUTE,) + TURN_ATTRIBUTES)  # written again for this bind
+        _remove_attributes(mesh_obj.data, (REST_ATTRIBUTE,) + TURN_ATTRIBUTES)
         group = node_group()
         mod = mesh_obj.modifiers.get(MODIFIER)
         if mod is not None and mod.node_group != group:
@@ -253,12 +277,13 @@ def _vector_attribute(mesh, name):
     return attr
 
 
-def _write_turns(mesh, turns, to_mesh) -> None:
-    """The rest positions (once per bind) and the columns of ``turns (V, 3, 3)`` (armature space, each vertex's
-    offset turn) taken into the mesh's local space, ``A T A^-1`` with ``A`` the linear part of ``to_mesh``."""
+def _write_turns(mesh, rest_mesh, turns, to_mesh) -> None:
+    """Into ``mesh``: the rest positions of ``rest_mesh`` (once per bind) and the columns of ``turns (V, 3, 3)``
+    (armature space, each vertex's offset turn) taken into the mesh's local space, ``A T A^-1`` with ``A`` the
+    linear part of ``to_mesh``."""
     if mesh.attributes.get(REST_ATTRIBUTE) is None:
-        co = np.empty(3 * len(mesh.vertices), dtype=np.float32)
-        mesh.vertices.foreach_get("co", co)
+        co = np.empty(3 * len(rest_mesh.vertices), dtype=np.float32)
+        rest_mesh.vertices.foreach_get("co", co)
         _vector_attribute(mesh, REST_ATTRIBUTE).data.foreach_set("vector", co)
     if not np.array_equal(to_mesh, _IDENTITY):
         A = to_mesh[:3, :3]
@@ -270,7 +295,8 @@ def _write_turns(mesh, turns, to_mesh) -> None:
 
 def write_positions(mesh_obj, positions, bound, turns=None) -> bool:
     """Write ``positions (V, 3)`` [m, armature space] for the live modifier to show: into the ``ATTRIBUTE`` point
-    attribute of the mesh, or the helper object's points for a linked mesh; ``bound.last_local`` keeps them
+    attribute of the mesh, or the helper object's points for a linked mesh (and the turns into the attributes of
+    either); ``bound.last_local`` keeps them
     ``(V, 3)`` float32 in the mesh's local space. ``turns``: each vertex's offset turn ``(V, 3, 3)`` (module
     docstring), for a mesh whose modifier input can leave the rest mesh (:func:`has_offsets`; None: it cannot, and
     any turns written before are removed). Returns True if the mesh's own data was written (not linked)."""
@@ -281,12 +307,13 @@ def write_positions(mesh_obj, positions, bound, turns=None) -> bool:
                 or mesh_obj.modifiers.get(LINKED_MODIFIER) is None:
             _install_linked(mesh_obj)
             helper = bpy.data.objects[_helper_name(mesh_obj)]
+        target = helper.data
     else:
-        mesh = mesh_obj.data
-        if turns is not None:
-            _write_turns(mesh, turns, bound.to_mesh)
-        elif mesh.attributes.get(TURN_ATTRIBUTES[0]) is not None:
-            _remove_attributes(mesh, (REST_ATTRIBUTE,) + TURN_ATTRIBUTES)
+        target = mesh_obj.data
+    if turns is not None:
+        _write_turns(target, mesh_obj.data, turns, bound.to_mesh)
+    elif target.attributes.get(TURN_ATTRIBUTES[0]) is not None:
+        _remove_attributes(target, (REST_ATTRIBUTE,) + TURN_ATTRIBUTES)
     if np.array_equal(bound.to_mesh, _IDENTITY):  # mesh and armature share their world transform (usual rig)
         np.copyto(bound.last_local, positions)
     else:
@@ -294,10 +321,9 @@ def write_positions(mesh_obj, positions, bound, turns=None) -> bool:
         local += bound.to_mesh[:3, 3]
         np.copyto(bound.last_local, local)
     if linked:
-        helper.data.vertices.foreach_set("co", bound.last_local.ravel())
-        helper.data.update()
+        target.vertices.foreach_set("co", bound.last_local.ravel())
     else:
         # looked up only now: adding or removing an attribute frees the references to the others
-        _vector_attribute(mesh, ATTRIBUTE).data.foreach_set("vector", bound.last_local.ravel())
-        mesh.update()
+        _vector_attribute(target, ATTRIBUTE).data.foreach_set("vector", bound.last_local.ravel())
+    target.update()
     return not linked
