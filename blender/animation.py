@@ -1,16 +1,20 @@
-"""Keyframes and drivers of muscles: rewrite their data paths when muscles move in the list (DESIGN.md §3).
+"""Keyframes and drivers of muscles: rewrite their data paths when muscles move in the list or are removed
+(DESIGN.md §3), and read the keys for the frame cache.
 
 Keys on a collection item use index paths (``implicit_muscles.muscles[3].activation``): when muscle 3 moves to
-index 2 its F-curves and drivers must be renamed too, or the animation jumps to another muscle. Works with the
-legacy action API (Blender 4.2: ``action.fcurves``) and slotted actions (4.4+, the only API in 5.0: the channel bag
-of the object's action slot, ``bpy_extras.anim_utils.action_get_channelbag_for_slot``). ``key_snapshot`` gives
-the keys as arrays for ``core.frame_cache.FrameCache.update_keys``.
+index 2 its F-curves and drivers must be renamed too, or the animation jumps to another muscle.
+``remap_muscle_indices`` does it in every action and slot that animates the armature (its active action and its NLA
+strips' actions), in its drivers and in every driver variable of the file that reads a muscle. Works with the
+legacy action API (Blender 4.2: ``action.fcurves``) and slotted actions (4.4+, the only API in 5.0: the channel
+bags of the slot, in each layer and strip). ``fcurves`` gives the curves of the active action's slot and the
+drivers; ``key_snapshot`` gives those keys as arrays for ``core.frame_cache.FrameCache.update_keys``.
 """
 from __future__ import annotations
 
 import re
 
 import numpy as np
+from bpy.utils import escape_identifier
 
 PATH = re.compile(r"^implicit_muscles\.muscles\[(\d+)\](.*)$")
 
@@ -35,39 +39,142 @@ def fcurves(obj) -> list:
     return out
 
 
-def remap_muscle_indices(obj, mapping: dict) -> int:
-    """Rename every F-curve and driver of muscle ``old`` to ``mapping[old]`` (``None``: delete its curves).
-    Returns how many curves changed. Renames go through a temporary name so swaps do not collide."""
-    changed = []
-    for fc in fcurves(obj):
-        m = PATH.match(fc.data_path)
-        if m and int(m.group(1)) in mapping:
-            changed.append((fc, mapping[int(m.group(1))], m.group(2)))
-    for fc, new, rest in changed:
-        if new is None:
-            continue
-        fc.data_path = f"implicit_muscles.__moving__[{new}]{rest}"
-    for fc, new, rest in changed:
-        if new is None:
-            _remove(obj, fc)
-        else:
-            fc.data_path = f"implicit_muscles.muscles[{new}]{rest}"
-    return len(changed)
+def _slot_by_handle(action, handle):
+    """The slot of ``action`` with ``handle``, or None (always on Blender before 4.4, which has no slots)."""
+    for slot in getattr(action, "slots", ()):
+        if slot.handle == handle:
+            return slot
+    return None
 
 
-def _remove(obj, fc):
+def _strip_actions(strips):
+    """``(action, slot)`` of each NLA strip in ``strips`` and of the strips inside meta strips."""
+    for strip in strips:
+        if strip.action is not None:
+            yield strip.action, getattr(strip, "action_slot", None)
+        yield from _strip_actions(strip.strips)
+
+
+def actions_of(obj) -> list:
+    """``(action, slot)`` pairs that animate ``obj``: its active action, the active action kept aside while an NLA
+    strip is tweaked, and the actions of its NLA strips (meta strips and stashed takes included). The slot is None
+    on Blender before 4.4 (no slots) and for an action assigned without one."""
     ad = obj.animation_data
-    if fc in list(ad.drivers):
-        ad.drivers.remove(fc)
-        return
-    action = ad.action
-    slot = getattr(ad, "action_slot", None)
-    if slot is not None:
-        from bpy_extras import anim_utils
-        bag = anim_utils.action_get_channelbag_for_slot(action, slot)
-        bag.fcurves.remove(fc)
-    else:
-        action.fcurves.remove(fc)
+    if ad is None:
+        return []
+    out = []
+    if ad.action is not None:
+        out.append((ad.action, getattr(ad, "action_slot", None)))
+    kept = ad.action_tweak_storage
+    if kept is not None:
+        out.append((kept, _slot_by_handle(kept, getattr(ad, "action_slot_handle_tweak_storage", None))))
+    for track in ad.nla_tracks:
+        out.extend(_strip_actions(track.strips))
+    return out
+
+
+def curve_lists(action, slot) -> list:
+    """The F-curve collections through which ``action`` animates with ``slot``: that slot's channel bags in every
+    layer and strip (slotted actions, Blender 4.4+; none without a slot), or ``action.fcurves`` (Blender 4.2)."""
+    if not hasattr(action, "layers"):
+        return [action.fcurves]
+    if slot is None:
+        return []
+    return [bag.fcurves for layer in action.layers for strip in layer.strips
+            for bag in getattr(strip, "channelbags", ()) if bag.slot_handle == slot.handle]
+
+
+def _muscle_curves(obj) -> list:
+    """``(owner ID, collection, F-curve, muscle index, rest of the path)`` of every F-curve and driver of ``obj``
+    that animates a muscle, each once: the keys in every action and slot that animates it (``actions_of``), then
+    its drivers."""
+    lists = [(action, curves) for action, slot in actions_of(obj) for curves in curve_lists(action, slot)]
+    if obj.animation_data is not None:
+        lists.append((obj, obj.animation_data.drivers))
+    out, seen = [], set()
+    for owner, curves in lists:
+        for fc in curves:
+            m = PATH.match(fc.data_path)
+            if m and fc.as_pointer() not in seen:
+                seen.add(fc.as_pointer())
+                out.append((owner, curves, fc, int(m.group(1)), m.group(2)))
+    return out
+
+
+def _data_with_drivers():
+    """Every data-block of the file that can have drivers, embedded node trees (a material's) included."""
+    import bpy
+    for prop in bpy.data.bl_rna.properties:
+        if prop.type != 'COLLECTION':
+            continue
+        for data in getattr(bpy.data, prop.identifier):
+            if hasattr(data, "animation_data"):
+                yield data
+            tree = getattr(data, "node_tree", None)
+            if tree is not None and tree.is_embedded_data:
+                yield tree
+
+
+def _muscle_readers(obj) -> list:
+    """``(owner ID, driver F-curve, driver target, muscle index, rest of the path)`` of every driver variable in the
+    file that reads a muscle of ``obj``."""
+    out = []
+    for owner in _data_with_drivers():
+        ad = owner.animation_data
+        if ad is None:
+            continue
+        for fc in ad.drivers:
+            for var in fc.driver.variables:
+                for target in var.targets:
+                    m = PATH.match(target.data_path) if target.id == obj else None
+                    if m:
+                        out.append((owner, fc, target, int(m.group(1)), m.group(2)))
+    return out
+
+
+def _library_problem(owners) -> str:
+    """A sentence naming the first of ``owners`` that is linked or a library override (a change made here would not
+    be kept), or ``""``."""
+    for owner in owners:
+        if owner.library is not None or owner.override_library is not None:
+            return (f"The muscles' keys or drivers in '{owner.name}' come from a library and cannot be changed "
+                    f"here: make it local (Object > Relations > Make Local, or in the Outliner), then try again.")
+    return ""
+
+
+def remap_muscle_indices(obj, mapping: dict) -> list:
+    """Give the keys and drivers of muscle ``old`` of ``obj`` the index ``mapping[old]`` (``None``: the muscle is
+    being removed), wherever they are: its F-curves in every action and slot that animates ``obj``
+    (``actions_of``) and its drivers are renamed, or deleted for a removed muscle, and every driver variable in
+    the file that reads it is pointed at its new index (at a removed muscle's name, so it reads nothing and its
+    driver shows an error). Call it before the list changes. Raises ValueError, having changed nothing, when one of
+    them comes from a library. Returns the drivers left reading a removed muscle (``"Gauge: location[2]"``). Renames
+    go through a temporary name so swaps do not collide."""
+    curves = [c for c in _muscle_curves(obj) if c[3] in mapping]
+    deleted = {c[2].as_pointer() for c in curves if mapping[c[3]] is None}
+    readers = [r for r in _muscle_readers(obj) if r[3] in mapping and r[1].as_pointer() not in deleted]
+    problem = _library_problem([c[0] for c in curves] + [r[0] for r in readers])
+    if problem:
+        raise ValueError(problem)
+    orphans = []
+    for owner, fc, target, old, rest in readers:
+        if mapping[old] is None:
+            name = escape_identifier(obj.implicit_muscles.muscles[old].name)
+            target.data_path = f'implicit_muscles.muscles["{name}"]{rest}'
+            orphan = f"{owner.name}: {fc.data_path}[{fc.array_index}]"
+            if orphan not in orphans:
+                orphans.append(orphan)
+        else:
+            target.data_path = f"implicit_muscles.muscles[{mapping[old]}]{rest}"
+    for _, _, fc, old, rest in curves:
+        if mapping[old] is not None:
+            fc.data_path = f"implicit_muscles.__moving__[{mapping[old]}]{rest}"
+    for _, collection, fc, old, rest in curves:
+        if mapping[old] is None:
+            collection.remove(fc)
+        else:
+            fc.data_path = f"implicit_muscles.muscles[{mapping[old]}]{rest}"
+    return orphans
 
 
 KEY_FIELDS = ("co", "handle_left", "handle_right")

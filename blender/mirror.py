@@ -1,28 +1,56 @@
-"""Copies of muscles: a unique name in the list, a copy of every setting, the other side's copy (``add_mirrored``)."""
+"""Copies of muscles: a unique name in the list, a duplicate (``add_duplicate``) and the other side's copy
+(``add_mirrored``).
+
+``muscles.add()`` may move every item of the list to new memory, so a muscle read before it is stale after it:
+these functions read a muscle into plain values (``muscle_values``) and address muscles by index, never by a
+reference kept across ``add()``. Everything that can fail is checked before anything is added.
+"""
 from __future__ import annotations
 
 from mathutils import Vector
 
-from . import rig
+from . import names, rig
 
 
 def unique_name(collection, base):
     """``base``, or ``base.001``, ``base.002``... : the first name no item of ``collection`` has."""
-    names = {m.name for m in collection}
-    if base not in names:
+    taken = {m.name for m in collection}
+    if base not in taken:
         return base
     k = 1
-    while f"{base}.{k:03d}" in names:
+    while f"{base}.{k:03d}" in taken:
         k += 1
     return f"{base}.{k:03d}"
 
 
-def copy_muscle(src, dst):
-    """Set every property of muscle ``dst`` (but its name) from ``src``."""
-    for key in src.bl_rna.properties.keys():
-        if key in {"rna_type", "name"}:
+def muscle_values(muscle) -> dict:
+    """Every setting of ``muscle``, its name included, as plain Python values (vectors as tuples): a copy that stays
+    valid when the list grows."""
+    out = {}
+    for prop in muscle.bl_rna.properties:
+        if prop.identifier == "rna_type" or prop.is_readonly or prop.type in {'POINTER', 'COLLECTION'}:
             continue
-        setattr(dst, key, getattr(src, key))
+        value = getattr(muscle, prop.identifier)
+        out[prop.identifier] = tuple(value) if getattr(prop, "is_array", False) else value
+    return out
+
+
+def append_muscle(armature, values: dict) -> int:
+    """Add a muscle with ``values`` (``muscle_values``) at the end of the armature's list; returns its index."""
+    muscles = armature.implicit_muscles.muscles
+    new = muscles.add()
+    for key, value in values.items():
+        setattr(new, key, value)
+    return len(muscles) - 1
+
+
+def add_duplicate(armature, index: int) -> int:
+    """Add a copy of muscle ``index`` (every setting, not its keys) named like it (``biceps.001``); returns the
+    copy's index."""
+    muscles = armature.implicit_muscles.muscles
+    values = muscle_values(muscles[index])
+    values["name"] = unique_name(muscles, values["name"])
+    return append_muscle(armature, values)
 
 
 def mirror_point(armature, from_bone, to_bone, point):
@@ -37,37 +65,56 @@ CENTRE_TOLERANCE = 0.01
 """A bone lies on the mirror plane when its head and tail are within this fraction of its length of X = 0."""
 
 
-def mirrored_bone(armature, name):
-    """The other side's bone of ``name``: by name (``.L``/``.R``, ``_l``/``_r``, Left/Right), or the bone itself
-    when it has no side and lies on the X = 0 plane (a spine or chest bone); None if neither."""
-    other = rig.mirror_name(name)
-    if other is not None:
-        return other if other in armature.data.bones else None
-    bone = armature.data.bones.get(name)
-    if bone is None:
-        return None
+def mirrored_bone(armature, name) -> tuple[str | None, str]:
+    """The other side's bone of ``name`` (``names.flip_side``), or else the bone itself when it lies on the X = 0
+    plane (a spine or chest bone): ``(bone, "")``, or ``(None, why not)``."""
+    bones = armature.data.bones
+    other = names.flip_side(name)
+    if other is not None and other in bones:
+        return other, ""
+    bone = bones[name]
     reach = CENTRE_TOLERANCE * max(bone.length, 1e-6)
-    return name if abs(bone.head_local.x) <= reach and abs(bone.tail_local.x) <= reach else None
+    if abs(bone.head_local.x) <= reach and abs(bone.tail_local.x) <= reach:
+        return name, ""
+    if other is not None:
+        return None, f"{armature.name} has no bone '{other}'"
+    return None, "its name has no side (.L/.R, _l/_r, Left/Right...) and it is off the middle (X = 0)"
 
 
-def add_mirrored(armature, muscle):
-    """Add the other side's copy of ``muscle`` (bones mirrored by name, a bone on the middle kept, points across
-    X = 0); returns it or a sentence saying why not."""
-    names = {}
-    for key in ("origin_bone", "insertion_bone", "skin_bone"):
-        other = mirrored_bone(armature, getattr(muscle, key))
-        if other is None:
-            return f"{muscle.name}: no mirrored bone for '{getattr(muscle, key)}' (names ending .L/.R, _l/_r or " \
-                   f"containing Left/Right are mirrored; a bone on the middle, X = 0, is its own mirror)."
-        names[key] = other
-
+def mirrored_values(armature, index: int) -> dict | str:
+    """The settings of muscle ``index``'s mirrored copy (bones mirrored by name, a bone on the middle kept, points
+    across X = 0, the twist reversed, the name's side flipped), or a sentence saying why there is none: a bone
+    without a mirror, a name without a side on bones without one, or a mirrored name the list has already."""
     muscles = armature.implicit_muscles.muscles
-    new = muscles.add()
-    copy_muscle(muscle, new)
-    new.name = unique_name(muscles, rig.mirror_name(muscle.name) or f"{muscle.name}.mirror")
-    for key, other in names.items():
-        setattr(new, key, other)
-    new.origin_point = mirror_point(armature, muscle.origin_bone, new.origin_bone, muscle.origin_point)
-    new.insertion_point = mirror_point(armature, muscle.insertion_bone, new.insertion_bone, muscle.insertion_point)
-    new.twist = -muscle.twist
-    return new
+    muscle = muscles[index]
+    problem = rig.muscle_problem(armature, muscle)
+    if problem:
+        return problem
+    values = muscle_values(muscle)
+    for key in rig.BONE_FIELDS:
+        other, why = mirrored_bone(armature, values[key])
+        if other is None:
+            return f"{muscle.name}: no mirrored bone for '{values[key]}': {why}."
+        values[key] = other
+    name = names.mirrored_name(muscle.name, [values[key] for key in rig.BONE_FIELDS])
+    if name is None:
+        return (f"{muscle.name}: neither its name nor its bones have a side, so its mirror would have no name of "
+                f"its own; rename it with a side (like {muscle.name}.L) and mirror it again.")
+    if name in muscles:
+        return f"{muscle.name}: its mirror '{name}' exists already; remove or rename it to mirror {muscle.name} again."
+    values["name"] = name
+    values["origin_point"] = tuple(mirror_point(armature, muscle.origin_bone, values["origin_bone"],
+                                                muscle.origin_point))
+    values["insertion_point"] = tuple(mirror_point(armature, muscle.insertion_bone, values["insertion_bone"],
+                                                   muscle.insertion_point))
+    values["twist"] = -muscle.twist
+    return values
+
+
+def add_mirrored(armature, index: int) -> int | str:
+    """Add the other side's copy of muscle ``index`` (``mirrored_values``); returns its index, or a sentence saying
+    why there is none (then nothing was added)."""
+    values = mirrored_values(armature, index)
+    if isinstance(values, str):
+        return values
+    return append_muscle(armature, values)

@@ -1,4 +1,4 @@
-"""Reading rigs: bone names (mirroring), the skin meshes of an armature, muscle placement and checks.
+"""Reading rigs: the skin meshes of an armature, muscle placement and checks.
 
 Positions: a muscle's origin and insertion are stored in their bone's rest frame (``bone.matrix_local``, armature
 space, metres); :func:`muscle_endpoints` turns them into armature-space points for the rest pose or the current
@@ -6,22 +6,8 @@ pose (``pose_bone.matrix``).
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 from mathutils import Matrix, Vector
-
-_SIDES = [(r"\.L$", ".R"), (r"\.R$", ".L"), (r"\.l$", ".r"), (r"\.r$", ".l"), (r"_L$", "_R"), (r"_R$", "_L"),
-          (r"_l$", "_r"), (r"_r$", "_l"), (r"Left", "Right"), (r"Right", "Left"), (r"left", "right"),
-          (r"right", "left"), (r"^L_", "R_"), (r"^R_", "L_")]
-
-
-def mirror_name(name: str) -> str | None:
-    """The other side's bone name (``.L``/``.R``, ``_l``/``_r``, ``Left``/``Right``...), or None."""
-    for pattern, repl in _SIDES:
-        if re.search(pattern, name):
-            return re.sub(pattern, repl, name, count=1)
-    return None
 
 
 def skin_meshes(armature) -> list:

@@ -11,8 +11,8 @@ from bl_operators.presets import AddPresetBase
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 from bpy.types import Menu, Operator
 
-from ..blender import animation, display, rig
-from ..blender.mirror import add_mirrored, copy_muscle, unique_name
+from ..blender import animation, display, names, rig
+from ..blender.mirror import add_duplicate, add_mirrored, append_muscle, mirrored_values, unique_name
 from ..blender.presets import (PRESET_SUBDIR, SHAPE_FIELDS, SHIPPED_PRESETS, apply_preset_file, find_preset,
                                preset_paths)
 
@@ -69,35 +69,44 @@ class IMPLICIT_MUSCLES_OT_add_muscle(Operator):
                 self.report({'ERROR'}, f"No muscle preset called '{self.preset}'.")
                 return {'CANCELLED'}
         rig.follow_renames(armature)  # old muscles catch up with renames first; records the names for later ones
+        skin = self.skin_bone or origin
         muscles = armature.implicit_muscles.muscles
+        index = len(muscles)
         muscle = muscles.add()
-        base = self.name or (self.preset.replace(" ", "_") if self.preset else f"{origin}_muscle")
-        muscle.name = unique_name(muscles, base)
-        muscle.origin_bone, muscle.insertion_bone = origin, insertion
-        muscle.skin_bone = self.skin_bone or origin
+        muscle.name = unique_name(muscles, self._base_name(origin, insertion, skin))
+        muscle.origin_bone, muscle.insertion_bone, muscle.skin_bone = origin, insertion, skin
         o, i, width = rig.default_points(armature, origin, insertion)
         muscle.origin_point, muscle.insertion_point, muscle.width = o, i, width
-        armature.implicit_muscles.active_index = len(muscles) - 1  # presets set the active muscle
+        armature.implicit_muscles.active_index = index  # presets set the active muscle
         if preset_path:
             apply_preset_file(preset_path)
             muscle.width = width  # a preset's width is relative to nothing: keep the one fitted to this limb
         problem = rig.muscle_problem(armature, muscle)
-        if problem:
-            muscles.remove(len(muscles) - 1)
-            armature.implicit_muscles.active_index = max(len(muscles) - 1, 0)
-            self.report({'ERROR'}, problem)
+        mirrored = mirrored_values(armature, index) if self.mirror and not problem else None
+        if problem or isinstance(mirrored, str):  # nothing is kept: the new muscle is the last one, with no keys
+            muscles.remove(index)
+            armature.implicit_muscles.active_index = max(index - 1, 0)
+            self.report({'ERROR'}, problem or mirrored)
             return {'CANCELLED'}
-        if self.mirror:
-            new = add_mirrored(armature, muscle)
-            if isinstance(new, str):
-                self.report({'WARNING'}, new)
+        added = [muscles[index].name]
+        if mirrored is not None:
+            added.append(muscles[append_muscle(armature, mirrored)].name)
         armature.update_tag()
-        self.report({'INFO'}, f"Added {muscle.name}.")
+        self.report({'INFO'}, f"Added {' and '.join(added)}.")
         return {'FINISHED'}
+
+    def _base_name(self, origin, insertion, skin):
+        """The name asked for; else the preset's or ``<origin>_muscle``, with the bones' side as they write it
+        (``biceps.L``, ``upper_arm_muscle.L``; ``blender/names.py``)."""
+        if self.name:
+            return self.name
+        if self.preset:
+            return names.name_with_side(self.preset.replace(" ", "_"), (origin, insertion, skin))
+        return names.default_muscle_name(origin, (insertion, skin))
 
 
 class IMPLICIT_MUSCLES_OT_remove_muscle(Operator):
-    """Remove the active muscle and its keyframes"""
+    """Remove the active muscle and its keyframes and drivers in every action"""
     bl_idname = "implicit_muscles.remove_muscle"
     bl_label = "Remove Muscle"
     bl_options = {'REGISTER', 'UNDO'}
@@ -119,16 +128,24 @@ class IMPLICIT_MUSCLES_OT_remove_muscle(Operator):
         name = props.muscles[index].name
         mapping = {index: None}
         mapping.update({k: k - 1 for k in range(index + 1, len(props.muscles))})
-        animation.remap_muscle_indices(armature, mapping)
+        try:
+            orphans = animation.remap_muscle_indices(armature, mapping)
+        except ValueError as ex:
+            self.report({'ERROR'}, str(ex))
+            return {'CANCELLED'}
         props.muscles.remove(index)
         props.active_index = min(index, max(len(props.muscles) - 1, 0))
         armature.update_tag()
-        self.report({'INFO'}, f"Removed {name}.")
+        if orphans:
+            self.report({'WARNING'}, f"Removed {name}; these drivers read it and now read nothing: "
+                                     f"{', '.join(orphans)}.")
+        else:
+            self.report({'INFO'}, f"Removed {name}.")
         return {'FINISHED'}
 
 
 class IMPLICIT_MUSCLES_OT_move_muscle(Operator):
-    """Move the active muscle up or down in the list (its keyframes move with it)"""
+    """Move the active muscle up or down in the list (its keyframes and drivers move with it, in every action)"""
     bl_idname = "implicit_muscles.move_muscle"
     bl_label = "Move Muscle"
     bl_options = {'REGISTER', 'UNDO'}
@@ -147,7 +164,11 @@ class IMPLICIT_MUSCLES_OT_move_muscle(Operator):
         b = a - 1 if self.direction == 'UP' else a + 1
         if not 0 <= b < len(props.muscles):
             return {'CANCELLED'}
-        animation.remap_muscle_indices(armature, {a: b, b: a})
+        try:
+            animation.remap_muscle_indices(armature, {a: b, b: a})
+        except ValueError as ex:
+            self.report({'ERROR'}, str(ex))
+            return {'CANCELLED'}
         props.muscles.move(a, b)
         props.active_index = b
         armature.update_tag()  # the evaluated copy must see the reordered list
@@ -167,17 +188,14 @@ class IMPLICIT_MUSCLES_OT_duplicate_muscle(Operator):
     def execute(self, context):
         armature = _armature(context)
         props = armature.implicit_muscles
-        src = props.active_muscle
-        new = props.muscles.add()
-        copy_muscle(src, new)
-        new.name = unique_name(props.muscles, src.name)
-        props.active_index = len(props.muscles) - 1
+        props.active_index = add_duplicate(armature, props.active_index)
         armature.update_tag()
+        self.report({'INFO'}, f"Added {props.active_muscle.name}.")
         return {'FINISHED'}
 
 
 class IMPLICIT_MUSCLES_OT_mirror_muscle(Operator):
-    """Add the other side's copy of the active muscle (bones mirrored by name)"""
+    """Add the other side's copy of the active muscle (bones and name mirrored by their side)"""
     bl_idname = "implicit_muscles.mirror_muscle"
     bl_label = "Mirror Muscle"
     bl_options = {'REGISTER', 'UNDO'}
@@ -188,12 +206,14 @@ class IMPLICIT_MUSCLES_OT_mirror_muscle(Operator):
 
     def execute(self, context):
         armature = _armature(context)
-        new = add_mirrored(armature, armature.implicit_muscles.active_muscle)
+        props = armature.implicit_muscles
+        new = add_mirrored(armature, props.active_index)
         if isinstance(new, str):
             self.report({'ERROR'}, new)
             return {'CANCELLED'}
-        armature.implicit_muscles.active_index = len(armature.implicit_muscles.muscles) - 1
-        self.report({'INFO'}, f"Added {new.name}.")
+        props.active_index = new
+        armature.update_tag()
+        self.report({'INFO'}, f"Added {props.active_muscle.name}.")
         return {'FINISHED'}
 
 
