@@ -74,6 +74,8 @@ def main(argv) -> int:
         what = "merged" if args.merge else "baked"
         for name, path in files.items():
             print(f"Implicit Muscles: {what} {name}, frames {first}-{last} -> {path}")
+        for note in bake.notes(files):
+            print(f"Implicit Muscles: {note}")
         print(f"Implicit Muscles: {what} {len(files)} mesh(es) in {seconds:.1f} s")
         return 0
     except (ValueError, KeyError, RuntimeError) as ex:

@@ -1,7 +1,8 @@
 """Bake, merge and clear the point caches of bound meshes (the work is in ``blender/bake.py``).
 
 In the UI the bake is modal: a timer steps it one frame at a time with a progress bar and the frame in the status
-bar; ESC stops it and writes nothing. From scripts and in background mode ``execute`` runs it to the end.
+bar; ESC stops it and writes nothing. From scripts and in background mode ``execute`` runs it to the end. Bake and
+Merge Bake need a bound mesh with Implicit Skinning on in the scene, and wait while a bake runs (their ``poll``).
 """
 from __future__ import annotations
 
@@ -12,10 +13,33 @@ from bpy.types import Operator
 from ..blender import bake
 
 
+_running = set()
+"""The modal bakes running now (at most one): Bake and Merge Bake wait for it."""
+
+
 def _range(op, scene):
     first = op.frame_start if op.properties.is_property_set("frame_start") else scene.frame_start
     last = op.frame_end if op.properties.is_property_set("frame_end") else scene.frame_end
     return first, last
+
+
+def _can_bake(cls, context) -> bool:
+    """The ``poll`` of Bake and Merge Bake: no bake running, and a mesh to bake in the scene."""
+    if _running:
+        cls.poll_message_set("A bake is running: wait for it to finish, or press Esc to stop it")
+        return False
+    scene = context.scene
+    if scene is None or not any(bake.is_target(obj) for obj in scene.objects):
+        cls.poll_message_set(bake.NO_TARGET)
+        return False
+    return True
+
+
+def _report_done(op, files: dict, what: str) -> None:
+    """Report what a bake or merge wrote (``what``, then the folder of ``files``), and each file that is not in
+    its usual place."""
+    folders = sorted({path.rpartition("/")[0] + "/" for path in files.values()})
+    op.report({'INFO'}, " ".join([f"{what} {', '.join(folders)}.", *bake.notes(files)]))
 
 
 class IMPLICIT_MUSCLES_OT_bake(Operator):
@@ -28,11 +52,13 @@ class IMPLICIT_MUSCLES_OT_bake(Operator):
     frame_start: IntProperty(name="Start", default=1, description="First frame to bake (default: the scene's)")
     frame_end: IntProperty(name="End", default=250, description="Last frame to bake (default: the scene's)")
     part: BoolProperty(name="Part", default=False,
-                       description="Bake one part of a longer range on a farm: write <mesh>.<start>-<end>.pc2 and "
-                                   "set nothing up (Merge Bake joins the parts)")
+                       description="Bake one part of a longer range on a farm: write "
+                                   "<mesh>_<hash>.<start>-<end>.pc2 and set nothing up (Merge Bake joins the parts)")
 
     _steps = None
     _timer = None
+
+    poll = classmethod(_can_bake)
 
     def execute(self, context):
         first, last = _range(self, context.scene)
@@ -41,8 +67,7 @@ class IMPLICIT_MUSCLES_OT_bake(Operator):
         except ValueError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"Baked frames {first}-{last} of {len(files)} mesh(es) to "
-                              f"//{bake.CACHE_FOLDER}/.")
+        _report_done(self, files, f"Baked frames {first}-{last} of {len(files)} mesh(es) to")
         return {'FINISHED'}
 
     def invoke(self, context, event):
@@ -60,12 +85,12 @@ class IMPLICIT_MUSCLES_OT_bake(Operator):
         wm.progress_begin(0, last - first + 1)
         self._timer = wm.event_timer_add(0.001, window=context.window)
         wm.modal_handler_add(self)
+        _running.add(self.as_pointer())
         return {'RUNNING_MODAL'}
 
     def modal(self, context, event):
         if event.type == 'ESC':
-            self._steps.close()  # writes nothing, keeps an earlier bake
-            self._finish(context)
+            self.cancel(context)
             self.report({'WARNING'}, "Bake cancelled: nothing was written.")
             return {'CANCELLED'}
         if event.type != 'TIMER':
@@ -74,23 +99,34 @@ class IMPLICIT_MUSCLES_OT_bake(Operator):
             done, total = next(self._steps)
         except StopIteration as stop:
             self._finish(context)
-            self.report({'INFO'}, f"Baked frames {self.frame_start}-{self.frame_end} of {len(stop.value)} "
-                                  f"mesh(es) to //{bake.CACHE_FOLDER}/.")
+            _report_done(self, stop.value, f"Baked frames {self.frame_start}-{self.frame_end} of "
+                                           f"{len(stop.value)} mesh(es) to")
             return {'FINISHED'}
         except ValueError as ex:
             self._finish(context)
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
+        except BaseException:
+            self._finish(context)
+            raise
         context.window_manager.progress_update(done)
         context.workspace.status_text_set(f"Baking Implicit Skinning: frame {self.frame_start + done - 1} "
                                           f"({done}/{total}), Esc to cancel")
         return {'RUNNING_MODAL'}
 
+    def cancel(self, context):
+        """Esc, or Blender ending the bake (a file loaded, the window closed): write nothing, keep an earlier
+        bake."""
+        self._steps.close()
+        self._finish(context)
+
     def _finish(self, context):
+        _running.discard(self.as_pointer())
         wm = context.window_manager
         wm.event_timer_remove(self._timer)
         wm.progress_end()
-        context.workspace.status_text_set(None)
+        if context.workspace is not None:
+            context.workspace.status_text_set(None)
 
 
 class IMPLICIT_MUSCLES_OT_bake_merge(Operator):
@@ -103,6 +139,8 @@ class IMPLICIT_MUSCLES_OT_bake_merge(Operator):
     frame_end: IntProperty(name="End", default=250, description="Last frame of the whole bake")
     keep_parts: BoolProperty(name="Keep Parts", default=False, description="Keep the part files after merging")
 
+    poll = classmethod(_can_bake)
+
     def execute(self, context):
         first, last = _range(self, context.scene)
         try:
@@ -110,7 +148,7 @@ class IMPLICIT_MUSCLES_OT_bake_merge(Operator):
         except ValueError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"Merged the bake of {len(files)} mesh(es), frames {first}-{last}.")
+        _report_done(self, files, f"Merged the parts of {len(files)} mesh(es), frames {first}-{last}, into")
         return {'FINISHED'}
 
 

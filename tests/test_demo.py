@@ -39,9 +39,12 @@ def test_every_output_exists(demo):
     for f in report["files"]:
         path = out / Path(f).name
         assert path.is_file() and path.stat().st_size > 0, f
-    meshes = ["Body", "Curl_Arm", "Shake_Arm", "Head", "Legs", "Torso"]  # one cache per bound mesh, none shared
-    assert sorted(p.name for p in (out / "implicit_muscles_cache").iterdir()) == sorted(
-        f"{mesh}_{kind}.pc2" for mesh in meshes for kind in ("implicit", "muscles"))
+    meshes = {"human": ["Body"], "arm_curl": ["Curl_Arm"], "arm_shake": ["Shake_Arm"],
+              "character": ["Head", "Legs", "Torso"]}  # one cache per bound mesh, in its shot's folder
+    assert sorted(p.name for p in (out / "implicit_muscles_cache").iterdir()) == sorted(SHOTS)
+    for shot, names in meshes.items():
+        stems = sorted(p.name.rsplit("_", 1)[0] for p in (out / "implicit_muscles_cache" / shot).iterdir())
+        assert stems == sorted(f"{mesh}_{kind}" for mesh in names for kind in ("implicit", "muscles")), shot
 
 
 @pytest.mark.parametrize("shot", SHOTS)

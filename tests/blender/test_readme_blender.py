@@ -1,10 +1,13 @@
 """Every code block in README.md marked ``<!-- runnable in Blender -->`` runs as it is in Blender with the add-on
 enabled, from a fresh empty scene, in a folder where the set-up's character (``make character``) is at
 ``.cache/character/`` as in the repository; what it promises (the muscles, the binds, the bake) is checked."""
+import importlib
 import re
 from pathlib import Path
 
 import pytest
+
+import blender_session
 
 REPO = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"<!-- runnable in Blender -->\s*```python\n(.*?)```", re.S)
@@ -27,5 +30,6 @@ def test_readme_blender_block_runs(bpy, tmp_path, monkeypatch, capsys, index):
     assert "['biceps_Left', 'biceps_Right', 'triceps_Left', 'triceps_Right']" in out
     meshes = [o for o in bpy.context.scene.objects if o.type == 'MESH' and o.find_armature() == rig]
     assert len(meshes) == 3 and all(m.implicit_skin.bound and m.implicit_skin.baked for m in meshes)
-    caches = sorted(p.name for p in (tmp_path / "implicit_muscles_cache").iterdir())
-    assert caches == sorted(f"{m.name.replace('.', '_')}.pc2" for m in meshes)
+    bake = importlib.import_module(f"{blender_session.ADDON}.blender.bake")
+    caches = sorted(p.name for p in (tmp_path / "implicit_muscles_cache" / "character_shot").iterdir())
+    assert caches == sorted(f"{bake.mesh_stem(m)}.pc2" for m in meshes)
