@@ -14,11 +14,14 @@ SHIPPED_DIRS = ("core", "kernels", "operators", "panels", "blender", "presets", 
 """Source folders that ship inside the extension."""
 NOT_SHIPPED = ("tests/", "bench/", "demo/", "scenes/", "tools/", "out/", "dist/", "build/", ".venv/", ".ci/", ".git/", "Makefile")
 REQUIRED_DISTRIBUTIONS = ("numba", "llvmlite")
-REQUIRED_PYTHON_TAGS = ("cp311", "cp313")
+REQUIRED_PYTHON_TAGS = {"linux-x64": ("cp311", "cp313"), "windows-x64": ("cp311", "cp313"),
+                        "macos-arm64": ("cp311", "cp313"), "macos-x64": ("cp311",)}
+"""The Pythons of each platform's Blender releases (4.5 LTS, Python 3.11, is the last for Intel Macs)."""
 WHEEL_PLATFORM_TAGS = {
     "linux-x64": lambda tag: "linux" in tag and "x86_64" in tag,
     "windows-x64": lambda tag: tag.startswith("win") and "amd64" in tag,
     "macos-arm64": lambda tag: tag.startswith("macosx") and ("arm64" in tag or "universal2" in tag),
+    "macos-x64": lambda tag: tag.startswith("macosx") and ("x86_64" in tag or "universal2" in tag),
 }
 
 with open(REPO_ROOT / "blender_manifest.toml", "rb") as _fh:
@@ -51,21 +54,22 @@ def _shipped_sources():
     return files
 
 
-def test_manifest_targets_three_platforms():
-    assert MANIFEST["platforms"] == ["linux-x64", "windows-x64", "macos-arm64"]
-    assert len(MANIFEST["wheels"]) == 12
+def test_manifest_targets_four_platforms():
+    assert MANIFEST["platforms"] == ["linux-x64", "windows-x64", "macos-arm64", "macos-x64"]
+    assert len(MANIFEST["wheels"]) == len(REQUIRED_DISTRIBUTIONS) * sum(map(len, REQUIRED_PYTHON_TAGS.values()))
 
 
 @pytest.mark.parametrize("platform", MANIFEST["platforms"])
-def test_zip_has_numba_and_llvmlite_for_both_pythons_of_its_platform(platform):
+def test_zip_has_numba_and_llvmlite_for_the_pythons_of_its_platform(platform):
     with zipfile.ZipFile(_zip_path(platform)) as archive:
         wheels = _wheels(archive.namelist())
     foreign = [w for w in wheels if not WHEEL_PLATFORM_TAGS[platform](w[2])]
     assert not foreign, f"wheels of another platform in the {platform} zip: {foreign}"
     found = {(dist, python_tag) for dist, python_tag, _ in wheels}
-    missing = [(d, p) for d in REQUIRED_DISTRIBUTIONS for p in REQUIRED_PYTHON_TAGS if (d, p) not in found]
+    pythons = REQUIRED_PYTHON_TAGS[platform]
+    missing = [(d, p) for d in REQUIRED_DISTRIBUTIONS for p in pythons if (d, p) not in found]
     assert not missing, f"the {platform} zip lacks wheels for {missing}"
-    assert len(wheels) == len(REQUIRED_DISTRIBUTIONS) * len(REQUIRED_PYTHON_TAGS)
+    assert len(wheels) == len(REQUIRED_DISTRIBUTIONS) * len(pythons)
 
 
 @pytest.mark.parametrize("platform", MANIFEST["platforms"])

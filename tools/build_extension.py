@@ -21,6 +21,8 @@ DIST = ROOT / "dist"
 
 REQUIRED_DISTRIBUTIONS = ("numba", "llvmlite")
 REQUIRED_PYTHON_TAGS = ("cp311", "cp313")
+PLATFORM_PYTHON_TAGS = {"macos-x64": ("cp311",)}
+"""Platforms whose Blender releases all run one Python: Blender 4.5 LTS (Python 3.11) is the last for Intel Macs."""
 
 
 class BuildError(Exception):
@@ -47,7 +49,14 @@ def wheel_platform_matches(platform: str, wheel_platform_tag: str) -> bool:
         "linux-x64": "linux" in tag and "x86_64" in tag,
         "windows-x64": tag.startswith("win") and "amd64" in tag,
         "macos-arm64": tag.startswith("macosx") and ("arm64" in tag or "universal2" in tag),
+        "macos-x64": tag.startswith("macosx") and ("x86_64" in tag or "universal2" in tag),
     }.get(platform, False)
+
+
+def required_python_tags(platform: str) -> tuple:
+    """The Python tags a platform's zip needs wheels for (``REQUIRED_PYTHON_TAGS`` unless ``PLATFORM_PYTHON_TAGS``
+    says otherwise)."""
+    return PLATFORM_PYTHON_TAGS.get(platform, REQUIRED_PYTHON_TAGS)
 
 
 def zip_problems(zip_path: Path, platform: str) -> list[str]:
@@ -63,7 +72,7 @@ def zip_problems(zip_path: Path, platform: str) -> list[str]:
             problems.append(f"{zip_path.name}: holds {name}, which is not a {platform} wheel")
         found.add((dist, python_tag))
     for dist in REQUIRED_DISTRIBUTIONS:
-        for python_tag in REQUIRED_PYTHON_TAGS:
+        for python_tag in required_python_tags(platform):
             if (dist, python_tag) not in found:
                 problems.append(f"{zip_path.name}: no {dist} wheel for {python_tag} ({platform})")
     return problems
@@ -98,7 +107,9 @@ def main() -> int:
         print(f"build_extension: {zip_path.relative_to(ROOT)} ({size:.0f} MiB)")
     if problems:
         raise BuildError("the extension zips are incomplete:\n  " + "\n  ".join(problems))
-    print(f"build_extension: every zip holds numba and llvmlite for {' and '.join(REQUIRED_PYTHON_TAGS)}")
+    tags = "; ".join(f"{platform}: {' and '.join(required_python_tags(platform))}"
+                     for platform in manifest["platforms"])
+    print(f"build_extension: every zip holds numba and llvmlite for its Pythons ({tags})")
     return 0
 
 

@@ -28,6 +28,7 @@ PIP_PLATFORMS = {
     "linux-x64": ["manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64"],
     "windows-x64": ["win_amd64"],
     "macos-arm64": ["macosx_14_0_arm64"],
+    "macos-x64": ["macosx_11_0_x86_64"],
 }
 
 UNREACHABLE_HINTS = (
@@ -50,6 +51,8 @@ def blender_platform(wheel_platform_tag: str) -> str:
         return "windows-x64"
     if tag.startswith("macosx") and ("arm64" in tag or "universal2" in tag):
         return "macos-arm64"
+    if tag.startswith("macosx") and "x86_64" in tag:
+        return "macos-x64"
     raise FetchError(f"blender_manifest.toml lists a wheel for platform tag {wheel_platform_tag!r}, which this "
                      f"script does not know how to download; known platforms: {', '.join(PIP_PLATFORMS)}.")
 
