@@ -5,7 +5,7 @@
 1. ``advance_to`` brings the muscles' PBD state to the end of the previous frame: from the state cached for it, or
    by simulating the frames in between from the last state cached before (``core/frame_cache.py``), setting each
    frame in turn to read its pose (the handlers ignore these frame changes, ``busy``). The simulation starts at the
-   armature's start frame, where the muscles first settle into that frame's pose (``settle``).
+   start frame (``rig.simulation_start``), where the muscles first settle into that frame's pose (``settle``).
 2. It reads the *evaluated* armature (pose matrices with ``foreach_get``, the muscles' animated values), so playback,
    scripts and animation renders see the same values, and runs Implicit Skinning (``core/character.py``).
 3. It caches the frame's muscle state and writes the positions for the modifier (``blender/modifiers.py``).
@@ -24,7 +24,7 @@ import traceback
 import bpy
 import numpy as np
 
-from . import modifiers, runtime
+from . import modifiers, rig, runtime
 
 _busy = False
 _warned: set = set()
@@ -76,7 +76,7 @@ def advance_to(bound, scene, armature, frame: int, preview: bool = False) -> boo
     ``frame`` is at or before the start frame (the frame starts from rest and settles). ``preview``: only a state
     at hand is used (rest, or the cached previous frame), no gap is simulated."""
     global _busy
-    start = armature.implicit_muscles.start_frame
+    start = rig.simulation_start(armature, scene)
     ch = bound.character
     first, state = bound.cache.resume(frame, start)
     if preview and first < frame:

@@ -99,6 +99,18 @@ class ImplicitMuscle(PropertyGroup):
                                     description="How far apart the fibres end, across the muscle")
 
 
+def _use_scene_start_changed(self, context):
+    """Switched off before any start frame was set: start where the scene does, not at frame 1."""
+    if not self.use_scene_start and not self.is_property_set("start_frame") and context.scene is not None:
+        self.start_frame = context.scene.frame_start
+
+
+def _start_frame_set(self, context):
+    """A start frame set in the panel or by a script is the one the simulation uses."""
+    if self.use_scene_start:
+        self.use_scene_start = False
+
+
 class ImplicitMuscleRig(PropertyGroup):
     """The muscles of one armature object, and the simulation settings they share."""
 
@@ -108,8 +120,12 @@ class ImplicitMuscleRig(PropertyGroup):
                                description="Draw the muscles' shapes in the viewport")
     substeps: IntProperty(name="Substeps", default=10, min=1, max=100, **SETUP,
                           description="Simulation steps per frame")
-    start_frame: IntProperty(name="Start Frame", default=1, **STATIC,
-                             description="Frame where the muscle simulation starts from rest")
+    use_scene_start: BoolProperty(name="Use Scene Start", default=True, update=_use_scene_start_changed, **STATIC,
+                                  description="Start the muscle simulation from rest at the scene's first frame "
+                                              "(off: at Start Frame)")
+    start_frame: IntProperty(name="Start Frame", default=1, update=_start_frame_set, **STATIC,
+                             description="Frame where the muscle simulation starts from rest when Use Scene Start "
+                                         "is off; setting it turns Use Scene Start off")
     bone_names: StringProperty(name="Bone Names", default="", options={'HIDDEN'}, override=OVERRIDE,
                                description="The armature's bone names when last checked, one per line, so "
                                            "muscles follow renamed bones (blender/rig.py, follow_renames)")

@@ -128,12 +128,12 @@ def values_at(armature, frame) -> list:
 def read_muscles(armature, names: tuple, frame=None):
     """``(muscles, origin_bones, insertion_bones, skin_bones, source)``: core muscles at rest and their bone
     indices; ``source[k]`` is the index of the Blender muscle fibre ``k`` comes from. Animated values are taken at
-    ``frame`` (default: the armature's simulation start frame, ``values_at``)."""
+    ``frame`` (default: the simulation's start frame, ``rig.simulation_start``; ``values_at``)."""
     from ..core.muscle.primitive import FusiformMuscle, MuscleShape
 
     index = {n: i for i, n in enumerate(names)}
     out, o_b, i_b, s_b, source = [], [], [], [], []
-    start = armature.implicit_muscles.start_frame if frame is None else frame
+    start = rig_utils.simulation_start(armature) if frame is None else frame
     animated = values_at(armature, start)
     for k, m in enumerate(armature.implicit_muscles.muscles):
         problem = rig_utils.muscle_problem(armature, m)

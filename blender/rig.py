@@ -1,4 +1,5 @@
-"""Reading rigs: the skin meshes of an armature, muscle placement and checks.
+"""Reading rigs: the skin meshes of an armature, the armature an object shows, the simulation's start frame,
+muscle placement and checks.
 
 Positions: a muscle's origin and insertion are stored in their bone's rest frame (``bone.matrix_local``, armature
 space, metres); :func:`muscle_endpoints` turns them into armature-space points for the rest pose or the current
@@ -18,6 +19,33 @@ def skin_meshes(armature) -> list:
         if obj.type == 'MESH' and any(m.type == 'ARMATURE' and m.object == armature for m in obj.modifiers):
             out.append(obj)
     return out
+
+
+def armature_of(obj):
+    """The armature whose muscles ``obj`` shows: ``obj`` itself if it is an armature; for a mesh, the armature it is
+    bound to, else the one deforming it (``Object.find_armature``); else None."""
+    if obj is None:
+        return None
+    if obj.type == 'ARMATURE':
+        return obj
+    if obj.type == 'MESH':
+        return obj.implicit_skin.armature or obj.find_armature()
+    return None
+
+
+def simulation_start(armature, scene=None) -> int:
+    """The frame where ``armature``'s muscle simulation starts from rest: the scene's first frame, unless *Use
+    Scene Start* is off (then the armature's *Start Frame*). ``scene`` defaults to the context's scene if it holds
+    the armature, else the first scene that does."""
+    props = armature.implicit_muscles
+    if not props.use_scene_start:
+        return props.start_frame
+    if scene is None:
+        import bpy
+        scene, scenes = bpy.context.scene, armature.users_scene
+        if scenes and scene not in scenes:
+            scene = scenes[0]
+    return scene.frame_start if scene is not None else props.start_frame
 
 
 def limb_radius(armature, bone_name: str) -> float:

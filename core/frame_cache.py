@@ -10,7 +10,8 @@ here and resumes from it. ``FrameCache`` holds:
   in column 0, so an edit forgets the states from the first frame it changes on (``update_keys``).
 
 ``resume(frame, start)`` says where simulation resumes to reach ``frame``: the state after ``frame - 1`` if kept,
-else the last state kept before it (a checkpoint), else the rest state at the simulation's ``start`` frame.
+else the last state kept before it (a checkpoint), else the rest state at the simulation's ``start`` frame. The
+states were simulated from one start frame (``start``): a resume with another start forgets them all.
 """
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ class FrameCache:
         self.states: dict = {}
         self._recent: set = set()  # kept frames that are not checkpoints
         self.keys: dict = dict(keys) if keys is not None else {}
+        self.start: int | None = None  # the start frame the kept states were simulated from
 
     def __len__(self) -> int:
         return len(self.states)
@@ -94,7 +96,10 @@ class FrameCache:
         """``(first, state)``: to reach ``frame``, continue from ``state`` (None: the rest state) and simulate the
         frames ``first .. frame - 1``. ``frame <= start``: ``(frame, None)``, the frame starts from rest; the state
         after ``frame - 1`` kept: ``(frame, it)``; else the last kept state at or after ``start``, or from rest at
-        ``start``."""
+        ``start``. A ``start`` other than the last one forgets every kept state first."""
+        if self.start is not None and start != self.start:
+            self.invalidate()
+        self.start = start
         if frame <= start:
             return frame, None
         previous = self.states.get(frame - 1)

@@ -39,6 +39,14 @@ class IMPLICIT_MUSCLES_OT_report_status(Operator):
     bl_label = "Report Muscle Engine Status"
     bl_options = {'INTERNAL'}
 
+    @classmethod
+    def poll(cls, context):
+        status = engine.status
+        if not (status.error or status.numba_version):
+            cls.poll_message_set("The muscle engine has not been set up: enable the Implicit Muscles add-on")
+            return False
+        return True
+
     def execute(self, context):
         if engine.status.error:
             self.report({'ERROR'}, f"Implicit Muscles: {engine.status.error}")

@@ -11,10 +11,9 @@ from bl_operators.presets import AddPresetBase
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 from bpy.types import Menu, Operator
 
-from ..blender import animation, display, names, rig
+from ..blender import animation, display, names, presets, rig
 from ..blender.mirror import add_duplicate, add_mirrored, append_muscle, mirrored_values, unique_name
-from ..blender.presets import (PRESET_SUBDIR, SHAPE_FIELDS, SHIPPED_PRESETS, apply_preset_file, find_preset,
-                               preset_paths)
+from ..blender.presets import MENU, PRESET_SUBDIR, SHAPE_FIELDS, apply_preset_file, find_preset
 
 def _armature(context):
     obj = context.object
@@ -248,8 +247,21 @@ def _set_selected(armature, bone, value):
         armature.pose.bones[bone.name].select = value
 
 
+def _preset_target(cls, context):
+    """The armature whose active muscle a preset operator works on (the active one, or the active mesh's), or
+    None with the reason set as the poll message."""
+    armature = rig.armature_of(context.object)
+    if armature is None:
+        cls.poll_message_set("Select an armature with muscles, or a mesh bound to one")
+        return None
+    if armature.implicit_muscles.active_muscle is None:
+        cls.poll_message_set(f"{armature.name} has no muscle: add one first")
+        return None
+    return armature
+
+
 class IMPLICIT_MUSCLES_OT_apply_preset(Operator):
-    """Apply a shape preset to the active muscle"""
+    """Apply a shape preset to the active muscle (the presets menu does the same)"""
     bl_idname = "implicit_muscles.apply_preset"
     bl_label = "Apply Muscle Preset"
     bl_options = {'REGISTER', 'UNDO'}
@@ -259,39 +271,50 @@ class IMPLICIT_MUSCLES_OT_apply_preset(Operator):
 
     @classmethod
     def poll(cls, context):
-        return _has_active_muscle(context)
+        return _preset_target(cls, context) is not None
 
     def execute(self, context):
         path = self.filepath or (find_preset(self.preset) if self.preset else None)
         if not path or not os.path.isfile(path):
             self.report({'ERROR'}, f"No muscle preset called '{self.preset or self.filepath}'.")
             return {'CANCELLED'}
-        muscle = _armature(context).implicit_muscles.active_muscle
-        width = muscle.width
-        apply_preset_file(path)
-        muscle.width = width
+        try:
+            apply_preset_file(path, rig.armature_of(context.object))
+        except ValueError as ex:
+            self.report({'ERROR'}, str(ex))
+            return {'CANCELLED'}
         return {'FINISHED'}
 
 
 class IMPLICIT_MUSCLES_MT_presets(Menu):
-    """Muscle shape presets: shipped ones, then yours"""
-    bl_label = "Muscle Presets"
-    bl_idname = "IMPLICIT_MUSCLES_MT_presets"
+    """Muscle shape presets: the shipped ones and yours (the label is the one last applied or saved)"""
+    bl_label = presets.NO_PRESET_LABEL
+    bl_idname = MENU
     preset_subdir = PRESET_SUBDIR
-    preset_operator = "implicit_muscles.apply_preset"
-
-    def draw(self, context):
-        self.path_menu(preset_paths(), self.preset_operator, props_default={}, filter_ext=lambda ext: ext == ".py")
+    preset_operator = "script.execute_preset"
+    preset_extensions = {".py"}
+    reset_cb = staticmethod(presets.remember_muscle)
+    post_cb = staticmethod(presets.keep_width)
+    draw = Menu.draw_preset
 
 
 class IMPLICIT_MUSCLES_OT_save_preset(AddPresetBase, Operator):
-    """Save the active muscle's shape as a preset (or remove a preset)"""
+    """Save the active muscle's shape as a preset in your presets folder, or remove the preset shown (shipped
+    presets cannot be removed)"""
     bl_idname = "implicit_muscles.save_preset"
     bl_label = "Save Muscle Preset"
-    preset_menu = "IMPLICIT_MUSCLES_MT_presets"
+    preset_menu = MENU
     preset_subdir = PRESET_SUBDIR
     preset_defines = ["muscle = bpy.context.object.implicit_muscles.active_muscle"]
     preset_values = [f"muscle.{field}" for field in SHAPE_FIELDS]
+
+    @classmethod
+    def poll(cls, context):
+        return _preset_target(cls, context) is not None
+
+    def execute(self, context):
+        with context.temp_override(object=rig.armature_of(context.object)):  # the lines above read context.object
+            return super().execute(context)
 
 
 class IMPLICIT_MUSCLES_OT_edit_handles(Operator):
@@ -350,14 +373,11 @@ _register_classes, _unregister_classes = bpy.utils.register_classes_factory(clas
 
 
 def register():
+    IMPLICIT_MUSCLES_MT_presets.bl_label = presets.NO_PRESET_LABEL  # nothing applied yet in this session
     _register_classes()
-    add_path = getattr(bpy.utils, "register_preset_path", None)  # Blender 4.3+; the menu lists the path itself
-    if add_path is not None:
-        add_path(SHIPPED_PRESETS)
+    presets.register()
 
 
 def unregister():
-    remove_path = getattr(bpy.utils, "unregister_preset_path", None)
-    if remove_path is not None:
-        remove_path(SHIPPED_PRESETS)
+    presets.unregister()
     _unregister_classes()

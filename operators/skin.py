@@ -72,7 +72,13 @@ class IMPLICIT_MUSCLES_OT_unbind_skin(Operator):
     @classmethod
     def poll(cls, context):
         obj = context.object
-        return obj is not None and obj.type == 'MESH' and obj.implicit_skin.bound
+        if obj is None or obj.type != 'MESH':
+            cls.poll_message_set("Select the skin mesh")
+            return False
+        if not obj.implicit_skin.bound:
+            cls.poll_message_set(f"{obj.name} is not bound")
+            return False
+        return True
 
     def execute(self, context):
         mesh_obj = context.object
@@ -89,6 +95,14 @@ class IMPLICIT_MUSCLES_OT_reset_simulation(Operator):
     bl_idname = "implicit_muscles.reset_simulation"
     bl_label = "Reset Simulation"
     bl_options = {'REGISTER'}
+
+    @classmethod
+    def poll(cls, context):
+        scene = context.scene
+        if scene is None or not any(obj.type == 'MESH' and obj.implicit_skin.bound for obj in scene.objects):
+            cls.poll_message_set("No mesh in this scene is bound: bind one first (Bind Skin)")
+            return False
+        return True
 
     def execute(self, context):
         count = runtime.invalidate_all()

@@ -1,23 +1,18 @@
-"""The muscle list and the active muscle's settings, in the 3D View's "Muscles" tab and in the armature's Object
-Data properties; the skin settings in the mesh's Object Data properties and the same tab."""
+"""The muscle list, the rig's simulation start and substeps and the active muscle's settings, in the 3D View's
+"Muscles" tab and in the armature's Object Data properties; the skin settings in the mesh's Object Data properties
+and the same tab. With a mesh active, the tab shows its armature's muscles and its buttons work on that armature
+(the layout's ``object`` context pointer)."""
 from __future__ import annotations
 
 import bpy
 from bpy.types import Panel, UIList
 
-from ..blender import rig, runtime
+from ..blender import presets, rig, runtime
 from .status import wrapped
 
 
 def _armature(context):
-    obj = context.object
-    if obj is None:
-        return None
-    if obj.type == 'ARMATURE':
-        return obj
-    if obj.type == 'MESH':
-        return obj.implicit_skin.armature
-    return None
+    return rig.armature_of(context.object)
 
 
 class IMPLICIT_MUSCLES_UL_muscles(UIList):
@@ -32,9 +27,24 @@ class IMPLICIT_MUSCLES_UL_muscles(UIList):
         row.prop(item, "activation", text="", slider=True)
 
 
+def draw_simulation(layout, context, props):
+    """The rig's simulation settings: where it starts (the scene's first frame unless set) and its substeps."""
+    col = layout.column(align=True)
+    row = col.row(align=True)
+    row.prop(props, "use_scene_start", text="Scene Start")
+    if props.use_scene_start:
+        row.label(text=f"Start Frame {context.scene.frame_start}")
+    else:
+        row.prop(props, "start_frame")
+    col.prop(props, "substeps")
+
+
 def draw_muscles(layout, context, armature):
+    if context.object != armature:  # a mesh is active: the buttons below work on its armature
+        layout.context_pointer_set("object", armature)
     props = armature.implicit_muscles
     layout.prop(props, "show_muscles")
+    draw_simulation(layout, context, props)
     row = layout.row()
     row.template_list("IMPLICIT_MUSCLES_UL_muscles", "", props, "muscles", props, "active_index", rows=4)
     col = row.column(align=True)
@@ -73,9 +83,12 @@ def draw_muscles(layout, context, armature):
     box = layout.box()
     row = box.row(align=True)
     row.label(text="Shape", icon='MOD_SMOOTH')
-    row.menu("IMPLICIT_MUSCLES_MT_presets", text="Presets")
+    shown = presets.shown_preset()
+    row.menu(presets.MENU, text=shown)
     row.operator("implicit_muscles.save_preset", text="", icon='ADD')
-    row.operator("implicit_muscles.save_preset", text="", icon='REMOVE').remove_active = True
+    sub = row.row(align=True)
+    sub.enabled = shown != presets.NO_PRESET_LABEL  # nothing shown, nothing to remove
+    sub.operator("implicit_muscles.save_preset", text="", icon='REMOVE').remove_active = True
     box.prop(muscle, "width")
     grid = box.grid_flow(columns=2, align=True)
     grid.prop(muscle, "alpha_rest")

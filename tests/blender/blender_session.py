@@ -109,3 +109,44 @@ def draw_panel(panel_class):
     fake_panel = types.SimpleNamespace(layout=RecordingLayout())
     panel_class.draw(fake_panel, bpy_module().context)
     return fake_panel.layout.log
+
+
+class ContextRecordingLayout(RecordingLayout):
+    """A :class:`RecordingLayout` that also keeps what a button would run with: each operator button as
+    ``(idname, text, properties, context pointers)`` in ``buttons`` (the properties a namespace the drawing code
+    filled in, the pointers those set with ``context_pointer_set`` on the layout or its parents), and menus as
+    ``("menu", text, idname, alert)`` entries of the log."""
+
+    def __init__(self, log=None, alert=False, buttons=None, pointers=None):
+        super().__init__(log, alert)
+        self.buttons = [] if buttons is None else buttons
+        self.pointers = dict(pointers or {})
+
+    def column(self, **_):
+        return ContextRecordingLayout(self.log, self.alert, self.buttons, self.pointers)
+
+    row = column
+    box = column
+    grid_flow = column
+
+    def context_pointer_set(self, name, data):
+        self.pointers[name] = data
+
+    def operator(self, idname, *, text="", icon='NONE', **_):
+        super().operator(idname, text=text, icon=icon)
+        import types
+        props = types.SimpleNamespace()
+        self.buttons.append((idname, text, props, dict(self.pointers)))
+        return props
+
+    def menu(self, idname, *, text="", **_):
+        self.log.append(("menu", text, idname, self.alert))
+
+    def prop_search(self, data, name, *_, **__):
+        self.prop(data, name)
+
+    def template_list(self, *_, **__):
+        pass
+
+    def separator(self, **_):
+        pass

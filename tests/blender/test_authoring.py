@@ -117,8 +117,7 @@ def test_keys_interpolate_and_follow_their_muscle_when_moved(bpy):
 
 
 def test_shipped_presets_listed_applied_and_user_preset_round_trips(bpy):
-    ops = sys_module("operators.muscles")
-    files = [f for p in ops.preset_paths() for f in os.listdir(p) if f.endswith(".py")]
+    files = [f for p in bpy.utils.preset_paths("implicit_muscles/muscle") for f in os.listdir(p) if f.endswith(".py")]
     for name in ("Biceps", "Triceps", "Brachialis", "Brachioradialis", "Forearm_Flexors", "Forearm_Extensors",
                  "Deltoid", "Pectoral", "Dorsal", "Abdominals", "Gluteus", "Quadriceps", "Hamstrings",
                  "Gastrocnemius"):
