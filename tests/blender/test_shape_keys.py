@@ -60,6 +60,18 @@ def _plain(bpy, mesh, frame):
     return out
 
 
+def _bound_hand_as_armature(bpy, mesh, rest):
+    """Bind ``mesh``, play frames 1-30 and check that its hand (rest x > 0.72) equals the Armature result there to
+    ``ARMATURE_TOL``: ``(positions at frame 30, the hand's mask)``."""
+    bind(bpy, mesh)
+    _play(bpy, range(1, 31))
+    ours = evaluated(bpy, mesh)
+    hand = rest[:, 0] > 0.72
+    plain = _plain(bpy, mesh, 30)
+    assert np.abs(ours[hand] - plain[hand]).max() < ARMATURE_TOL
+    return ours, hand
+
+
 def test_a_shape_key_rides_on_the_bound_result(bpy):
     """A key moving the forearm 30 mm: at frame 30 (elbow at 110 degrees) the hand of the bound result equals the
     Armature result with the key to 0.5 mm, and the key moves the bound forearm by its own 30 mm, turned with it."""
@@ -67,12 +79,7 @@ def test_a_shape_key_rides_on_the_bound_result(bpy):
     rest = positions(mesh.data)
     forearm = rest[:, 0] > 0.55
     key = _add_key(mesh, "Forearm", np.array([0.0, 0.0, KEY]), forearm)
-    bind(bpy, mesh)
-    _play(bpy, range(1, 31))
-    ours = evaluated(bpy, mesh)
-    hand = rest[:, 0] > 0.72
-    plain = _plain(bpy, mesh, 30)
-    assert np.abs(ours[hand] - plain[hand]).max() < ARMATURE_TOL
+    ours, hand = _bound_hand_as_armature(bpy, mesh, rest)
     key.value = 0.0
     bpy.context.scene.frame_set(30)
     without = evaluated(bpy, mesh)
@@ -151,12 +158,7 @@ def test_a_modifier_before_the_armature_reaches_the_bound_result(bpy):
     displace.direction, displace.strength, displace.mid_level = 'Z', 0.01, 0.5
     with bpy.context.temp_override(object=mesh):
         bpy.ops.object.modifier_move_to_index(modifier=displace.name, index=0)
-    bind(bpy, mesh)
-    _play(bpy, range(1, 31))
-    ours = evaluated(bpy, mesh)
-    hand = rest[:, 0] > 0.72
-    plain = _plain(bpy, mesh, 30)
-    assert np.abs(ours[hand] - plain[hand]).max() < ARMATURE_TOL
+    ours, hand = _bound_hand_as_armature(bpy, mesh, rest)
     displace.show_viewport = False
     bpy.context.scene.frame_set(30)
     assert np.abs(np.linalg.norm(ours - evaluated(bpy, mesh), axis=1)[hand] - 0.005).max() < 1e-4
