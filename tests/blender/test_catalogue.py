@@ -341,19 +341,23 @@ def _linked_into_a_new_shot(bpy, library):
             next(o for o in scene.objects if o.type == 'ARMATURE'))
 
 
-def test_library_linked_character_with_overrides(bpy, tmp_path):
-    """A character linked from another file into a shot and made a library override: it binds on first use and
-    plays as it does in its own file; activation set on the override is used; the library file is not written."""
-    rig, mesh = animated_arm(bpy)
+def _bound_then_linked(bpy, rig, mesh, tmp_path):
+    """``rig`` and ``mesh`` put in a collection, bound and played to frame 30, saved as a library and linked into a
+    new shot: ``(positions at frame 30 in its own file, the library's path, its bytes, (scene, mesh, rig) of the
+    shot)``."""
     _in_a_collection(bpy, rig, mesh)
     bind(bpy, mesh)
     _play(bpy, range(1, 31))
     own = evaluated(bpy, mesh)
     library = tmp_path / "character.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(library))
-    written = library.read_bytes()
+    return own, library, library.read_bytes(), _linked_into_a_new_shot(bpy, library)
 
-    scene, mesh, rig = _linked_into_a_new_shot(bpy, library)
+
+def test_library_linked_character_with_overrides(bpy, tmp_path):
+    """A character linked from another file into a shot and made a library override: it binds on first use and
+    plays as it does in its own file; activation set on the override is used; the library file is not written."""
+    own, library, written, (scene, mesh, rig) = _bound_then_linked(bpy, *animated_arm(bpy), tmp_path)
     assert mesh.override_library is not None and mesh.data.library is not None  # the mesh data stays linked
     _play(bpy, range(1, 31))
     live = mesh.modifiers["Implicit Skinning (Linked Mesh)"]

@@ -188,19 +188,12 @@ def test_a_bake_of_a_mesh_with_shape_keys_plays_as_the_live_result(bpy, tmp_path
 def test_a_linked_character_keeps_its_shape_keys(bpy, tmp_path):
     """The arm with its forearm key, linked into a shot as a library override: its helper object carries the turned
     key too, so the shot shows frame 30 as the character's own file does; the library file is not written."""
-    from test_catalogue import SAME_TOL, _in_a_collection, _linked_into_a_new_shot
+    from test_catalogue import SAME_TOL, _bound_then_linked
 
     rig, mesh = animated_arm(bpy)
     rest = positions(mesh.data)
     _add_key(mesh, "Forearm", np.array([0.0, 0.0, KEY]), rest[:, 0] > 0.55)
-    _in_a_collection(bpy, rig, mesh)
-    bind(bpy, mesh)
-    _play(bpy, range(1, 31))
-    own = evaluated(bpy, mesh)
-    library = tmp_path / "character.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(library))
-    written = library.read_bytes()
-    scene, mesh, rig = _linked_into_a_new_shot(bpy, library)
+    own, library, written, (scene, mesh, rig) = _bound_then_linked(bpy, rig, mesh, tmp_path)
     assert mesh.data.library is not None and mesh.data.shape_keys is not None
     _play(bpy, range(1, 31))
     assert _runtime().bound(mesh).last_error == ""
