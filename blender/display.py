@@ -20,6 +20,7 @@ from bpy.app.handlers import persistent
 from mathutils import Matrix, Vector
 
 from . import rig as rig_utils
+from .playback import on_main_thread
 
 SUFFIX = ".muscles"
 HANDLE_KEY = "implicit_muscles_handle"
@@ -184,7 +185,7 @@ def _on_depsgraph_update(scene, depsgraph=None):
 
 @persistent
 def _on_frame_change(scene, depsgraph=None):
-    if bpy.app.background:
+    if bpy.app.background or not on_main_thread():  # a render's own thread never edits the display meshes
         return
     update_all()
 

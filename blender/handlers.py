@@ -1,13 +1,26 @@
 """The persistent application handlers of Implicit Skinning (DESIGN.md §3), and their register/unregister.
 
-* ``frame_change_post``: deform every live mesh for the new frame (``playback.evaluate_safely``).
+No handler sets a frame (``scene.frame_set``): a render started from the interface runs the frame-change and render
+handlers on its own thread, where that crashes. The frames a time needs are simulated beforehand, on the main thread
+(``blender/playback.py``, ``blender/renders.py``):
+
+* ``frame_change_pre``: on the main thread with no render running, simulate what the new time needs
+  (``playback.prepare_frame``: a jump, a gap, a frame dropped in playback).
+* ``frame_change_post``: deform every live mesh for the new time from the cached states
+  (``playback.evaluate_safely``; a subframe of motion blur steps from the whole frame before it and caches nothing).
+  While a render started from the interface runs, the main thread leaves the meshes alone (the render writes them).
+* ``render_init`` / ``render_complete`` / ``render_cancel`` mark a render running; ``render_pre`` simulates what the
+  frame about to render needs, its motion-blur shutter included (``renders.prepare_render_frame``), on the main
+  thread: directly for background and script renders, handed over by the render's thread for a render started
+  from the interface (``renders.serve_render_requests``, a timer polling on the main thread).
 * ``depsgraph_update_post``, edits between frame changes: posing an armature re-evaluates its meshes for display
   (``preview``: its muscle state is not cached, so the cache keeps describing the animation, and the states from the
   current frame on are forgotten); editing keys of the armature's action forgets the cached states from the key
   before the earliest edited key (``FrameCache.update_keys``); renamed bones are followed by their muscles
   (``rig.follow_renames``); an edited mesh or armature has its bind's staleness checked again (``runtime``).
 * ``load_pre`` forgets the session's binds (they are keyed by object name); ``load_post`` switches a file's live
-  meshes back on and evaluates the current frame, which binds them again.
+  meshes back on, binds them again and shows the current frame, simulating the frames before it
+  (``playback.prepare_frame``).
 * ``undo_post``, ``redo_post``: every bound mesh's staleness is checked again.
 * ``save_pre`` stores live meshes showing the plain Armature result, so a file opened without the add-on plays its
   Armature modifier, never a frozen frame; ``save_post`` switches them back on. Baked meshes keep their Mesh Cache.
@@ -21,7 +34,7 @@ import sys
 import bpy
 from bpy.app.handlers import persistent
 
-from . import animation, modifiers, playback, rig, runtime
+from . import animation, modifiers, playback, renders, rig, runtime
 
 
 def _bound_meshes(scene) -> list:
@@ -39,9 +52,21 @@ def _check_staleness(check, obj) -> None:
 
 
 @persistent
+def on_frame_change_pre(scene, *_):
+    """Simulate what the new time needs, on the main thread outside renders (module docstring)."""
+    if playback.busy() or not renders.may_simulate():
+        return
+    playback.prepare_frame(scene)
+
+
+@persistent
 def on_frame_change(scene, depsgraph=None):
     if playback.busy():
         return
+    if playback.on_main_thread() and renders.rendering_elsewhere():
+        return  # a render started from the interface evaluates the meshes on its own thread
+    if renders.rendering_here() and (depsgraph is None or depsgraph.mode == 'VIEWPORT'):
+        renders.render_ended()  # back on the viewport: a render of this thread that did not say it ended
     if depsgraph is None:
         depsgraph = bpy.context.evaluated_depsgraph_get()
     for obj in playback.live_meshes(scene):
@@ -49,9 +74,30 @@ def on_frame_change(scene, depsgraph=None):
 
 
 @persistent
+def on_render_init(*_):
+    renders.render_started()
+
+
+@persistent
+def on_render_pre(scene, *_):
+    """Simulate what the frame about to render needs, before the render evaluates it (module docstring)."""
+    try:
+        renders.prepare_render_frame(scene)
+    except Exception as ex:  # noqa: BLE001 - a render handler must never raise; the frame falls back and says why
+        print(f"Implicit Muscles: could not simulate the muscles before rendering frame {scene.frame_current}: "
+              f"{ex}", file=sys.stderr)
+
+
+@persistent
+def on_render_end(*_):
+    """``render_complete`` and ``render_cancel``."""
+    renders.render_ended()
+
+
+@persistent
 def on_depsgraph_update(scene, depsgraph):
     """Edits between frame changes (module docstring)."""
-    if playback.busy():
+    if playback.busy() or (playback.on_main_thread() and renders.rendering_elsewhere()):
         return
     posed, actions, armatures, meshes = set(), set(), set(), set()
     for update in depsgraph.updates:
@@ -100,18 +146,21 @@ def on_load_pre(*_):
     """Another file is being opened: its meshes bind again on first use (binds are keyed by object name)."""
     runtime.clear()
     playback.forget_warnings()
+    renders.render_ended()
 
 
 @persistent
 def on_load_post(*_):
-    """Switch the file's live meshes back on (``on_save_pre``) and evaluate the current frame (this binds them)."""
+    """Switch the file's live meshes back on (``on_save_pre``) and show the current frame (this binds them again and
+    simulates the frames before it)."""
     scene = bpy.context.scene
     if scene is None:
         return
+    meshes = [obj for obj in playback.live_meshes(scene) if obj.implicit_skin.bound]
+    playback.prepare_frame(scene, meshes)
     depsgraph = bpy.context.evaluated_depsgraph_get()
-    for obj in playback.live_meshes(scene):
-        if obj.implicit_skin.bound:
-            playback.evaluate_safely(obj, scene, depsgraph)
+    for obj in meshes:
+        playback.evaluate_safely(obj, scene, depsgraph)
 
 
 @persistent
@@ -141,7 +190,9 @@ def on_save_post(*_):
                 modifiers.set_active(obj, True)
 
 
-_HANDLERS = (("frame_change_post", on_frame_change), ("depsgraph_update_post", on_depsgraph_update),
+_HANDLERS = (("frame_change_pre", on_frame_change_pre), ("frame_change_post", on_frame_change),
+             ("render_init", on_render_init), ("render_pre", on_render_pre), ("render_complete", on_render_end),
+             ("render_cancel", on_render_end), ("depsgraph_update_post", on_depsgraph_update),
              ("load_pre", on_load_pre), ("load_post", on_load_post), ("save_pre", on_save_pre),
              ("save_post", on_save_post), ("undo_post", on_undo_redo), ("redo_post", on_undo_redo))
 
@@ -149,10 +200,14 @@ _HANDLERS = (("frame_change_post", on_frame_change), ("depsgraph_update_post", o
 def register():
     for name, fn in _HANDLERS:
         getattr(bpy.app.handlers, name).append(fn)
+    if not bpy.app.background:  # renders started from the interface hand their simulation to the main thread
+        bpy.app.timers.register(renders.serve_render_requests, first_interval=renders.POLL_IDLE, persistent=True)
 
 
 def unregister():
     for handlers, fn in ((getattr(bpy.app.handlers, name), fn) for name, fn in _HANDLERS):
         while fn in handlers:
             handlers.remove(fn)
+    if bpy.app.timers.is_registered(renders.serve_render_requests):
+        bpy.app.timers.unregister(renders.serve_render_requests)
     playback.forget_warnings()

@@ -144,7 +144,7 @@ def _show_current_frame(mesh_obj, context):
     from . import playback
     if context.scene is not None:
         try:
-            playback.evaluate_mesh(mesh_obj, context.scene, context.evaluated_depsgraph_get())
+            playback.show_current_frame(mesh_obj, context.scene)
         except ValueError:
             pass
 

@@ -54,7 +54,7 @@ class IMPLICIT_MUSCLES_OT_bind_skin(Operator):
         skin.enabled = True
         skin.bind_signature = bound.signature
         modifiers.install(mesh_obj)
-        playback.evaluate_mesh(mesh_obj, context.scene, context.evaluated_depsgraph_get())
+        playback.show_current_frame(mesh_obj, context.scene)
         if context.scene is not None:
             context.scene.render.use_lock_interface = True  # renders read evaluated data, never a half-written mesh
         fibres = len(bound.character.muscles)

@@ -1,0 +1,153 @@
+"""What a render needs before each frame, and which thread simulates it (DESIGN.md §3, docs/design-notes.md).
+
+A render's frame-change handlers only evaluate from the muscle states cached before (``blender/playback.py``), so
+before each frame renders (``render_pre``) the states its frame and motion steps start from are simulated:
+``render_states`` says which (``render_span``: the frame, its motion-blur shutter or a vector pass's neighbours), and
+``prepare_render_frame`` simulates them with ``playback.simulate_gaps``, on the main thread. A background or script
+render runs its handlers on the main thread and simulates directly. A render started from the interface runs them on
+its own thread, which must not update the view layer or set a frame: it hands the work to the main thread
+(``request_on_main_thread``) and waits, and a timer on the main thread runs it (``serve_render_requests``).
+
+Between ``render_init`` and ``render_complete`` / ``render_cancel`` a render is running (``rendering``): frame
+changes do not simulate gaps (``may_simulate``; the render's own come with their states cached), and while it runs
+on another thread the main thread's handlers leave the meshes alone (``rendering_elsewhere``).
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import traceback
+
+import bpy
+
+from . import playback
+
+HANDOFF_START_TIMEOUT = 10.0
+"""Seconds a render thread waits for the main thread to start simulating what its frame needs
+(``request_on_main_thread``); after that the render goes on, and the frames it lacks fall back."""
+POLL_RENDERING = 0.1
+POLL_IDLE = 0.5
+"""Seconds between two calls of ``serve_render_requests`` while a render job runs, and otherwise."""
+
+_render_thread: int | None = None  # the thread of the render between render_init and its end
+_requests: list = []  # _Request from render threads, served on the main thread
+
+
+def render_started() -> None:
+    """``render_init``: a render runs on this thread until ``render_ended``."""
+    global _render_thread
+    _render_thread = threading.get_ident()
+
+
+def render_ended() -> None:
+    global _render_thread
+    _render_thread = None
+
+
+def rendering() -> bool:
+    """True between a render's ``render_init`` and its ``render_complete`` or ``render_cancel``."""
+    return _render_thread is not None
+
+
+def rendering_here() -> bool:
+    """True while a render runs on this thread (a background or script render, seen from its own handlers)."""
+    return _render_thread == threading.get_ident()
+
+
+def rendering_elsewhere() -> bool:
+    """True while a render runs on another thread: a render started from the interface, seen from the main thread.
+    Its job's end returns to the viewport's frame after ``render_complete``; a job that ended without it is
+    forgotten here."""
+    if _render_thread is None or rendering_here():
+        return False
+    if bpy.app.is_job_running('RENDER'):
+        return True
+    render_ended()
+    return False
+
+
+def may_simulate() -> bool:
+    """Whether a frame change may simulate gaps here: on the main thread, with no render running."""
+    return playback.on_main_thread() and not rendering_here() and not rendering_elsewhere()
+
+
+def render_span(scene) -> tuple:
+    """``(first, last)`` times [frames] a render of the scene's current frame ``t`` visits: ``t`` alone, its
+    motion-blur shutter (``motion_blur_shutter`` frames placed by ``motion_blur_position``: START ``t..t+s``, CENTER
+    ``t-s/2..t+s/2``, END ``t-s..t``), or the frames either side of it for a vector pass."""
+    t = scene.frame_current + scene.frame_subframe
+    render = scene.render
+    if render.use_motion_blur:
+        s = render.motion_blur_shutter
+        return {'START': (t, t + s), 'END': (t - s, t)}.get(render.motion_blur_position, (t - s / 2, t + s / 2))
+    if any(layer.use and layer.use_pass_vector for layer in scene.view_layers):
+        return t - 1, t + 1
+    return t, t
+
+
+def render_states(scene) -> tuple:
+    """``(first, last)`` frames whose states a render of the scene's current frame ``f`` needs before it starts
+    (``render_span``). The state after ``f`` itself is left out when nothing later is needed: the render evaluates
+    ``f`` before its subframes (Cycles and EEVEE sync the frame first, then its motion steps)."""
+    lo, hi = render_span(scene)
+    first, last = playback.state_needed(lo), playback.state_needed(hi)
+    if last == scene.frame_current:
+        last -= 1
+    return first, last
+
+
+def prepare_render_frame(scene) -> None:
+    """``render_pre``: simulate what the frame about to render needs, on the main thread (directly, or handed over
+    by the render's thread, ``request_on_main_thread``)."""
+    first, last = render_states(scene)
+    if playback.on_main_thread():
+        playback.simulate_gaps(scene, playback.live_meshes(scene), first, last)
+    else:
+        request_on_main_thread(scene, first, last)
+
+
+class _Request:
+    """States a render thread needs (``first..last``, scene by name), waiting for the main thread."""
+
+    def __init__(self, scene_name: str, first: int, last: int):
+        self.scene_name, self.first, self.last = scene_name, first, last
+        self.lock = threading.Lock()
+        self.started = threading.Event()
+        self.done = threading.Event()
+        self.withdrawn = False
+
+
+def request_on_main_thread(scene, first: int, last: int) -> bool:
+    """From a render's thread: have the main thread run ``simulate_gaps`` for ``scene``'s live meshes and wait for
+    it. Returns False, and withdraws the request, if the main thread does not start it within
+    ``HANDOFF_START_TIMEOUT`` (the render goes on; the frames it lacks fall back, saying to bake)."""
+    request = _Request(scene.name_full, first, last)
+    _requests.append(request)
+    if not request.started.wait(HANDOFF_START_TIMEOUT):
+        with request.lock:
+            if not request.started.is_set():
+                request.withdrawn = True
+                return False
+    request.done.wait()
+    return True
+
+
+def serve_render_requests() -> float:
+    """Run the render threads' requests on the main thread (a ``bpy.app.timers`` function, registered for the
+    session by ``blender/handlers.py``); returns the seconds until its next call."""
+    while _requests:
+        request = _requests.pop(0)
+        with request.lock:
+            if request.withdrawn:
+                continue
+            request.started.set()
+        try:
+            scene = bpy.data.scenes.get(request.scene_name)
+            if scene is not None:
+                playback.simulate_gaps(scene, playback.live_meshes(scene), request.first, request.last)
+        except Exception as ex:  # noqa: BLE001 - a timer must never raise; the render falls back and says so
+            print(f"Implicit Muscles: could not simulate the muscles a render needs: {ex}", file=sys.stderr)
+            traceback.print_exc()
+        finally:
+            request.done.set()
+    return POLL_RENDERING if rendering_elsewhere() else POLL_IDLE
