@@ -234,12 +234,12 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
 
 
 def _labels(values, count, name) -> np.ndarray:
-    """``(count,)`` int64 from one label or None per muscle: equal labels get equal numbers 0, 1, ... (in sorted
-    order), None gets -1."""
+    """``(count,)`` int64 from one label (any sortable value) or None per muscle: equal labels get equal numbers 0,
+    1, ... (sorted by type, then value), None gets -1."""
     labels = [None] * count if values is None else list(values)
     if len(labels) != count:
         raise ValueError(f"{name} needs one entry per muscle ({count}), got {len(labels)}.")
-    distinct = sorted({g for g in labels if g is not None})
+    distinct = sorted({g for g in labels if g is not None}, key=lambda g: (type(g).__name__, g))
     return np.array([-1 if g is None else distinct.index(g) for g in labels], dtype=np.int64)
 
 
