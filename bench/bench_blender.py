@@ -20,10 +20,10 @@ Armature modifier, muscle items):
   arms keyed on every frame (``+-0.6 sin(2 pi 1.5 t)`` rad about X), shins and forearms held bent 0.8 rad.
 
 What differs from the headless scenes: the Blender muscle items carry what the add-on reads (``blender/reader.py``):
-the stiffness stays the item's default or the preset's (0.5, the core's default too); collision groups are the
-skin bones in both (the reader ignores ``collision_group``); the cross-section direction is the reader's default
-turned by ``twist`` onto the core muscle's origin normal (for the body muscles, whose core normal is automatic, this
-is the core's automatic choice); the skin settings are the mesh's defaults (``implicit_skin``), which are the
+the stiffness stays the item's default or the preset's (0.5, the core's default too); the muscles on one skin bone
+push each other in both (no muscle has a *Group*); the cross-section direction is the reader's default turned by
+``twist`` onto the core muscle's origin normal (for the body muscles, whose core normal is automatic, this is the
+core's automatic choice); the skin settings are the mesh's defaults (``implicit_skin``), which are the
 core's defaults. Poses come from keyframes (bone-local quaternions), so they are the headless poses up to float32.
 
 Measured per frame, sequential playback (the previous frame's PBD state cached), in rounds that alternate
@@ -293,8 +293,8 @@ def _body_scene(bpy, scenes, blender_rig, suffix="", offset=0.0):
     rig = scenes.body_rig()
     armature, skin = blender_rig.build_rig(rig, "Rig" + suffix, "Body" + suffix)
     armature.location.x = offset
-    muscles, groups, owner = scenes.body_muscles()
-    blender_rig.add_muscles(armature, muscles, owner, owner, owner, groups)
+    muscles, _, owner = scenes.body_muscles()  # contact sets are the skin bones on both sides: no Group needed
+    blender_rig.add_muscles(armature, muscles, owner, owner, owner)
     names = list(rig.names)
     swing = [n for n in names if n.startswith(("thigh", "upper_arm"))]
     bent = [n for n in names if n.startswith(("shin", "forearm"))]

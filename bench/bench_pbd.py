@@ -36,7 +36,7 @@ def skeleton():
 
 
 def full_body_muscles(particles=30):
-    """50 muscles around the bones with their collision groups and owner bones (``scenes/paper.body_muscles``)."""
+    """50 muscles around the bones with their contact sets and owner bones (``scenes/paper.body_muscles``)."""
     from implicit_muscles.scenes.paper import body_muscles
     return body_muscles(particles)
 
@@ -120,7 +120,7 @@ def run_full_body(collisions: bool, threads: int) -> dict:
     caps = np.stack([heads, tails], 1)
     radius = 0.3 * limb
     model = build_pbd_model(muscles, PBDSettings(), caps if collisions else None, radius if collisions else None,
-                            collision_groups=groups if collisions else None)
+                            contact_sets=groups if collisions else None)
     model, state = rest_state(model, max_frames=400)
     solver = PBDSolver(model)
     nxt = state.copy()

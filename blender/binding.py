@@ -32,11 +32,13 @@ class SceneDescription:
 
     ``rig``: ``core.rig.Rig`` of the mesh at rest; ``muscles``: ``FusiformMuscle`` at rest, the fibres this mesh
     shows; ``origin_bones``, ``insertion_bones``, ``skin_bones``: ``(fibres,)`` int64 bone indices; ``source``:
-    ``(fibres,)`` int64 index of the Blender muscle each fibre comes from; ``skin``, ``tracking``: the mesh's
-    ``SkinSettings`` and ``TrackingSettings``; ``settled_rest``: ``(x (P, 3), particle_s (P,))`` stored in the
-    file for this set-up, or None; ``setup``: ``setup_digest`` of the armature; ``signature``: ``signature_of``
-    the rest positions; ``rest_inverse``: ``(B, 4, 4)`` inverse rest frames of the bones; ``to_mesh``: ``(4, 4)``
-    armature space -> mesh local space; ``keys``: ``animation.key_snapshot`` of the armature."""
+    ``(fibres,)`` int64 index of the Blender muscle each fibre comes from; ``collisions``: the fibres'
+    ``core.pbd.collisions.MuscleCollisions`` (``reader.read_collisions``); ``pbd``: ``PBDSettings`` with the rig's
+    *Substeps*; ``skin``, ``tracking``: the mesh's ``SkinSettings`` and ``TrackingSettings``; ``settled_rest``:
+    ``(x (P, 3), particle_s (P,))`` stored in the file for this set-up, or None; ``setup``: ``setup_digest`` of
+    the armature; ``signature``: ``signature_of`` the rest positions; ``rest_inverse``: ``(B, 4, 4)`` inverse rest
+    frames of the bones; ``to_mesh``: ``(4, 4)`` armature space -> mesh local space; ``keys``:
+    ``animation.key_snapshot`` of the armature."""
 
     rig: object
     muscles: tuple
@@ -44,6 +46,8 @@ class SceneDescription:
     insertion_bones: np.ndarray
     skin_bones: np.ndarray
     source: np.ndarray
+    collisions: object
+    pbd: object
     skin: object
     tracking: object
     settled_rest: tuple | None
@@ -56,6 +60,7 @@ class SceneDescription:
 
 def describe(mesh_obj, armature) -> SceneDescription:
     """Read the scene for binding ``mesh_obj`` to ``armature``; ``ValueError`` naming the problem and its fix."""
+    from ..core.pbd.settings import PBDSettings
     from ..core.skin.field import SkinSettings
     from ..core.skin.tracking import TrackingSettings
 
@@ -82,7 +87,9 @@ def describe(mesh_obj, armature) -> SceneDescription:
     mesh_obj.data.vertices.foreach_get("co", co)
     return SceneDescription(
         rig=rig, muscles=tuple(m for m, k in zip(muscles, keep) if k), origin_bones=o_b[keep],
-        insertion_bones=i_b[keep], skin_bones=s_b[keep], source=source[keep], skin=skin, tracking=tracking,
+        insertion_bones=i_b[keep], skin_bones=s_b[keep], source=source[keep],
+        collisions=reader.read_collisions(armature, source[keep]),
+        pbd=PBDSettings(substeps=armature.implicit_muscles.substeps), skin=skin, tracking=tracking,
         settled_rest=stored_rest(mesh_obj, setup), setup=setup, signature=signature_of(co.reshape(-1, 3)),
         rest_inverse=np.linalg.inv(np.array([np.array(b.matrix_local) for b in armature.data.bones])),
         to_mesh=np.array(mesh_obj.matrix_world.inverted() @ armature.matrix_world),
@@ -97,8 +104,8 @@ def build(scene: SceneDescription):
     from ..core.character import MuscledCharacter
 
     return MuscledCharacter(scene.rig, copy.deepcopy(list(scene.muscles)), scene.origin_bones, scene.insertion_bones,
-                            scene.skin_bones, skin=scene.skin, tracking=scene.tracking,
-                            settled_rest=scene.settled_rest)
+                            scene.skin_bones, pbd=scene.pbd, skin=scene.skin, tracking=scene.tracking,
+                            settled_rest=scene.settled_rest, collisions=scene.collisions)
 
 
 def setup_digest(armature) -> str:

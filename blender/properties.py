@@ -83,11 +83,18 @@ class ImplicitMuscle(PropertyGroup):
     collide_bones: BoolProperty(name="Bones", default=True, **SETUP,
                                 description="Slide around the bones instead of going through them")
     collide_muscles: BoolProperty(name="Muscles", default=True, **SETUP,
-                                  description="Push against the other muscles of the same collision group")
+                                  description="Push against the other muscles on the same skin bone (except those "
+                                              "of the same Group)")
     collision_group: IntProperty(name="Group", default=0, min=0, max=64, **SETUP,
-                                 description="Muscles with the same group push against each other")
+                                 description="Muscles with the same group (1 or more) overlap freely instead of "
+                                             "pushing each other, as the fibres of one muscle always do (0: no "
+                                             "group)")
     keep_inside: BoolProperty(name="Stay Under Skin", default=True, **SETUP,
                               description="Keep the muscle inside the skin when joints bend")
+    bone_radius: FloatProperty(name="Bone Radius", subtype='DISTANCE', unit='LENGTH', default=0.0, min=0.0,
+                               soft_max=0.1, **SETUP,
+                               description="Radius of the bones' collision capsules this muscle slides on (0: "
+                                           "automatic, a quarter of the limb's radius measured from the skin)")
 
     fibres: IntProperty(name="Fibres", default=1, min=1, max=16, **SETUP,
                         description="Fan-shaped muscles (pectoral, deltoid) are made of several fibres")

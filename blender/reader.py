@@ -170,6 +170,27 @@ def read_muscles(armature, names: tuple, frame=None):
     return out, *(np.array(v, dtype=np.int64) for v in (o_b, i_b, s_b, source))
 
 
+OWN_GROUP = 100
+"""Overlap-group labels from here on are the muscles' own (``OWN_GROUP + index``): above every *Group* (0-64)."""
+
+
+def read_collisions(armature, source):
+    """``core.pbd.collisions.MuscleCollisions`` of the fibres whose Blender muscles are ``source (fibres,)``: each
+    fibre takes its muscle's *Bones*, *Muscles*, *Stay Under Skin* and *Bone Radius* (0: automatic, NaN for the
+    core); the fibres of a muscle share its *Group* (1-64), or else an overlap group of their own, so they never
+    push each other."""
+    from ..core.pbd.collisions import MuscleCollisions
+
+    items = armature.implicit_muscles.muscles
+    fibres = [items[int(k)] for k in source]
+    return MuscleCollisions(
+        bones=[m.collide_bones for m in fibres], muscles=[m.collide_muscles for m in fibres],
+        keep_inside=[m.keep_inside for m in fibres],
+        overlap_groups=[m.collision_group if m.collision_group > 0 else OWN_GROUP + int(k)
+                        for m, k in zip(fibres, source)],
+        bone_radius=[m.bone_radius if m.bone_radius > 0.0 else math.nan for m in fibres])
+
+
 def muscles_on_skin(rig, skin_bones, elsewhere=None) -> np.ndarray:
     """``(M,)`` bool: the muscles this mesh shows. An armature that deforms several meshes (a torso, legs and a
     head; two arms; a body and its clothes) has muscles on the other meshes' bones too; a mesh binds with its own:

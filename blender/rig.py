@@ -73,20 +73,37 @@ def limb_radius(armature, bone_name: str) -> float:
     return 0.15 * float(np.linalg.norm(tail - head))
 
 
+DEFAULT_DEPTH = 0.6
+"""A new muscle's axis lies this many limb radii out from its bones (``default_points``)."""
+DEFAULT_REACH = 0.3
+"""A new muscle is as thick as reaches this many limb radii from its axis at its thickest point (``fitted_width``).
+With ``DEFAULT_DEPTH`` and the automatic bone capsule (a quarter of the limb radius,
+``core.pbd.model.capsule_radius_from_skin``) it lies 0.05 limb radii clear of the capsule and 0.1 inside the skin."""
+
+
 def default_points(armature, origin_bone: str, insertion_bone: str):
-    """Origin and insertion in their bones' rest frames, and a width [m], for a new muscle: the origin a quarter
-    down its bone, the insertion 15 % into its bone (the far end of the origin bone if both are the same), both
-    half a limb radius out along the bones' local Z (the skin side), width a third of the limb radius."""
+    """Origin and insertion in their bones' rest frames, and the origin bone's limb radius [m], for a new muscle: the
+    origin a quarter down its bone, the insertion 15 % into its bone (the far end of the origin bone if both are
+    the same), both ``DEFAULT_DEPTH`` limb radii out along the bones' local Z (the skin side)."""
     bones = armature.data.bones
     ob, ib = bones[origin_bone], bones[insertion_bone]
     radius = limb_radius(armature, origin_bone)
-    side = Vector((0.0, 0.0, 0.5 * radius))  # local Z of the bone frame
+    side = Vector((0.0, 0.0, DEFAULT_DEPTH * radius))  # local Z of the bone frame
     origin = Vector((0.0, 0.25 * ob.length, 0.0)) + side
     if origin_bone == insertion_bone:
         insertion = Vector((0.0, 0.9 * ib.length, 0.0)) + side
     else:
         insertion = Vector((0.0, 0.15 * ib.length, 0.0)) + side
-    return origin, insertion, max(radius / 3.0, 0.002)
+    return origin, insertion, radius
+
+
+def fitted_width(radius: float, muscle) -> float:
+    """The width [m] at which ``muscle``'s rest shape (its rest profile and flatness, at no activation) reaches
+    ``DEFAULT_REACH`` limb radii (``radius`` [m]) from its axis at its thickest point, at least 2 mm."""
+    from ..core.muscle.profile import ellipse_axes, profile_max
+    v = ellipse_axes(muscle.eccentricity_rest)[1]
+    peak = profile_max(muscle.alpha_rest, muscle.beta_rest, muscle.alpha_active, muscle.beta_active, 0.0)
+    return max(DEFAULT_REACH * radius / (v * peak), 0.002)
 
 
 def bone_frame(armature, bone_name: str, posed: bool) -> Matrix:

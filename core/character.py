@@ -3,10 +3,11 @@
 :class:`MuscledCharacter` owns the muscles' PBD system (``core/pbd/``), the implicit skin field
 (``core/skin/field.py``) and the Implicit Skinning deformer (``core/skin/deformer.py``). Muscles are attached to bones:
 the origin follows ``origin_bones[m]``, the insertion ``insertion_bones[m]``, and the muscle joins the skin part of
-``skin_bones[m]``. Bone capsules (radius from the skin, ``capsule_radius_from_skin``) are the muscles' bone
-collisions; muscles sharing a skin bone form a collision group; the axes are kept inside the skin's parts (the
-field without the muscles, at ``KEEP_INSIDE_ISO``), so a muscle crossing a bent joint wraps around the fold
-instead of cutting across it.
+``skin_bones[m]``. Bone capsules (radius from the skin, ``capsule_radius_from_skin``, or the muscle's own bone
+radius) are the muscles' bone collisions; muscles sharing a skin bone push each other (their contact set), except
+those of one overlap group; the axes are kept inside the skin's parts (the field without the muscles, at
+``KEEP_INSIDE_ISO``), so a muscle crossing a bent joint wraps around the fold instead of cutting across it. Each
+switch is per muscle (:class:`core.pbd.collisions.MuscleCollisions`).
 
 Per frame, :meth:`MuscledCharacter.frame` takes the bones' rest -> posed transforms ``B (B, 4, 4)`` and the
 muscles' animated values (one :class:`core.pbd.control.MuscleInputs`, :meth:`MuscledCharacter.inputs`) and runs:
@@ -27,6 +28,7 @@ import numpy as np
 
 from .skin.deformer import ImplicitSkinDeformer
 from .muscle.batch import pack_muscles
+from .pbd.collisions import MuscleCollisions
 from .pbd.control import MuscleInputs, PBDControl, muscle_inputs
 from .pbd.model import build_pbd_model, capsule_radius_from_skin
 from .pbd.settings import PBDSettings
@@ -53,12 +55,15 @@ KEEP_INSIDE_ISO = 0.4
 class MuscledCharacter:
     """See the module docstring. ``rig``: an object with vertices, faces, weights, heads, tails, parents, names
     (``core.rig.Rig``); ``muscles``: :class:`core.muscle.primitive.FusiformMuscle` at rest, or none at all (Implicit
-    Skinning alone: a mesh of the character that no muscle lies on, e.g. the head; the state is then empty)."""
+    Skinning alone: a mesh of the character that no muscle lies on, e.g. the head; the state is then empty).
+    ``muscle_collisions`` False turns every muscle-muscle collision off; ``keep_inside`` is the iso-value of the
+    muscle-skin constraint (None: off for all); ``collisions`` says per muscle what it collides with
+    (:class:`core.pbd.collisions.MuscleCollisions`, default: everything)."""
 
     def __init__(self, rig, muscles, origin_bones, insertion_bones, skin_bones, pbd: PBDSettings | None = None,
                  skin: SkinSettings | None = None, tracking: TrackingSettings | None = None,
                  muscle_collisions: bool = True, keep_inside: float | None = KEEP_INSIDE_ISO, rest_hint=None,
-                 settled_rest=None):
+                 settled_rest=None, collisions: MuscleCollisions | None = None):
         self.rig = rig
         self.weld = weld(rig.vertices, rig.faces, rig.weights)  # split vertices move as one (core/skin/weld.py)
         if not self.weld.identity:
@@ -73,10 +78,16 @@ class MuscledCharacter:
         radius = np.array([capsule_radius_from_skin(rig.heads[j], rig.tails[j], rig.vertices[labels == j])
                            if np.any(labels == j) else 0.005 for j in range(B)])
         self.capsules_rest = np.stack([rig.heads, rig.tails], axis=1)
-        groups = list(self.skin_bones) if muscle_collisions else None
+        self.collisions = (collisions or MuscleCollisions()).resolved(len(self.muscles))
+        c = self.collisions
+        # (M, B) [m]: each muscle sees the bones at their automatic radius, or all at its own
+        self.capsule_radius = np.where(np.isfinite(c.bone_radius)[:, None], c.bone_radius[:, None], radius[None, :])
+        sets = [int(j) if muscle_collisions and on else None for j, on in zip(self.skin_bones, c.muscles)]
+        overlap = [int(g) if g >= 0 else None for g in c.overlap_groups]
         if self.muscles:
-            built = build_pbd_model(self.muscles, pbd, capsules=self.capsules_rest, capsule_radius=radius,
-                                    collision_groups=groups)
+            built = build_pbd_model(self.muscles, pbd, capsules=self.capsules_rest,
+                                    capsule_radius=self.capsule_radius, contact_sets=sets, overlap_groups=overlap,
+                                    bone_collisions=c.bones, keep_inside=c.keep_inside)
             stored = self._stored_rest(built, settled_rest)
             if stored is None:
                 if rest_hint is None:  # settle from scratch, then once more from there, as a bind from the hint does
@@ -218,7 +229,7 @@ class MuscledCharacter:
             return
         inputs = self._inputs(inputs, activation, stiffness, width_scale, eccentricity)
         control = self.control(B, inputs)
-        if self.keep_inside is not None:
+        if self.keep_inside is not None and self.model.skin_inv_mass.any():
             control.skin_field = self.hull.place(B).evaluate
             control.skin_iso = self.keep_inside
         try:

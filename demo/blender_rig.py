@@ -132,7 +132,8 @@ def set_muscle(item, armature, muscle, origin_bone: str, insertion_bone: str, sk
     """Fill a muscle item (``armature.implicit_muscles.muscles[k]``) from a core ``FusiformMuscle`` at rest:
     bones, end points (in their bones' rest frames), rest width, shape, particles, activation, width scale and the
     twist that matches the core muscle's origin normal. One fibre; stiffness and collisions keep the item's values
-    unless ``collision_group`` is given."""
+    unless ``collision_group`` is given (the item's *Group*: muscles of one group overlap instead of pushing each
+    other)."""
     axis = muscle.axis
     origin, insertion = axis[0], axis[-1]
     sh = muscle.shape

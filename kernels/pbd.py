@@ -3,7 +3,7 @@
 One call runs substeps ``k0 .. k1-1`` of a frame split into ``n_sub`` substeps of ``dt`` seconds. Each substep:
 
 1. for muscles with something to collide with, the axis length gives the width ``w`` (volume law) and so the
-   particle radii ``D_i = w Phi_a(s_i)``; muscles in a collision group also snapshot their axis and rebuild its
+   particle radii ``D_i = w Phi_a(s_i)``; muscles in a contact set also snapshot their axis and rebuild its
    geometry (``kernels/axis.py``): the field other muscles collide against. Everything a muscle reads of another
    comes from this snapshot, so the result does not depend on thread scheduling (bit-identical runs).
 2. for each muscle, in Gauss-Seidel order (paper §6.1):
@@ -12,9 +12,10 @@ One call runs substeps ``k0 .. k1-1`` of a frame split into ``n_sub`` substeps o
    - ``iterations`` times: distance constraints ``C = |p_k p_{k+1}| - d0`` along the axis (tendons: first and
      last 10 % of the rest length, ``d0`` = rest length, stiffness ``k_t``; belly: ``d0`` = 2 % of the rest length,
      stiffness ``k`` of the muscle); on the last sweep, collisions ``C = f(p) - D_i >= 0`` against bone capsules,
-     bone distance grids and the other muscles of its collision group (``f_M`` of the snapshot; each side takes
-     half; skipped without evaluating the field when box and chord bounds put the particle farther than
-     ``reach + D_i`` from their axis), each contact followed by tangential friction ``dp <- dp - eta dp_T``
+     bone distance grids and the other muscles of its contact set except those of its overlap group (``f_M`` of
+     the snapshot; each side takes half; skipped without evaluating the field when box and chord bounds put the
+     particle farther than ``reach + D_i`` from their axis), each contact followed by tangential friction
+     ``dp <- dp - eta dp_T``
      (thesis §5.3.3, on the substep displacement);
    - ``v <- (p - p_prev) / dt``.
    Muscles read nothing live of each other within a substep (only the snapshot), so a parallel task integrates
@@ -90,14 +91,15 @@ class PBDModelArrays(NamedTuple):
     particle_s: np.ndarray      # (P,) float64 rest arc-length parameter of each particle
     rest_length: np.ndarray     # (P,) float64 [m] rest length of constraint (k, k+1); last row of a muscle unused
     tendon: np.ndarray          # (P,) bool constraint (k, k+1) is a tendon
-    muscle_group: np.ndarray    # (M,) int64 collision group of each muscle (-1: none)
-    group_start: np.ndarray     # (Gm+1,) int64 CSR: muscles of each collision group
+    muscle_group: np.ndarray    # (M,) int64 contact set of each muscle: muscles that may push it (-1: none)
+    muscle_overlap: np.ndarray  # (M,) int64 overlap group: muscles of one never push each other (-1: none)
+    group_start: np.ndarray     # (Gm+1,) int64 CSR: muscles of each contact set
     group_members: np.ndarray   # (K,) int64
-    island_start: np.ndarray    # (I+1,) int64 CSR: the parallel tasks (each group, each muscle in no group)
+    island_start: np.ndarray    # (I+1,) int64 CSR: the parallel tasks (each set, each muscle in no set)
     island_members: np.ndarray  # (M,) int64
     cap_start: np.ndarray       # (M+1,) int64 CSR: capsules each muscle collides with
     cap_index: np.ndarray       # (C,) int64
-    cap_radius: np.ndarray      # (B,) float64 [m]
+    cap_radius: np.ndarray      # (C,) float64 [m] radius of each of those capsules, as that muscle sees it
     grid_start: np.ndarray      # (M+1,) int64 CSR: bone grids each muscle collides with
     grid_index: np.ndarray      # (Cg,) int64
     grid_values: np.ndarray     # (sum cells,) float64 [m] signed distances, grids one after the other
@@ -416,7 +418,7 @@ def _spring_solve(m, axis_start, x, x_prev, pred, out, inv_mass, rest_length, al
 def _collide(m, x, x_prev, model, frame, snapshot, friction, f1, chord_dev):
     """Collisions of the inner particles of muscle ``m``, each a sphere of radius ``D_i``, after the substep's last
     sweep (module docstring): bone capsules, bone grids, the other muscles of its group (``snapshot``, a
-    :class:`MuscleArrays`)."""
+    :class:`MuscleArrays`) except those of its overlap group."""
     axis_start = model.axis_start
     inv_mass = model.inv_mass
     particle_s = model.particle_s
@@ -443,6 +445,8 @@ def _collide(m, x, x_prev, model, frame, snapshot, friction, f1, chord_dev):
     a = axis_start[m]
     b = axis_start[m + 1]
     group = model.muscle_group[m]
+    muscle_overlap = model.muscle_overlap
+    overlap = muscle_overlap[m]
     n_caps = cap_start[m + 1] - cap_start[m]
     if n_caps == 0 and grid_start[m + 1] == grid_start[m] and group < 0:
         return
@@ -468,7 +472,6 @@ def _collide(m, x, x_prev, model, frame, snapshot, friction, f1, chord_dev):
         D = _radius(m, particle_s[k], expo, scal)
         # bone capsules: f = d(p, [b0, b1]) - R_cyl (paper §6.3), ends interpolated within the frame
         for ci in range(n_caps):
-            cap = cap_index[cap_start[m] + ci]
             ax = cap_a[ci, 0]
             ay = cap_a[ci, 1]
             az = cap_a[ci, 2]
@@ -487,7 +490,7 @@ def _collide(m, x, x_prev, model, frame, snapshot, friction, f1, chord_dev):
             dy = x[k, 1] - (ay + t * ey)
             dz = x[k, 2] - (az + t * ez)
             d = math.sqrt(dx * dx + dy * dy + dz * dz)
-            C = d - cap_radius[cap] - D
+            C = d - cap_radius[cap_start[m] + ci] - D
             if C < 0.0 and d > MIN_DISTANCE:
                 _push(x, x_prev, k, C, dx / d, dy / d, dz / d, 1.0, friction)
         # bone distance grids, sampled in bone rest space
@@ -508,11 +511,11 @@ def _collide(m, x, x_prev, model, frame, snapshot, friction, f1, chord_dev):
                 wy = M[0, 1] * lx + M[1, 1] * ly + M[2, 1] * lz
                 wz = M[0, 2] * lx + M[1, 2] * ly + M[2, 2] * lz
                 _push(x, x_prev, k, f - D, wx, wy, wz, 1.0, friction)
-        # other muscles of the same collision group: f = f_M of their snapshot (paper §6.3)
+        # other muscles of its contact set, not of its overlap group: f = f_M of their snapshot (paper §6.3)
         if group >= 0:
             for gi in range(group_start[group], group_start[group + 1]):
                 o = group_members[gi]
-                if o == m:
+                if o == m or (overlap >= 0 and muscle_overlap[o] == overlap):
                     continue
                 cut = scal[o, SCALAR_REACH] + D
                 if _box_distance2(x[k, 0], x[k, 1], x[k, 2], bounds, o) > cut * cut:
@@ -699,10 +702,11 @@ def pbd_substeps(k0, k1, params, model, frame, x, v, muscles, scratch):
 def keep_inside(x, v, inv_mass, values, grads, iso, dt, max_step):
     """Muscle-skin constraint (paper §6.3, thesis §5.3.2): ``C = f_skin(p) - iso >= 0`` with radius 0.
 
-    ``values (P,)``, ``grads (P, 3)``: the skin field (compact convention, larger inside) at ``x``. A violating
-    particle moves by one Newton step along the gradient, at most ``max_step`` [m] long (where the field is nearly
-    flat, far outside the skin, the step ``-C / |grad|`` is unbounded: kilometres); its velocity takes the same
-    correction.
+    ``inv_mass (P,)``: 0 for the particles it leaves alone (the endpoints, the muscles not kept inside,
+    ``PBDModel.skin_inv_mass``). ``values (P,)``, ``grads (P, 3)``: the skin field (compact convention, larger
+    inside) at ``x``. A violating particle moves by one Newton step along the gradient, at most ``max_step`` [m]
+    long (where the field is nearly flat, far outside the skin, the step ``-C / |grad|`` is unbounded: kilometres);
+    its velocity takes the same correction.
     """
     for k in prange(x.shape[0]):
         if inv_mass[k] == 0.0:

@@ -74,12 +74,14 @@ class IMPLICIT_MUSCLES_OT_add_muscle(Operator):
         muscle = muscles.add()
         muscle.name = unique_name(muscles, self._base_name(origin, insertion, skin))
         muscle.origin_bone, muscle.insertion_bone, muscle.skin_bone = origin, insertion, skin
-        o, i, width = rig.default_points(armature, origin, insertion)
-        muscle.origin_point, muscle.insertion_point, muscle.width = o, i, width
+        o, i, radius = rig.default_points(armature, origin, insertion)
+        muscle.origin_point, muscle.insertion_point = o, i
+        muscle.width = rig.fitted_width(radius, muscle)
         armature.implicit_muscles.active_index = index  # presets set the active muscle
         if preset_path:
             apply_preset_file(preset_path)
-            muscle.width = width  # a preset's width is relative to nothing: keep the one fitted to this limb
+            # a preset's width is relative to nothing: fit the width to this limb and the preset's profile
+            muscle.width = rig.fitted_width(radius, muscle)
         problem = rig.muscle_problem(armature, muscle)
         mirrored = mirrored_values(armature, index) if self.mirror and not problem else None
         if problem or isinstance(mirrored, str):  # nothing is kept: the new muscle is the last one, with no keys

@@ -111,7 +111,9 @@ def draw_muscles(layout, context, armature):
     row.prop(muscle, "collide_bones", toggle=True)
     row.prop(muscle, "collide_muscles", toggle=True)
     row.prop(muscle, "keep_inside", toggle=True)
-    box.prop(muscle, "collision_group")
+    row = box.row(align=True)
+    row.prop(muscle, "collision_group")
+    row.prop(muscle, "bone_radius")
 
     box = layout.box()
     box.label(text="Fibres", icon='OUTLINER_DATA_CURVES')

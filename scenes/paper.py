@@ -9,7 +9,8 @@ Units are metres; front is +z, the elbow flexes the forearm towards +z about +y 
 
 **The full body** (paper Table 2/3 scale): a standing 1.8 m figure of five capped tubes (trunk with neck and head,
 two arms, two legs; 19,498 vertices) on 14 bones, with 50 muscles (four around each limb bone, fewer on the trunk),
-each in the collision group of its bone. ``PAPER_TABLE2`` holds the paper's per-frame times for these scenes.
+each in the contact set of its bone (the muscles that push each other). ``PAPER_TABLE2`` holds the paper's per-frame
+times for these scenes.
 """
 from __future__ import annotations
 
@@ -328,8 +329,8 @@ def body_swing(rig: Rig, t: float) -> np.ndarray:
 
 
 def body_muscles(particles: int = 30, rings: int = 1):
-    """``(muscles, collision groups, owner bones)``: 50 muscles around the body's bones (4 around each limb bone,
-    fewer on the trunk), each in the collision group of its bone and joining that bone's skin part. ``rings``
+    """``(muscles, contact sets, owner bones)``: 50 muscles around the body's bones (4 around each limb bone,
+    fewer on the trunk), each in the contact set of its bone and joining that bone's skin part. ``rings``
     multiplies the count around each bone (2: 100 muscles)."""
     from ..core.muscle.primitive import FusiformMuscle, MuscleShape
 

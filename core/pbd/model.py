@@ -42,11 +42,12 @@ class PBDModel:
     particle_s: (P,)                  arc-length parameter of each particle in [0, 1] (particle radii D = w Phi(s))
     rest_length: (P,) [m]             rest length of constraint (k, k+1); last row of a muscle unused
     tendon: (P,) bool                 constraint (k, k+1) is a tendon
-    muscle_group: (M,) int64          collision group, -1: no muscle collisions
-    group_start (Gm+1,), group_members (K,) int64     CSR: muscles of each collision group
-    island_start (I+1,), island_members (M,) int64    CSR: islands = collision groups + muscles in no group
+    muscle_group: (M,) int64          contact set (the muscles that may push it), -1: no muscle collisions
+    muscle_overlap: (M,) int64        overlap group: muscles of one never push each other, -1: none
+    group_start (Gm+1,), group_members (K,) int64     CSR: muscles of each contact set
+    island_start (I+1,), island_members (M,) int64    CSR: islands = contact sets + muscles in no set
     cap_start (M+1,), cap_index (C,) int64            CSR: capsules each muscle collides with
-    cap_radius: (B,) [m]
+    cap_radius: (C,) [m]              radius of each of those capsules, as that muscle sees it
     grid_start (M+1,), grid_index (Cg,) int64         CSR: bone grids each muscle collides with
     grid_values (cells,) [m], grid_offset (G+1,) int64, grid_dims (G, 3) int64, grid_origin (G, 3) [m],
     grid_spacing (G, 3) [m], grid_transform_index (G,) int64      the bone grids, packed
@@ -55,6 +56,7 @@ class PBDModel:
     rest_normals: (M, 2, 3)           endpoint normals at rest
     rest_capsules: (B, 2, 3) [m]      capsule segments at rest
     mass: (P,) [kg]                   0 for the endpoints
+    skin_inv_mass: (P,) [1/kg]        inv_mass of the particles kept inside the skin, 0 for the others
     arrays: kernels.pbd.PBDModelArrays   the kernels' view of the arrays above (built at construction)
     """
 
@@ -69,6 +71,7 @@ class PBDModel:
     rest_length: np.ndarray
     tendon: np.ndarray
     muscle_group: np.ndarray
+    muscle_overlap: np.ndarray
     group_start: np.ndarray
     group_members: np.ndarray
     island_start: np.ndarray
@@ -89,6 +92,7 @@ class PBDModel:
     rest_normals: np.ndarray
     rest_capsules: np.ndarray
     mass: np.ndarray
+    skin_inv_mass: np.ndarray
     arrays: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -104,6 +108,7 @@ class PBDModel:
             spring_length=c(self.spring_length, f64),
             particle_s=c(self.particle_s, f64), rest_length=c(self.rest_length, f64),
             tendon=c(self.tendon, np.bool_), muscle_group=c(self.muscle_group, i64),
+            muscle_overlap=c(self.muscle_overlap, i64),
             group_start=c(self.group_start, i64), group_members=c(self.group_members, i64),
             island_start=c(self.island_start, i64), island_members=c(self.island_members, i64),
             cap_start=c(self.cap_start, i64), cap_index=c(self.cap_index, i64), cap_radius=c(self.cap_radius, f64),
@@ -129,18 +134,25 @@ class PBDModel:
 
     @property
     def capsule_count(self) -> int:
-        return len(self.cap_radius)
+        return len(self.rest_capsules)
 
 
 def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, capsules=None, capsule_radius=None,
-                    grids: Sequence[BoneGrid] = (), collision_groups: Sequence | None = None,
-                    capsule_margin: float | None = None) -> PBDModel:
+                    grids: Sequence[BoneGrid] = (), contact_sets: Sequence | None = None,
+                    capsule_margin: float | None = None, overlap_groups: Sequence | None = None,
+                    bone_collisions=None, keep_inside=None) -> PBDModel:
     """Build the PBD model of ``muscles`` (:class:`core.muscle.primitive.FusiformMuscle`; rest = their current
     axes).
 
-    capsules: (B, 2, 3) [m] bone segments at rest; capsule_radius: (B,) [m] (see :func:`capsule_radius_from_skin`).
-    grids: bone distance grids. collision_groups: per muscle an int group (muscles of a group collide with each
-    other) or None (no muscle-muscle collisions; the default for every muscle).
+    capsules: (B, 2, 3) [m] bone segments at rest; capsule_radius [m]: (B,) one radius per capsule (see
+    :func:`capsule_radius_from_skin`), or (M, B) the radius each muscle sees each capsule with.
+    grids: bone distance grids.
+    contact_sets: per muscle a label (muscles with the same label may push each other) or None (it pushes no
+    muscle); None: no muscle-muscle collisions at all (the default).
+    overlap_groups: per muscle a label or None: muscles with the same label never push each other, even in one
+    contact set (the fibres of one fan-shaped muscle, paper §5.3); None: no overlap groups.
+    bone_collisions: (M,) bool, False: the muscle ignores every capsule and grid (default all True).
+    keep_inside: (M,) bool, False: the muscle-skin constraint leaves the muscle alone (default all True).
     capsule_margin [m]: a muscle collides with the capsules and grids within its reach plus this margin at rest
     (default: a quarter of its rest length), so distant bones cost nothing.
     """
@@ -181,26 +193,21 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
         if len(phi):
             mode_unit[i] = first_mode_unit(mass[a + 1:b - 1], seg, settings.belly_rest_fraction)
         rest_length[a:b - 1] = np.where(is_tendon, seg, settings.belly_rest_fraction * seg)
-    groups = [None] * count if collision_groups is None else list(collision_groups)
-    if len(groups) != count:
-        raise ValueError(f"collision_groups needs one entry per muscle ({count}), got {len(groups)}.")
-    labels = sorted({g for g in groups if g is not None})
-    muscle_group = np.array([-1 if g is None else labels.index(g) for g in groups], dtype=np.int64)
-    members = [np.flatnonzero(muscle_group == gi) for gi in range(len(labels))]
-    group_start = np.zeros(len(labels) + 1, dtype=np.int64)
+    muscle_group = _labels(contact_sets, count, "contact_sets")
+    muscle_overlap = _labels(overlap_groups, count, "overlap_groups")
+    members = [np.flatnonzero(muscle_group == gi) for gi in range(muscle_group.max(initial=-1) + 1)]
+    group_start = np.zeros(len(members) + 1, dtype=np.int64)
     np.cumsum([len(mm) for mm in members], out=group_start[1:])
     group_members = np.concatenate(members).astype(np.int64) if members else np.zeros(0, dtype=np.int64)
     islands = [list(mm) for mm in members] + [[i] for i in range(count) if muscle_group[i] < 0]
     island_start, island_members = _csr(islands)
+    with_bones = _flags(bone_collisions, count, "bone_collisions")
+    skin_inv_mass = inv_mass * np.repeat(_flags(keep_inside, count, "keep_inside"), counts)
 
     caps = np.zeros((0, 2, 3)) if capsules is None else np.asarray(capsules, dtype=np.float64).reshape(-1, 2, 3)
     if not np.all(np.isfinite(caps)):
         raise ValueError("bone capsules contain NaN or infinite coordinates.")
-    radius = np.zeros(len(caps)) if capsule_radius is None else np.asarray(capsule_radius, float).reshape(-1)
-    if len(radius) != len(caps):
-        raise ValueError(f"capsule_radius needs one radius per capsule ({len(caps)}), got {len(radius)}.")
-    if np.any(~np.isfinite(radius)) or np.any(radius < 0):
-        raise ValueError("capsule radii must be finite and 0 or more.")
+    radius = _capsule_radii(capsule_radius, count, len(caps))
     reach = np.array([m.width * m.profile().v * _profile.profile_max(
         m.shape.alpha_rest, m.shape.beta_rest, m.shape.alpha_active, m.shape.beta_active, m.activation)
         for m in muscles])
@@ -208,13 +215,14 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
     for i, muscle in enumerate(muscles):
         margin = 0.25 * muscle.rest_length if capsule_margin is None else float(capsule_margin)
         axis = muscle.axis
-        near = [c for c in range(len(caps))
-                if _segment_distance(axis[0], axis[-1], caps[c, 0], caps[c, 1]) < reach[i] + radius[c] + margin]
+        near = [c for c in range(len(caps)) if with_bones[i]
+                and _segment_distance(axis[0], axis[-1], caps[c, 0], caps[c, 1]) < reach[i] + radius[i, c] + margin]
         cap_lists.append(near)
         near_grids = [g for g, bg in enumerate(grids)
-                      if _box_distance(axis, bg.grid) < reach[i] + margin]
+                      if with_bones[i] and _box_distance(axis, bg.grid) < reach[i] + margin]
         grid_lists.append(near_grids)
     cap_start, cap_index = _csr(cap_lists)
+    cap_radius = np.array([radius[i, c] for i, near in enumerate(cap_lists) for c in near], dtype=np.float64)
     grid_start, grid_index = _csr(grid_lists)
     grid_values, grid_offset, grid_dims, grid_origin, grid_spacing, grid_tf = _pack_grids(grids)
     exponents = np.array([(m.shape.alpha_rest - 1, m.shape.beta_rest - 1, m.shape.alpha_active - 1,
@@ -223,13 +231,52 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
         settings=settings, names=tuple(getattr(m, "name", str(i)) for i, m in enumerate(muscles)),
         axis_start=axis_start, rest_points=rest, inv_mass=inv_mass, mode_unit=mode_unit,
         spring_length=spring_length, particle_s=particle_s,
-        rest_length=rest_length, tendon=tendon, muscle_group=muscle_group, group_start=group_start,
-        group_members=group_members, island_start=island_start, island_members=island_members, cap_start=cap_start,
-        cap_index=cap_index, cap_radius=radius, grid_start=grid_start, grid_index=grid_index,
-        grid_values=grid_values, grid_offset=grid_offset, grid_dims=grid_dims, grid_origin=grid_origin,
-        grid_spacing=grid_spacing, grid_transform_index=grid_tf, exponents=exponents,
-        volume=np.array([m.volume for m in muscles]), rest_normals=np.array([m.endpoint_normals() for m in muscles]),
-        rest_capsules=caps, mass=mass)
+        rest_length=rest_length, tendon=tendon, muscle_group=muscle_group, muscle_overlap=muscle_overlap,
+        group_start=group_start, group_members=group_members, island_start=island_start,
+        island_members=island_members, cap_start=cap_start, cap_index=cap_index, cap_radius=cap_radius,
+        grid_start=grid_start, grid_index=grid_index, grid_values=grid_values, grid_offset=grid_offset,
+        grid_dims=grid_dims, grid_origin=grid_origin, grid_spacing=grid_spacing, grid_transform_index=grid_tf,
+        exponents=exponents, volume=np.array([m.volume for m in muscles]),
+        rest_normals=np.array([m.endpoint_normals() for m in muscles]), rest_capsules=caps, mass=mass,
+        skin_inv_mass=skin_inv_mass)
+
+
+def _labels(values, count, name) -> np.ndarray:
+    """``(count,)`` int64 from one label (any sortable value) or None per muscle: equal labels get equal numbers 0,
+    1, ... (sorted by type, then value), None gets -1."""
+    labels = [None] * count if values is None else list(values)
+    if len(labels) != count:
+        raise ValueError(f"{name} needs one entry per muscle ({count}), got {len(labels)}.")
+    distinct = sorted({g for g in labels if g is not None}, key=lambda g: (type(g).__name__, g))
+    return np.array([-1 if g is None else distinct.index(g) for g in labels], dtype=np.int64)
+
+
+def _flags(values, count, name) -> np.ndarray:
+    """``(count,)`` bool from one flag per muscle (default: all True)."""
+    if values is None:
+        return np.ones(count, dtype=bool)
+    flags = np.asarray(values).reshape(-1)
+    if len(flags) != count:
+        raise ValueError(f"{name} needs one entry per muscle ({count}), got {len(flags)}.")
+    return flags.astype(bool)
+
+
+def _capsule_radii(capsule_radius, muscles, capsules) -> np.ndarray:
+    """``(muscles, capsules)`` [m] from ``None`` (0), one radius per capsule, or one per muscle and capsule."""
+    if capsule_radius is None:
+        return np.zeros((muscles, capsules))
+    radius = np.asarray(capsule_radius, dtype=np.float64)
+    if radius.ndim <= 1:
+        radius = radius.reshape(-1)
+        if len(radius) != capsules:
+            raise ValueError(f"capsule_radius needs one radius per capsule ({capsules}), got {len(radius)}.")
+        radius = np.broadcast_to(radius, (muscles, capsules))
+    elif radius.shape != (muscles, capsules):
+        raise ValueError(f"capsule_radius needs one radius per capsule ({capsules}) or one per muscle and capsule "
+                         f"({muscles} x {capsules}), got shape {radius.shape}.")
+    if np.any(~np.isfinite(radius)) or np.any(radius < 0):
+        raise ValueError("capsule radii must be finite and 0 or more.")
+    return radius
 
 
 def first_mode_unit(mass, seg, rest_fraction: float) -> float:

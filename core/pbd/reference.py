@@ -137,14 +137,15 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
                 phi = prof.c0 * model.particle_s[k] ** prof.exponents[0] * (1 - model.particle_s[k]) ** prof.exponents[1] \
                     + prof.c1 * model.particle_s[k] ** prof.exponents[2] * (1 - model.particle_s[k]) ** prof.exponents[3]
                 D = prof.width * phi
-                for ci in model.cap_index[model.cap_start[m]:model.cap_start[m + 1]]:
+                for entry in range(model.cap_start[m], model.cap_start[m + 1]):
+                    ci = model.cap_index[entry]
                     p0 = state_in.capsules[ci, 0] + f1 * (caps[ci, 0] - state_in.capsules[ci, 0])
                     p1 = state_in.capsules[ci, 1] + f1 * (caps[ci, 1] - state_in.capsules[ci, 1])
                     e = p1 - p0
                     t = 0.0 if e @ e == 0 else float(np.clip((x[k] - p0) @ e / (e @ e), 0.0, 1.0))
                     dvec = x[k] - (p0 + t * e)
                     dist = np.linalg.norm(dvec)
-                    C = dist - model.cap_radius[ci] - D
+                    C = dist - model.cap_radius[entry] - D
                     if C < 0.0 and dist > 1e-12:
                         _push(x, x_prev, k, C, dvec / dist, 1.0, s.friction)
                 for gi in model.grid_index[model.grid_start[m]:model.grid_start[m + 1]]:
@@ -156,10 +157,10 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
                     f, g, inside = DistanceGrid(values, model.grid_origin[gi], model.grid_spacing[gi]).sample(local)
                     if inside[0] and f[0] - D < 0.0:
                         _push(x, x_prev, k, f[0] - D, T[:, :3].T @ g[0], 1.0, s.friction)
-                group = model.muscle_group[m]
+                group, overlap = model.muscle_group[m], model.muscle_overlap[m]
                 if group >= 0:
                     for o in model.group_members[model.group_start[group]:model.group_start[group + 1]]:
-                        if o == m:
+                        if o == m or (overlap >= 0 and model.muscle_overlap[o] == overlap):  # one overlap group
                             continue
                         lo, hi = geos[o].points.min(axis=0), geos[o].points.max(axis=0)
                         gap = np.maximum(np.maximum(lo - x[k], 0.0), x[k] - hi)

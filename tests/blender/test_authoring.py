@@ -278,4 +278,4 @@ def test_add_muscle_on_a_real_character_has_sane_defaults(bpy):
     radius = sys_module("blender.rig").limb_radius(rig, "B_UpperArm_Left")
     assert 0.02 < radius < 0.08  # an upper arm's radius, from the skin
     assert (o - (bone.head_local + t * axis)).length < radius  # inside the arm
-    assert 0.1 < (i - o).length < 0.4 and radius / 4 < m.width < radius
+    assert 0.1 < (i - o).length < 0.4 and radius / 8 < m.width < radius / 2  # fitted to reach 0.3 radii

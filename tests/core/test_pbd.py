@@ -112,7 +112,7 @@ def _capsule_scene(muscle_collisions=False, bone=True):
     caps = np.array([[[0.025, 0.0, 0.05], [0.025, 0.0, 0.25]]]) if bone else None
     radius = np.array([0.004]) if bone else None
     groups = [0, 0] if muscle_collisions else None
-    return build_pbd_model([m1, m2], PBDSettings(), caps, radius, collision_groups=groups), caps
+    return build_pbd_model([m1, m2], PBDSettings(), caps, radius, contact_sets=groups), caps
 
 
 def test_particles_do_not_penetrate_bone_capsules():
@@ -250,7 +250,7 @@ def test_kernel_substep_matches_reference():
         caps = np.array([[[0.015, 0.0, 0.02], [0.015, 0.0, 0.28]]])
         model = build_pbd_model([m1, m2], PBDSettings(xpbd=xpbd, iterations=2, substeps=4,
                                                       gravity=(0.0, -9.81, 0.0)),
-                                caps, [0.006], grids=[BoneGrid(grid, 0)], collision_groups=[1, 1])
+                                caps, [0.006], grids=[BoneGrid(grid, 0)], contact_sets=[1, 1])
         solver = PBDSolver(model)
         state = initial_state(model)
         state.v[:] = np.random.default_rng(3).normal(scale=0.05, size=state.v.shape)
