@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from . import modifiers, rig, runtime
+from . import compile_job, modifiers, rig, runtime
 
 _busy = False
 _warned: set = set()
@@ -218,6 +218,8 @@ def simulate_gaps(scene, meshes, first_state: int, last_state: int) -> None:
     the frames missing are simulated in order from the last state kept before them, all meshes together. Main
     thread only, outside a depsgraph evaluation. A mesh whose frames fail keeps the reason for its frame handler."""
     global _busy
+    if compile_job.waiting():
+        return  # the frames show the Armature result until the background compile ends
     gaps = [gap for gap in (_plan(obj, scene, first_state, last_state) for obj in meshes) if gap is not None]
     if not gaps:
         return
@@ -254,6 +256,8 @@ def simulate_gaps(scene, meshes, first_state: int, last_state: int) -> None:
 def prepare_frame(scene, meshes=None) -> None:
     """Simulate what the scene's current time needs for ``meshes`` (default: every live mesh of the scene), on the
     main thread before the time is evaluated (``frame_change_pre``, ``load_post``, ``show_current_frame``)."""
+    if compile_job.waiting():
+        return  # nothing compiles on the main thread while the kernels compile in the background
     needed = state_needed(scene.frame_current + scene.frame_subframe)
     simulate_gaps(scene, live_meshes(scene) if meshes is None else meshes, needed, needed)
 
@@ -333,7 +337,11 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
 
 def evaluate_safely(obj, scene, depsgraph, preview: bool = False) -> None:
     """Evaluate one mesh, binding it again first if the session lost its bind (a reopened file); a failing frame
-    shows the plain Armature result with one warning per problem."""
+    shows the plain Armature result with one warning per problem, and so does every frame while the kernels
+    compile in the background (``compile_job.waiting()``, said in the *Muscles* tab and the status bar)."""
+    if compile_job.waiting():
+        modifiers.set_active(obj, False)
+        return
     try:
         _bound(obj)
         evaluate_mesh(obj, scene, depsgraph, preview=preview)
