@@ -123,6 +123,7 @@ def _child(mode: str, path: str) -> dict:
     return {"mode": mode, "enable_s": enable_s, "compile_s": result["seconds"], "compiled": result["compiled"],
             "compile_seconds": result["compile_seconds"], "kernels": result["kernels"],
             "bind_first_frame_s": bind_first_frame_s, "meshes": len(meshes),
+            "muscles": len(meshes[0].implicit_skin.armature.implicit_muscles.muscles),
             "vertices": sum(len(m.data.vertices) for m in meshes), "cache_dir": result["cache_dir"],
             "blender": bpy.app.version_string, "cores": os.cpu_count()}
 

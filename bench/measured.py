@@ -243,7 +243,8 @@ def rows_cold_start(d: dict) -> list:
     ok = cold["compile_s"] <= targets["compile_s"] and d["first_frame_cold_s"] <= targets["first_frame_s"]
     return [[f"in Blender{blender}, a fresh install (empty kernel cache), one process: every kernel compiled "
              f"({cold['kernels']} entry kernels and their helpers), then BCN_Epileptic bound ({cold['meshes']} "
-             f"meshes, {cold['vertices']:,} vertices, 4 muscles) until its first frame shows",
+             f"meshes, {cold['vertices']:,} vertices"
+             + (f", {cold['muscles']} muscles" if "muscles" in cold else "") + ") until its first frame shows",
              f"{num(cold['compile_s'])} s + {num(cold['bind_first_frame_s'])} s = {num(d['first_frame_cold_s'])} s; "
              "slowest kernels " + ", ".join(f"`{n}` {num(t)} s" for n, t in slowest)
              + f"; machine load average {d['load_before'].rsplit('load average:', 1)[-1].strip()} at the start",

@@ -102,11 +102,9 @@ def start(stages=None, cache_dir: str | None = None) -> bool:
     folder = engine.status.cache_dir if cache_dir is None else cache_dir
     if cache_dir is None and not folder and "numba" in sys.modules:
         folder = sys.modules["numba"].config.CACHE_DIR or ""
-    args = compile_process.command(_package(), _package_path(), folder, stages)
+    args = compile_process.command(_package(), _package_path(), folder, stages, nice=NICE)
     kwargs = {}
-    if os.name == "posix":
-        kwargs["preexec_fn"] = lambda: os.nice(NICE)
-    elif os.name == "nt":
+    if os.name == "nt":
         kwargs["creationflags"] = subprocess.BELOW_NORMAL_PRIORITY_CLASS | subprocess.CREATE_NO_WINDOW
     _process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
     _lines = queue.Queue()
@@ -201,7 +199,10 @@ def defer_bind(mesh_obj) -> str:
     kernels and a cache folder without a complete warm-up start the compile first."""
     if interactive() and not status.running and not kernels_loaded() and engine.status.cache_dir \
             and not engine.status.error and not _cache_is_warm():
-        start()  # a cold cache and no compile running (its folder was emptied): compile it rather than freeze
+        try:  # a cold cache and no compile running (its folder was emptied): compile it rather than freeze
+            start()
+        except OSError as ex:  # no Python to run: this Bind compiles in place
+            print(f"Implicit Muscles: could not start compiling the kernels in the background: {ex}", file=sys.stderr)
     if not waiting():
         return ""
     if not interactive():

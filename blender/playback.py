@@ -256,8 +256,6 @@ def simulate_gaps(scene, meshes, first_state: int, last_state: int) -> None:
 def prepare_frame(scene, meshes=None) -> None:
     """Simulate what the scene's current time needs for ``meshes`` (default: every live mesh of the scene), on the
     main thread before the time is evaluated (``frame_change_pre``, ``load_post``, ``show_current_frame``)."""
-    if compile_job.waiting():
-        return  # nothing compiles on the main thread while the kernels compile in the background
     needed = state_needed(scene.frame_current + scene.frame_subframe)
     simulate_gaps(scene, live_meshes(scene) if meshes is None else meshes, needed, needed)
 

@@ -59,7 +59,7 @@ def _fake_bench() -> dict:
                          "resident_at": [1000, 10000], "cache_states": 1292, "cache_mb": 8.0, "frame_ms": 5.9},
             "blender_version": "5.0.1",
             "targets": {"pose_read_write_share": 0.1, "body_pose_read_write_ms": 2.0, "first_frame_s": 3.0}},
-        "cold_start": {"cold": {"compile_s": 41.0, "bind_first_frame_s": 6.5, "kernels": 20, "meshes": 3,
+        "cold_start": {"cold": {"compile_s": 41.0, "bind_first_frame_s": 6.5, "kernels": 20, "meshes": 3, "muscles": 4,
                                 "vertices": 3014, "blender": "5.0.1",
                                 "compile_seconds": {"tracking.track": 12.0, "pbd.pbd_substeps": 8.0,
                                                     "skin_field.skin_field": 5.0, "axis.axis_geometry": 1.0}},
@@ -136,6 +136,7 @@ def test_current_numbers_and_targets(folders):
     assert ("41 s + 6.5 s = 48 s; slowest kernels `tracking.track` 12 s, `pbd.pbd_substeps` 8.0 s, "
             "`skin_field.skin_field` 5.0 s; machine load average 0.50, 0.40, 0.30 at the start") in text
     assert "kernels loaded in 0.80 s, bind + first frame 1.9 s" in text
+    assert "BCN_Epileptic bound (3 meshes, 3,014 vertices, 4 muscles)" in text
     assert "before" not in text  # current numbers only
 
 

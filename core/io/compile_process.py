@@ -3,7 +3,7 @@
 The JSON names ``package`` (the import name of the extension, e.g. ``bl_ext.user_default.implicit_muscles``),
 ``package_path`` (its folder, exactly as the host imports it: numba files its cache by the kernels' source paths),
 ``sys_path`` (the host's ``sys.path``: the same numpy and numba), ``cache_dir`` (numba's cache folder; ``""`` for
-numba's default) and ``stages`` (``kernel_cache.STAGES`` or some of them). The package's parents are made empty
+numba's default), ``stages`` (``kernel_cache.STAGES`` or some of them) and ``nice`` (POSIX niceness to add). The package's parents are made empty
 packages, so its ``__init__.py`` (which imports ``bpy``) never runs; only ``core/`` and ``kernels/`` are imported.
 
 Standard output is one JSON object per line: ``{"done": k, "total": n, "kernel": name}`` as entry kernels get
@@ -18,11 +18,12 @@ import sys
 import types
 
 
-def command(package: str, package_path: str, cache_dir: str, stages, python: str | None = None) -> list:
+def command(package: str, package_path: str, cache_dir: str, stages, python: str | None = None,
+            nice: int = 0) -> list:
     """The argument list that runs this file for ``package`` (see the module docstring) with ``python``
-    (default: this interpreter)."""
+    (default: this interpreter); ``nice``: how much lower the process runs (POSIX niceness, 0 for unchanged)."""
     spec = {"package": package, "package_path": package_path, "sys_path": list(sys.path), "cache_dir": cache_dir,
-            "stages": list(stages)}
+            "stages": list(stages), "nice": nice}
     return [python or sys.executable, os.path.abspath(__file__), json.dumps(spec)]
 
 
@@ -32,6 +33,8 @@ def _emit(obj) -> None:
 
 def main(argv) -> int:
     spec = json.loads(argv[1])
+    if spec.get("nice") and hasattr(os, "nice"):
+        os.nice(spec["nice"])
     if spec.get("cache_dir"):
         os.environ["NUMBA_CACHE_DIR"] = spec["cache_dir"]  # before numba is imported
     sys.path[:] = [p for p in spec["sys_path"] if p != os.path.dirname(os.path.abspath(__file__))]

@@ -97,9 +97,21 @@ def test_background_compile_shows_progress_while_bind_and_frames_wait(warm, tmp_
     assert np.array_equal(evaluated(bpy, mesh), live)
 
 
-def test_auto_compile_waits_for_no_one_in_background_mode(bpy):
+def test_compile_after_an_install_starts_once_and_never_in_background_mode(bpy, monkeypatch):
     blender_session.enable()
     job = _module("blender.compile_job")
-    assert bpy.app.background
+    assert bpy.app.background and not bpy.app.timers.is_registered(job._auto_start)
     job.start_if_needed()  # blender -b never compiles in the background unless asked
+    assert not job.status.running
+    monkeypatch.setattr(job, "interactive", lambda: True)
+    monkeypatch.setattr(job, "kernels_loaded", lambda: False)
+    monkeypatch.setattr(job, "_cache_is_warm", lambda: True)  # a complete warm-up for these sources: nothing to do
+    job.start_if_needed()
+    assert not job.status.running
+    monkeypatch.setattr(job, "_cache_is_warm", lambda: False)  # as after an install or an update
+    try:
+        job.start_if_needed()
+        assert job.status.running and job.status.total == len(_module("core.io.kernel_cache").entry_kernels())
+    finally:
+        job.unregister()  # stops the process
     assert not job.status.running

@@ -11,9 +11,12 @@ from implicit_muscles.scenes import paper as scenes
 
 
 def test_warm_up_compiles_every_kernel_a_bind_and_its_frames_use():
+    import numba
+
     result = kernel_cache.warm_up()
     before = kernel_cache.compiled_signatures()
     assert result["kernels"] == len(kernel_cache.entry_kernels())
+    assert kernel_cache.is_warm(numba.config.CACHE_DIR)  # a complete warm-up marks its folder
     assert [name for name in kernel_cache.entry_kernels() if before[name] == 0] == []
     # another character than the warm-up's: the paper's arm, bound, settled, played, its muscles' surfaces
     from implicit_muscles.core.muscle.surface import muscle_surface
