@@ -27,8 +27,8 @@ ENTRY_KERNELS = {
     "skinning": ("skinning.rigid_status", "skinning.bone_dual_quaternions", "skinning.dual_quaternion_skinning"),
     "muscles": ("fusiform.muscle_field", "profile.profile_scalars", "axis.axis_geometry"),
     "dynamics": ("profile.frame_scalars", "pbd.pbd_substeps", "axis.axis_update"),
-    "skin": ("sampling.poisson_select", "hrbf.hrbf_field", "part_grid.compact_field", "skin_field.node_boxes",
-             "skin_field.place_nodes", "skin_field.skin_field", "tracking.contact_passed", "pbd.keep_inside"),
+    "skin": ("sampling.poisson_select", "hrbf.hrbf_field", "part_grid.compact_field", "skin_field.place_nodes",
+             "skin_field.skin_field", "tracking.contact_passed", "pbd.keep_inside"),
     "frames": ("tracking.track", "joint_volume.restore", "skin_correction.limit_correction"),
 }
 """Per warm-up stage (in order), the kernels (``module.function`` in ``kernels/``) that the core calls from Python
