@@ -17,7 +17,7 @@ def _submodules():
 
 
 def register():
-    from .blender import cli, display, engine, handlers, properties
+    from .blender import cli, compile_job, display, engine, handlers, properties
     engine.setup(__package__)
     properties.register()  # Object.implicit_muscles, Object.implicit_skin (DESIGN.md §4)
     for module in _submodules():
@@ -25,11 +25,13 @@ def register():
     display.register()
     handlers.register()
     cli.register()  # blender --command implicit_muscles_bake (farms)
+    compile_job.register()  # compiles the kernels in the background once after an install or update
     engine.report_problems()
 
 
 def unregister():
-    from .blender import cli, display, engine, handlers, properties, runtime
+    from .blender import cli, compile_job, display, engine, handlers, properties, runtime
+    compile_job.unregister()
     engine.cancel_report()
     cli.unregister()
     handlers.unregister()

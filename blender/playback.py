@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from . import modifiers, rig, runtime
+from . import compile_job, modifiers, rig, runtime
 
 _busy = False
 _warned: set = set()
@@ -218,6 +218,8 @@ def simulate_gaps(scene, meshes, first_state: int, last_state: int) -> None:
     the frames missing are simulated in order from the last state kept before them, all meshes together. Main
     thread only, outside a depsgraph evaluation. A mesh whose frames fail keeps the reason for its frame handler."""
     global _busy
+    if compile_job.waiting():
+        return  # the frames show the Armature result until the background compile ends
     gaps = [gap for gap in (_plan(obj, scene, first_state, last_state) for obj in meshes) if gap is not None]
     if not gaps:
         return
@@ -333,7 +335,11 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
 
 def evaluate_safely(obj, scene, depsgraph, preview: bool = False) -> None:
     """Evaluate one mesh, binding it again first if the session lost its bind (a reopened file); a failing frame
-    shows the plain Armature result with one warning per problem."""
+    shows the plain Armature result with one warning per problem, and so does every frame while the kernels
+    compile in the background (``compile_job.waiting()``, said in the *Muscles* tab and the status bar)."""
+    if compile_job.waiting():
+        modifiers.set_active(obj, False)
+        return
     try:
         _bound(obj)
         evaluate_mesh(obj, scene, depsgraph, preview=preview)

@@ -493,7 +493,7 @@ def track(x, rot, mesh, field, muscles, params, scratch):
             active[i] = False
     # the active vertices as a list, so that the threads share them evenly (they gather at the joints)
     work = np.empty(V, dtype=np.int64)
-    n_work = 0
+    n_work = np.int64(0)
     for i in range(V):
         if active[i]:
             work[n_work] = i

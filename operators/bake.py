@@ -10,7 +10,7 @@ import bpy
 from bpy.props import BoolProperty, IntProperty
 from bpy.types import Operator
 
-from ..blender import bake
+from ..blender import bake, compile_job
 
 
 _running = set()
@@ -27,6 +27,10 @@ def _can_bake(cls, context) -> bool:
     """The ``poll`` of Bake and Merge Bake: no bake running, and a mesh to bake in the scene."""
     if _running:
         cls.poll_message_set("A bake is running: wait for it to finish, or press Esc to stop it")
+        return False
+    waiting = compile_job.waiting()
+    if waiting:
+        cls.poll_message_set(f"{waiting}: bake when they are ready")
         return False
     scene = context.scene
     if scene is None or not any(bake.is_target(obj) for obj in scene.objects):

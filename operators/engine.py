@@ -4,11 +4,12 @@ import time
 import bpy
 from bpy.types import Operator
 
-from ..blender import engine
+from ..blender import compile_job, engine
 
 
 class IMPLICIT_MUSCLES_OT_compile_kernels(Operator):
-    """Compile the muscle kernels now"""
+    """Compile every muscle kernel that Bind, playback and Bake use, in the background (Blender stays usable); in
+    background mode, here and now"""
     bl_idname = "implicit_muscles.compile_kernels"
     bl_label = "Compile Muscle Kernels"
     bl_options = {'REGISTER'}
@@ -18,9 +19,22 @@ class IMPLICIT_MUSCLES_OT_compile_kernels(Operator):
         if engine.status.error:
             cls.poll_message_set(engine.status.error)
             return False
+        if compile_job.status.running:
+            cls.poll_message_set(f"The muscle kernels are compiling ({compile_job.status.done}/"
+                                 f"{compile_job.status.total})")
+            return False
         return True
 
     def execute(self, context):
+        if not bpy.app.background:
+            try:
+                compile_job.start()
+            except OSError as ex:
+                self.report({'ERROR'}, engine.kernels_failed(f"the compile process could not start ({ex})"))
+                return {'CANCELLED'}
+            self.report({'INFO'}, f"Compiling the muscle kernels in the background (0/{compile_job.status.total}); "
+                                  f"Blender stays usable meanwhile.")
+            return {'FINISHED'}
         start = time.perf_counter()
         try:
             from ..core.io import kernel_cache  # heavy (numba): imported on first use, not at enable

@@ -13,7 +13,7 @@ from __future__ import annotations
 import bpy
 from bpy.types import Operator
 
-from ..blender import modifiers, playback, reader, runtime
+from ..blender import compile_job, modifiers, playback, reader, runtime
 
 
 class IMPLICIT_MUSCLES_OT_bind_skin(Operator):
@@ -37,6 +37,10 @@ class IMPLICIT_MUSCLES_OT_bind_skin(Operator):
         if armature is None:
             self.report({'ERROR'}, f"{mesh_obj.name} has no Armature modifier: parent it to an armature first.")
             return {'CANCELLED'}
+        deferred = compile_job.defer_bind(mesh_obj)  # "" once the kernels are there (blender/compile_job.py)
+        if deferred:
+            self.report({'INFO'}, deferred)
+            return {'FINISHED'}
         wm = context.window_manager
         wm.progress_begin(0, 3)
         try:

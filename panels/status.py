@@ -4,7 +4,7 @@ import textwrap
 import bpy
 from bpy.types import Panel
 
-from ..blender import engine
+from ..blender import compile_job, engine
 
 LINE_WIDTH = 40
 """Characters per label line when wrapping long messages (labels do not wrap by themselves)."""
@@ -14,6 +14,22 @@ def wrapped(layout, text, icon):
     """Labels for a long message, one per line of at most LINE_WIDTH characters, the icon on the first."""
     for i, line in enumerate(textwrap.wrap(text, LINE_WIDTH)):
         layout.label(text=line, icon=icon if i == 0 else 'BLANK1')
+
+
+def progress(layout, done: int, total: int) -> None:
+    """The compile's progress: a bar where the layout has one (Blender 4.0+), else a label."""
+    text = f"Compiling kernels {done}/{total}"
+    if hasattr(layout, "progress"):
+        layout.progress(factor=done / max(total, 1), type='BAR', text=text)
+    else:
+        layout.label(text=text, icon='TIME')
+
+
+def draw_status_bar(self, context):
+    """The compile's progress in the status bar while it runs."""
+    job = compile_job.status
+    if job.running:
+        self.layout.label(text=f"Muscle kernels {job.done}/{job.total}", icon='TIME')
 
 
 class IMPLICIT_MUSCLES_PT_status(Panel):
@@ -37,7 +53,15 @@ class IMPLICIT_MUSCLES_PT_status(Panel):
             col = layout.column(align=True)
             col.alert = True
             wrapped(col, status.warning, 'ERROR')
-        if status.kernels_message:
+        job = compile_job.status
+        if job.running:
+            col = layout.column(align=True)
+            progress(col, job.done, job.total)
+            note = compile_job.waiting()
+            if note:
+                wrapped(col, f"{note}: Bind waits for them and bound meshes show the Armature result meanwhile.",
+                        'TIME')
+        elif status.kernels_message:
             col = layout.column(align=True)
             col.alert = not status.kernels_compiled
             wrapped(col, status.kernels_message, 'CHECKMARK' if status.kernels_compiled else 'ERROR')
@@ -50,4 +74,14 @@ classes = (
     IMPLICIT_MUSCLES_PT_status,
 )
 
-register, unregister = bpy.utils.register_classes_factory(classes)
+_register, _unregister = bpy.utils.register_classes_factory(classes)
+
+
+def register():
+    _register()
+    bpy.types.STATUSBAR_HT_header.append(draw_status_bar)
+
+
+def unregister():
+    bpy.types.STATUSBAR_HT_header.remove(draw_status_bar)
+    _unregister()

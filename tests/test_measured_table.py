@@ -59,6 +59,13 @@ def _fake_bench() -> dict:
                          "resident_at": [1000, 10000], "cache_states": 1292, "cache_mb": 8.0, "frame_ms": 5.9},
             "blender_version": "5.0.1",
             "targets": {"pose_read_write_share": 0.1, "body_pose_read_write_ms": 2.0, "first_frame_s": 3.0}},
+        "cold_start": {"cold": {"compile_s": 41.0, "bind_first_frame_s": 6.5, "kernels": 20, "meshes": 3, "muscles": 4,
+                                "vertices": 3014, "blender": "5.0.1",
+                                "compile_seconds": {"tracking.track": 12.0, "pbd.pbd_substeps": 8.0,
+                                                    "skin_field.skin_field": 5.0, "axis.axis_geometry": 1.0}},
+                       "warm": {"compile_s": 0.8, "bind_first_frame_s": 1.9}, "first_frame_cold_s": 47.5,
+                       "load_before": "12:00:00 up 1 day, load average: 0.50, 0.40, 0.30",
+                       "targets": {"compile_s": 60.0, "first_frame_s": 90.0}},
         "long_run": {"results": {n: {"frames": 10000, "finite": True, "energy_growth": e, "volume_drift": v,
                                      "volume_vs_rest_max": 0.03, "memory_growth_mb": 0.0}
                                  for n, e, v in (("arm", 1.0, 0.0), ("body", 1.005, 0.0016))}},
@@ -101,7 +108,7 @@ def test_rewrites_only_between_the_markers(folders):
     assert "| old | table |" not in text
     table = text[text.index(measured.START) + len(measured.START):text.index(measured.END)].strip().splitlines()
     assert table[0] == "| benchmark | ours | baseline in the same run | target |"
-    assert len(table) == 2 + 12  # header, rule, one row per measured case
+    assert len(table) == 2 + 13  # header, rule, one row per measured case
     assert all(line.count(" | ") == 3 for line in table)  # four cells, no stray pipes inside a cell
     # running again gives the same file: the generator is idempotent
     measured.main(["--bench", str(bench), "--demo", str(demo), "--readme", str(readme)])
@@ -111,7 +118,7 @@ def test_rewrites_only_between_the_markers(folders):
 def test_current_numbers_and_targets(folders):
     bench, demo, _ = folders
     rows, read = measured.measured_rows(bench, demo)
-    assert len(read) == 7
+    assert len(read) == 8
     text = measured.markdown(rows)
     assert "7.9 M/s (2 threads), 4.0 M/s (1)" in text
     assert "numpy reference 0.008 M/s" in text
@@ -126,14 +133,19 @@ def test_current_numbers_and_targets(folders):
     assert "in Blender 5.0, one played frame" in text
     assert "the paper's curl / shake / BCN_Epileptic (BCN_Epileptic: 2172 vertices, 3 bones, 4 muscles)" in text
     assert "from the Implicit Skinning copy (the muscles' own effect" in text
+    assert ("41 s + 6.5 s = 48 s; slowest kernels `tracking.track` 12 s, `pbd.pbd_substeps` 8.0 s, "
+            "`skin_field.skin_field` 5.0 s; machine load average 0.50, 0.40, 0.30 at the start") in text
+    assert "kernels loaded in 0.80 s, bind + first frame 1.9 s" in text
+    assert "BCN_Epileptic bound (3 meshes, 3,014 vertices, 4 muscles)" in text
     assert "before" not in text  # current numbers only
 
 
 def test_missing_files_leave_out_their_rows(folders, tmp_path):
     bench, _, _ = folders
     (bench / "blender.json").unlink()
+    (bench / "cold_start.json").unlink()
     rows, read = measured.measured_rows(bench, tmp_path / "no-demo.json")
-    assert len(rows) == 12 - 3 - 1
+    assert len(rows) == 13 - 3 - 1 - 1
     assert not any("Blender" in row[0] for row in rows)
 
 

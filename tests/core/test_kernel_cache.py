@@ -1,0 +1,81 @@
+"""The kernel warm-up: it compiles every kernel the core's bind and frames use, with progress, in this process or
+in a separate one that fills an empty cache (core/io/kernel_cache.py, core/io/compile_process.py)."""
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from implicit_muscles.core.io import compile_process, kernel_cache, warm_up_scene
+from implicit_muscles.scenes import paper as scenes
+
+
+def test_warm_up_compiles_every_kernel_a_bind_and_its_frames_use():
+    import numba
+
+    result = kernel_cache.warm_up()
+    before = kernel_cache.compiled_signatures()
+    assert result["kernels"] == len(kernel_cache.entry_kernels())
+    assert kernel_cache.is_warm(numba.config.CACHE_DIR)  # a complete warm-up marks its folder
+    assert [name for name in kernel_cache.entry_kernels() if before[name] == 0] == []
+    # another character than the warm-up's: the paper's arm, bound, settled, played, its muscles' surfaces
+    from implicit_muscles.core.muscle.surface import muscle_surface
+    arm = scenes.arm_character()
+    arm.settle(scenes.arm_pose(20.0))
+    for frame in range(3):
+        bones, activation = scenes.biceps_curl(frame, frames=24)
+        arm.frame(bones, inputs=arm.inputs(activation=activation, stiffness=[0.5] * 4), dt=1 / 24)
+    muscle_surface(arm.muscles[0], rings=24, sides=12)
+    after = kernel_cache.compiled_signatures()
+    assert {name: (before[name], after[name]) for name in after if after[name] != before[name]} == {}
+
+
+def test_progress_counts_entry_kernels_up_to_all_of_them():
+    seen = []
+    result = kernel_cache.warm_up(("skinning",), progress=lambda done, total, name: seen.append((done, total)))
+    assert result["kernels"] == 3
+    assert seen[-1] == (3, 3)
+    assert all(total == 3 for _, total in seen)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+
+
+def test_unknown_stage_is_refused_with_the_stages_named():
+    with pytest.raises(ValueError, match="unknown warm-up stage 'bake': the stages are skinning, muscles"):
+        kernel_cache.entry_kernels(("bake",))
+
+
+def test_compile_process_fills_an_empty_cache_and_reports_progress(tmp_path):
+    import implicit_muscles
+
+    args = compile_process.command("implicit_muscles", implicit_muscles.__path__[0], str(tmp_path), ("skinning",))
+    run = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    progress = [(line["done"], line["total"]) for line in lines if "done" in line]
+    assert progress[0] == (0, 3) and progress[-1] == (3, 3)
+    assert lines[-1]["result"]["kernels"] == 3 and lines[-1]["result"]["compiled"]
+    index = {p.name.split("-")[0] for p in tmp_path.rglob("*.nbi")}
+    assert {"skinning.rigid_status", "skinning.bone_dual_quaternions",
+            "skinning.dual_quaternion_skinning"} <= index, index
+    assert not kernel_cache.is_warm(tmp_path)  # only a complete warm-up marks the folder warm
+
+
+def test_compile_process_reports_a_failure_in_one_line(tmp_path):
+    import implicit_muscles
+
+    args = compile_process.command("implicit_muscles", implicit_muscles.__path__[0], str(tmp_path), ("bake",))
+    run = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1
+    assert json.loads(run.stdout.splitlines()[-1]) == {
+        "error": "ValueError: unknown warm-up stage 'bake': the stages are skinning, muscles, dynamics, skin, frames."}
+
+
+def test_warm_up_limb_is_a_closed_two_bone_tube_bent_by_its_pose():
+    rig = warm_up_scene.limb_rig()
+    edges = np.sort(np.concatenate([rig.faces[:, [0, 1]], rig.faces[:, [1, 2]], rig.faces[:, [2, 0]]]), axis=1)
+    _, counts = np.unique(edges, axis=0, return_counts=True)
+    assert np.all(counts == 2)  # every edge shared by two faces: closed
+    assert np.allclose(rig.weights.sum(axis=1), 1.0)
+    B = warm_up_scene.limb_pose(90.0)
+    tip = B[1] @ np.array([*rig.tails[1], 1.0])
+    assert np.allclose(tip[:3], [0.20, 0.0, 0.18])  # the lower bone turned to +z about the joint
