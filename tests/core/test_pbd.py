@@ -413,7 +413,7 @@ def test_rest_state_from_a_stored_settle_is_the_same_and_quick():
     print(f"rest settle: {cold_frames} frames from scratch, {warm_frames} from the stored settle")
     assert np.abs(warm.x - cold.x).max() < WARM_REST_TOL
     np.testing.assert_allclose(fresh.particle_s, model.particle_s, atol=WARM_REST_TOL / LENGTH)
-    assert warm_frames <= 20 and cold_frames > 4 * warm_frames
+    assert warm_frames <= 10 and cold_frames > 4 * warm_frames
     assert np.abs(ignored.x - cold.x).max() < WARM_REST_TOL
 
 
