@@ -154,14 +154,14 @@ def stop() -> None:
 
 def remove_legacy() -> int:
     """Delete the display mesh objects (``<armature>.muscles``) that earlier versions saved, and their meshes;
-    returns how many objects. Only objects named after an armature with muscles, holding a mesh, never rendered and
-    not selectable (as those versions made them) are removed."""
+    returns how many objects. Only mesh objects named after an armature, never rendered, not selectable and drawn
+    with their wireframe (as those versions made them) are removed."""
     removed = 0
     for obj in list(bpy.data.objects):
         if obj.type != 'MESH' or not obj.name.endswith(LEGACY_SUFFIX) or obj.library is not None:
             continue
         owner = bpy.data.objects.get(obj.name[:-len(LEGACY_SUFFIX)])
-        if owner is None or owner.type != 'ARMATURE' or not (obj.hide_render and obj.hide_select):
+        if owner is None or owner.type != 'ARMATURE' or not (obj.hide_render and obj.hide_select and obj.show_wire):
             continue
         mesh = obj.data
         bpy.data.objects.remove(obj)

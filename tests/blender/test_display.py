@@ -93,7 +93,7 @@ def test_the_display_writes_nothing_to_the_file_and_old_display_objects_go(bpy, 
     assert _ids(bpy) == before
     legacy = bpy.data.objects.new("Rig.muscles", bpy.data.meshes.new("Rig.muscles"))  # as earlier versions saved
     bpy.context.scene.collection.objects.link(legacy)
-    legacy.hide_render = legacy.hide_select = True
+    legacy.hide_render = legacy.hide_select = legacy.show_wire = True
     path = str(tmp_path / "shot.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.open_mainfile(filepath=path)
@@ -162,3 +162,17 @@ def test_preview_quality_in_the_viewport_render_quality_for_bakes(bpy, tmp_path)
     frames = pc2.read(bake._absolute(mesh.implicit_skin.bake_file))[1]
     for k, frame in enumerate(range(25, 31)):
         assert np.abs(frames[k] - render[frame]).max() < 1e-5  # the render quality's frames, not the preview's
+
+
+def test_the_panel_draws_the_display_and_quality_settings(bpy):
+    import types
+    make_arm(bpy)
+    layout = blender_session.ContextRecordingLayout()
+    bpy.types.IMPLICIT_MUSCLES_PT_muscles_data.draw(types.SimpleNamespace(layout=layout), bpy.context)
+    props = {entry[1] for entry in layout.log if entry[0] == "prop"}
+    assert {"show_muscles", "show_in_front", "display_color", "viewport_quality"} <= props
+    assert not any("Simplify" in entry[1] for entry in layout.log if entry[0] == "label")
+    bpy.context.scene.render.use_simplify = True
+    layout = blender_session.ContextRecordingLayout()
+    bpy.types.IMPLICIT_MUSCLES_PT_muscles_data.draw(types.SimpleNamespace(layout=layout), bpy.context)
+    assert any("Simplify is on" in entry[1] for entry in layout.log if entry[0] == "label")
