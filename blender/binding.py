@@ -3,8 +3,9 @@
 ``describe(mesh_obj, armature)`` reads the mesh at rest, its weights and the bones (``blender/reader.py``), the
 muscles this mesh shows with their set-up, the mesh's settings, and the muscles' settled rest stored in the file
 (``REST_PROPERTY``) into a frozen ``SceneDescription``; it changes nothing in the scene except following renamed
-bones (``rig.follow_renames``) and writing back moved handles (``handles.sync``). ``build(description)`` makes the ``core.character.MuscledCharacter``.
-``setup_digest`` and ``signature_of`` are the checksums that say later whether the scene still fits the bind.
+bones (``rig.follow_renames``) and writing back moved handles (``handles.sync``). ``build(description)`` makes the
+``core.character.MuscledCharacter``. ``setup_digest`` and ``signature_of`` are the checksums that say later whether
+the scene still fits the bind.
 """
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ renders and bakes.
 A frame's muscles start from their state at the end of the frame before, kept per frame in ``Bound.cache``
 (``core/frame_cache.py``; one cache per evaluation quality, ``Bound.cache_for``: renders and bakes at Render,
 the rest at the viewport's quality, ``blender/quality.py``). The simulation starts at the start frame
-(``rig.simulation_start``), where the muscles first settle into that frame's pose (``settle``). The work is split in two, so that no handler ever sets a frame:
+(``rig.simulation_start``), where the muscles first settle into that frame's pose (``settle``). The work is split
+in two, so that no handler ever sets a frame:
 
 1. ``simulate_gaps`` fills the cache with the states a time needs, frame by frame from the last state kept before
    (a jump, a gap, a file just opened). It reads each frame's pose by putting the scene on that frame and updating
