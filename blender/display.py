@@ -99,8 +99,9 @@ def _draw():
 
         context = bpy.context
         scene = context.scene
-        if scene is None:
-            return
+        overlay = getattr(context.space_data, "overlay", None)
+        if scene is None or (overlay is not None and not overlay.show_overlays):
+            return  # overlays off: a clean view, as Blender's own overlays
         if _dirty:
             for name, mesh in refresh(scene).items():
                 _batches[name] = (_gpu_batch(mesh), mesh.in_front)
