@@ -192,8 +192,8 @@ TIMED_STAGES = ("read", "pbd", "pose", "field", "tracking", "write")
 
 def draw_timings(layout, timings):
     """Last frame's time and its stages [ms]."""
-    quality = f" ({timings['quality'].capitalize()})" if timings.get("quality") else ""
-    layout.label(text=f"Frame {timings['frame']}{quality}: {1000 * timings['total']:.1f} ms", icon='TIME')
+    quality = f", {timings['quality'].capitalize()} quality" if timings.get("quality") else ""
+    layout.label(text=f"Frame {timings['frame']}: {1000 * timings['total']:.1f} ms{quality}", icon='TIME')
     grid = layout.grid_flow(columns=2, align=True)
     for stage in TIMED_STAGES:
         if stage in timings:

@@ -145,6 +145,9 @@ def test_preview_quality_in_the_viewport_render_quality_for_bakes(bpy, tmp_path)
         scene.frame_set(frame)
         preview[frame] = evaluated(bpy, mesh)
     assert runtime.bound(mesh).timings["quality"] == "preview"
+    layout = blender_session.RecordingLayout()
+    _module("panels.muscles").draw_skin(layout, bpy.context, mesh)
+    assert any(entry[0] == "label" and entry[1].endswith("ms, Preview quality") for entry in layout.log)
     gap = np.stack([np.linalg.norm(preview[f] - render[f], axis=1) for f in render])
     assert gap.max() > 1e-6  # fewer substeps and iterations: another result ...
     assert np.median(gap) < 1e-4 and np.percentile(gap, 99) < 0.005  # ... close to the render's
