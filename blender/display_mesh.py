@@ -163,5 +163,5 @@ def rig_mesh(armature, scene) -> DrawMesh | None:
     if not vertices:
         return None
     vertices, colors, faces = np.concatenate(vertices), np.concatenate(colors), np.concatenate(faces)
-    key = zlib.crc32(colors.tobytes(), zlib.crc32(vertices.tobytes(), zlib.crc32(faces.tobytes())))
+    key = zlib.crc32(colors.tobytes(), zlib.crc32(vertices.tobytes(), len(faces)))  # faces follow the counts
     return DrawMesh(vertices, colors, faces, (key, in_front), in_front)

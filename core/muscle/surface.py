@@ -11,6 +11,8 @@ numba kernel, all vertices at once).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .field import frame_at
@@ -76,16 +78,27 @@ def batch_surfaces(batch, rings: int = 16, sides: int = 12):
     if rings < 0 or sides < 3:
         raise ValueError("drawn muscles need at least 0 inner rings and 3 sides.")
     M = batch.muscle_count
-    s = np.linspace(0.0, 1.0, rings + 2)
-    angle = np.linspace(0.0, 2.0 * np.pi, sides, endpoint=False)
+    s, cos_a, sin_a, faces = _drawn_layout(M, rings, sides)
     block = len(s) * sides + 2
     vertices = np.empty((M * block, 3), dtype=np.float32)
     normals = np.empty((M * block, 3), dtype=np.float32)
     if M:
-        surface_rings(batch.kernel_arrays(), s, np.cos(angle), np.sin(angle), vertices, normals)
-    one = _ring_faces(len(s), sides).astype(np.int32)
-    faces = (one[None, :, :] + (block * np.arange(M, dtype=np.int32))[:, None, None]).reshape(-1, 3)
+        surface_rings(batch.kernel_arrays(), s, cos_a, sin_a, vertices, normals)
     return vertices, normals, faces
+
+
+@functools.lru_cache(maxsize=32)
+def _drawn_layout(count: int, rings: int, sides: int):
+    """``(s, cos, sin, faces)`` of :func:`batch_surfaces` for ``count`` muscles (read-only arrays, built once)."""
+    s = np.linspace(0.0, 1.0, rings + 2)
+    angle = np.linspace(0.0, 2.0 * np.pi, sides, endpoint=False)
+    block = len(s) * sides + 2
+    one = _ring_faces(len(s), sides).astype(np.int32)
+    faces = (one[None, :, :] + (block * np.arange(count, dtype=np.int32))[:, None, None]).reshape(-1, 3)
+    out = (s, np.cos(angle), np.sin(angle), faces)
+    for a in out:
+        a.flags.writeable = False
+    return out
 
 
 def _ring_faces(rings: int, sides: int) -> np.ndarray:
