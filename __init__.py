@@ -17,12 +17,13 @@ def _submodules():
 
 
 def register():
-    from .blender import cli, compile_job, display, engine, handlers, properties
+    from .blender import cli, compile_job, display, engine, handlers, handles, properties
     engine.setup(__package__)
     properties.register()  # Object.implicit_muscles, Object.implicit_skin (DESIGN.md §4)
     for module in _submodules():
         module.register()
-    display.register()
+    display.register()  # the viewport's draw handler, not in background mode
+    handles.register()
     handlers.register()
     cli.register()  # blender --command implicit_muscles_bake (farms)
     compile_job.register()  # compiles the kernels in the background once after an install or update
@@ -30,11 +31,12 @@ def register():
 
 
 def unregister():
-    from .blender import cli, compile_job, display, engine, handlers, properties, runtime
+    from .blender import cli, compile_job, display, engine, handlers, handles, properties, runtime
     compile_job.unregister()
     engine.cancel_report()
     cli.unregister()
     handlers.unregister()
+    handles.unregister()
     display.unregister()
     for module in reversed(_submodules()):
         module.unregister()

@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 START = "<!-- measured:start -->"
 END = "<!-- measured:end -->"
 HEADER = ["benchmark", "ours", "baseline in the same run", "target"]
-ORDER = ["muscle_field", "pbd", "skin", "quality", "deform", "scaling", "blender", "cold_start", "long_run"]
+ORDER = ["muscle_field", "pbd", "skin", "quality", "deform", "scaling", "blender", "cold_start", "display",
+         "long_run"]
 """Benchmarks in the table's order (``bench/bench_<name>.py``); the demo's row comes last."""
 LONG_RUN_ENERGY_GROWTH = 1.5
 """Long runs: largest ratio of the last loop's peak kinetic energy to that of loops 2-4 (as
@@ -254,6 +255,25 @@ def rows_cold_start(d: dict) -> list:
              f"{met(ok)}"]]
 
 
+def rows_display(d: dict) -> list:
+    r = d["results"]
+    names = [n for n in ("character", "human") if n in r]
+    both = lambda f: " / ".join(f(r[n]) for n in names)  # noqa: E731
+    titles = " / ".join(r[n]["title"] for n in names)
+    share = max(r[n]["display_share"] for n in names)
+    return [[f"in Blender 5.0, showing the muscles per played frame (the triangles the viewport draws, sampled from "
+             f"the frame's simulated muscles; the GPU upload and draw, which need a GPU, not included): {titles}",
+             both(lambda x: num(x["display_ms"])) + " ms per frame, "
+             + both(lambda x: f"{100 * x['display_share']:.2g} %") + " of a played frame ("
+             + both(lambda x: num(x["frame_render_ms"])) + " ms)",
+             "", f"< {100 * d['target_share']:g} % of a played frame: {met(share < d['target_share'])}"],
+            [f"in Blender 5.0, one played frame (`frame_set` + evaluated meshes) at Render / Preview quality: "
+             f"{titles}",
+             " and ".join(f"{num(r[n]['frame_render_ms'])} / {num(r[n]['frame_preview_ms'])} ms" for n in names)
+             + " (the core " + " and ".join(f"{num(r[n]['core_render_ms'])} / {num(r[n]['core_preview_ms'])}"
+                                             for n in names) + " ms)", "", ""]]
+
+
 def rows_long_run(d: dict) -> list:
     r = d["results"]
     names = [n for n in ("arm", "body") if n in r]
@@ -320,7 +340,8 @@ def _demo_speed(s: dict) -> str:
 
 ROWS = {"muscle_field": rows_muscle_field, "pbd": rows_pbd, "skin": rows_skin, "quality": rows_quality,
         "deform": rows_deform, "scaling": rows_scaling,
-        "blender": rows_blender, "cold_start": rows_cold_start, "long_run": rows_long_run}
+        "blender": rows_blender, "cold_start": rows_cold_start, "display": rows_display,
+        "long_run": rows_long_run}
 
 
 def markdown(rows: list) -> str:

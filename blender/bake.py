@@ -1,7 +1,8 @@
 """Bake bound meshes to point caches played by Blender's Mesh Cache modifier (DESIGN.md §3, paper §7.2).
 
 A bake plays the frames in order through the live evaluation (``blender/playback.py``: the muscles are simulated
-from the armature's start frame, so a bake of frames 51-100 in a fresh process simulates 1-50 first) and writes
+from the armature's start frame, so a bake of frames 51-100 in a fresh process simulates 1-50 first), always at
+render quality (``blender/quality.py``), and writes
 each mesh's positions (mesh local space) to a ``.pc2`` file (``core/io/pc2.py``). Then a Mesh Cache modifier
 "Implicit Skinning Cache" (PC2, frame mode, its ``frame_start`` the first baked frame, since the modifier ignores
 the file's own start) takes the place of the live evaluation: the Armature and the live Geometry Nodes modifiers
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import bpy
 
-from . import modifiers, runtime
+from . import modifiers, quality, runtime
 
 CACHE_FOLDER = "implicit_muscles_cache"
 """Folder next to the .blend file that holds a subfolder of bakes per .blend file."""
@@ -196,7 +197,8 @@ def bake_steps(scene, frame_start: int, frame_end: int, meshes=None, part: bool 
     try:
         try:
             for done, frame in enumerate(range(frame_start, frame_end + 1), start=1):
-                scene.frame_set(frame)
+                with quality.render_quality():  # a bake is always at render quality
+                    scene.frame_set(frame)
                 for obj, _, writer in writers.values():
                     writer.write(_frame_positions(obj, frame))
                 yield done, total

@@ -3,8 +3,9 @@
 ``describe(mesh_obj, armature)`` reads the mesh at rest, its weights and the bones (``blender/reader.py``), the
 muscles this mesh shows with their set-up, the mesh's settings, and the muscles' settled rest stored in the file
 (``REST_PROPERTY``) into a frozen ``SceneDescription``; it changes nothing in the scene except following renamed
-bones (``rig.follow_renames``). ``build(description)`` makes the ``core.character.MuscledCharacter``.
-``setup_digest`` and ``signature_of`` are the checksums that say later whether the scene still fits the bind.
+bones (``rig.follow_renames``) and writing back moved handles (``handles.sync``). ``build(description)`` makes the
+``core.character.MuscledCharacter``. ``setup_digest`` and ``signature_of`` are the checksums that say later whether
+the scene still fits the bind.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import animation, reader
+from . import animation, handles, reader
 from .rig import BONE_FIELDS, follow_renames, muscle_problem, skin_meshes
 
 REST_PROPERTY = "implicit_muscles_rest"
@@ -22,8 +23,8 @@ REST_PROPERTY = "implicit_muscles_rest"
 same. A rest without ``settled`` or for another set-up is not used: bind settles again."""
 
 SETUP_IGNORED = {"rna_type", "name", "activation", "stiffness", "width_scale", "eccentricity_rest",
-                 "eccentricity_active"}
-"""Muscle properties that may change without a new bind (animated values, the name)."""
+                 "eccentricity_active", "origin_handle", "insertion_handle"}
+"""Muscle properties that may change without a new bind (animated values, the name, the handle empties)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,6 +66,7 @@ def describe(mesh_obj, armature) -> SceneDescription:
     from ..core.skin.tracking import TrackingSettings
 
     follow_renames(armature)
+    handles.sync(armature)  # a handle moved since the timer's last check
     for m in armature.implicit_muscles.muscles:  # the muscles' set-up first: a deleted bone explains more there
         problem = muscle_problem(armature, m)
         if problem:

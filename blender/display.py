@@ -1,203 +1,198 @@
-"""Muscles in the viewport: a display mesh per armature, and handle empties to move origins and insertions.
+"""Muscles in the viewport: one ``gpu`` draw handler (``SpaceView3D``, ``POST_VIEW``) draws every armature's muscle
+surfaces from a GPU batch per armature. Nothing is added to the scene, so nothing is saved in the .blend, exported
+or rendered.
 
-**Display mesh.** Each armature with muscles and "Show Muscles" on gets a mesh object ``<armature>.muscles``
-(wireframe-over-solid, not rendered, not selectable) holding every muscle's surface (``core/muscle/surface.py``, coarse
-rings) and its axis through the simulation particles, in the current pose: the axis is the simulated one when the armature's skin is bound (the muscles' PBD
-state), else the straight line between origin and insertion, with the current activation, flatness and width scale
-(the volume law bulges a shortened muscle). It is rebuilt on frame change and after edits, only when something it
-shows changed (a signature of the pose matrices and the muscles' values), and never in background mode (renders
-and farms do not need it).
+* What is drawn: ``blender/display_mesh.py`` ``rig_mesh`` (the simulated muscles of a live bound mesh, or straight
+  ones in the current pose), in the armature's space, placed by its world matrix.
+* When it is rebuilt: frame changes, depsgraph updates and the display settings mark the drawing out of date
+  (``mark_dirty``, a flag: no work in those handlers); the next redraw samples the muscles again and rebuilds an
+  armature's GPU batch only if what it draws changed (``DrawMesh.key``). Redraws in between (orbiting the view)
+  reuse the batches.
+* How: *In Front* (``show_in_front``) draws over the skin, half transparent, back faces culled; off, the muscles
+  are depth-tested and opaque (hidden by the skin, seen through it in X-Ray or Wireframe shading). Colours per
+  muscle or by activation (``display_color``).
+* Never in background mode: ``register`` adds the draw handler only when Blender has a user interface
+  (``start``); renders never call viewport draw handlers.
 
-**Handles.** ``implicit_muscles.edit_handles`` adds two empties per active muscle, parented to the origin and
-insertion bones (so they follow the pose and can be grabbed with the mouse); moving one writes the point back into
-the muscle in its bone's frame (a depsgraph handler). ``implicit_muscles.clear_handles`` removes them.
+Files saved by earlier versions hold a display mesh object ``<armature>.muscles`` per armature; ``remove_legacy``
+deletes those on load (they were the add-on's own, never the user's).
 """
 from __future__ import annotations
 
+import sys
+
 import bpy
-import numpy as np
 from bpy.app.handlers import persistent
-from mathutils import Matrix, Vector
 
-from . import rig as rig_utils
-from .playback import on_main_thread
+LEGACY_SUFFIX = ".muscles"
+"""Name suffix of the display mesh objects that earlier versions saved in files."""
+SHADER = 'SMOOTH_COLOR'
+"""Builtin shader (attributes ``pos``, ``color``), named alike in Blender 4.2 and 5.0."""
 
-SUFFIX = ".muscles"
-HANDLE_KEY = "implicit_muscles_handle"
-"""Custom property on a handle empty: ``"<muscle name>|origin"`` or ``"<muscle name>|insertion"``."""
-RINGS, SIDES = 16, 12
-
-_signatures: dict = {}
-
-
-def display_name(armature) -> str:
-    return armature.name + SUFFIX
+_handle = None  # the SpaceView3D draw handler, while drawing
+_dirty = True
+_keys: dict = {}  # armature full name -> DrawMesh.key of what is drawn
+_batches: dict = {}  # armature full name -> (GPUBatch, in_front)
+_shader = None
+_warned: set = set()
 
 
-def _signature(armature) -> int:
-    props = armature.implicit_muscles
-    parts = [props.show_muscles, len(props.muscles)]
-    for m in props.muscles:
-        parts.extend((m.origin_bone, m.insertion_bone, tuple(m.origin_point), tuple(m.insertion_point), m.width,
-                      m.activation, m.width_scale, m.eccentricity_rest, m.eccentricity_active, m.alpha_rest,
-                      m.beta_rest, m.alpha_active, m.beta_active, m.twist))
-    for pb in armature.pose.bones:
-        parts.append(tuple(round(x, 7) for row in pb.matrix for x in row))
-    return hash(tuple(parts))
+def mark_dirty(*_args) -> None:
+    """The muscles may have changed (a frame change, an edit): the next redraw samples them again."""
+    global _dirty
+    _dirty = True
 
 
-def muscle_meshes(armature):
-    """Vertices (armature space), edges and faces of every valid muscle in the current pose: its surface, and its
-    axis with the simulation particles as a polyline of loose edges."""
-    from ..core.muscle.primitive import FusiformMuscle, MuscleShape
-    from ..core.muscle.surface import muscle_surface
+def drawing() -> bool:
+    """True while the draw handler is registered."""
+    return _handle is not None
 
-    verts, faces, edges, offset = [], [], [], 0
-    for m in armature.implicit_muscles.muscles:
-        if rig_utils.muscle_problem(armature, m):
+
+def armatures(scene) -> list:
+    """The scene's armatures whose muscles are shown."""
+    return [obj for obj in scene.objects if obj.type == 'ARMATURE' and len(obj.implicit_muscles.muscles)
+            and obj.implicit_muscles.show_muscles]
+
+
+def refresh(scene) -> dict:
+    """Sample every shown armature of ``scene`` again (``display_mesh.rig_mesh``); returns ``{armature full name:
+    DrawMesh}`` of those whose drawing changed since the last refresh (the GPU batches to rebuild), and forgets the
+    drawings of armatures no longer shown. Runs without a GPU (the tests call it headless)."""
+    from . import display_mesh, renders
+
+    global _dirty
+    changed = {}
+    if renders.rendering_elsewhere():  # a render thread owns the characters' states: keep the last drawing
+        return changed
+    shown = set()
+    for armature in armatures(scene):
+        name = armature.name_full
+        mesh = display_mesh.rig_mesh(armature, scene)
+        if mesh is None:
             continue
-        o, i = rig_utils.muscle_endpoints(armature, m, posed=True)
-        o0, i0 = rig_utils.muscle_endpoints(armature, m, posed=False)
-        frame = rig_utils.bone_frame(armature, m.origin_bone, posed=True)
-        axis = i - o
-        x = frame.to_3x3() @ Vector((1.0, 0.0, 0.0))
-        n = x - axis.normalized() * x.dot(axis.normalized())
-        if n.length < 1e-6:
-            n = frame.to_3x3() @ Vector((0.0, 0.0, 1.0))
-        n = Matrix.Rotation(m.twist, 3, axis.normalized()) @ n.normalized()
-        try:
-            muscle = FusiformMuscle(o[:], i[:], volume=np.pi * m.width ** 2 * (i0 - o0).length,
-                                    shape=MuscleShape(m.alpha_rest, m.beta_rest, m.alpha_active, m.beta_active,
-                                                      m.eccentricity_rest, m.eccentricity_active),
-                                    particles=8, origin_normal=n[:], insertion_normal=n[:],
-                                    activation=m.activation, width_scale=m.width_scale, name=m.name)
-            v, f = muscle_surface(muscle, rings=RINGS, sides=SIDES, snap=False)
-        except ValueError:
-            continue
-        verts.append(v)
-        faces.append(f + offset)
-        offset += len(v)
-        axis_points = muscle.axis
-        verts.append(axis_points)
-        edges.append(offset + np.stack([np.arange(len(axis_points) - 1), np.arange(1, len(axis_points))], 1))
-        offset += len(axis_points)
-    if not verts:
-        return np.zeros((0, 3)), np.zeros((0, 2), dtype=np.int64), np.zeros((0, 3), dtype=np.int64)
-    return np.concatenate(verts), np.concatenate(edges), np.concatenate(faces)
+        shown.add(name)
+        if _keys.get(name) != mesh.key:
+            _keys[name] = mesh.key
+            changed[name] = mesh
+    for name in [n for n in _keys if n not in shown]:
+        del _keys[name]
+        _batches.pop(name, None)
+    _dirty = False
+    return changed
 
 
-def update_display(armature, force: bool = False):
-    """Create, rebuild or remove the armature's display mesh; returns the display object or None."""
-    name = display_name(armature)
-    obj = bpy.data.objects.get(name)
-    props = armature.implicit_muscles
-    if not props.show_muscles or not len(props.muscles):
-        if obj is not None:
-            mesh = obj.data
-            bpy.data.objects.remove(obj)
-            if mesh.users == 0:
-                bpy.data.meshes.remove(mesh)
-        _signatures.pop(armature.name_full, None)
-        return None
-    sig = _signature(armature)
-    if obj is not None and not force and _signatures.get(armature.name_full) == sig:
-        return obj
-    verts, edges, faces = muscle_meshes(armature)
-    if obj is None:
-        mesh = bpy.data.meshes.new(name)
-        obj = bpy.data.objects.new(name, mesh)
-        for collection in armature.users_collection:
-            collection.objects.link(obj)
-        obj.hide_render = True
-        obj.hide_select = True
-        obj.show_wire = True
-        obj.display_type = 'SOLID'
-        obj.color = (0.75, 0.2, 0.2, 1.0)
-    mesh = obj.data
-    mesh.clear_geometry()
-    mesh.from_pydata(verts.tolist(), edges.tolist(), faces.tolist())
-    mesh.update()
-    obj.matrix_world = armature.matrix_world
-    _signatures[armature.name_full] = sig
-    return obj
+def _gpu_batch(mesh):
+    """A GPU batch of ``mesh``'s triangles (needs a GPU context: the draw callback)."""
+    import gpu
+    from gpu_extras.batch import batch_for_shader
+
+    global _shader
+    if _shader is None:
+        _shader = gpu.shader.from_builtin(SHADER)
+    return batch_for_shader(_shader, 'TRIS', {"pos": mesh.vertices, "color": mesh.colors}, indices=mesh.faces)
 
 
-def update_all():
+def _draw():
+    """The draw callback: rebuild what changed, then draw every shown armature of the context's scene."""
+    try:
+        import gpu
+
+        context = bpy.context
+        scene = context.scene
+        overlay = getattr(context.space_data, "overlay", None)
+        if scene is None or (overlay is not None and not overlay.show_overlays):
+            return  # overlays off: a clean view, as Blender's own overlays
+        if _dirty:
+            for name, mesh in refresh(scene).items():
+                _batches[name] = (_gpu_batch(mesh), mesh.in_front)
+        if not _batches:
+            return
+        for armature in armatures(scene):
+            entry = _batches.get(armature.name_full)
+            if entry is None or not armature.visible_get():
+                continue
+            batch, in_front = entry
+            gpu.state.depth_test_set('NONE' if in_front else 'LESS_EQUAL')
+            gpu.state.depth_mask_set(not in_front)
+            gpu.state.blend_set('ALPHA' if in_front else 'NONE')
+            gpu.state.face_culling_set('BACK' if in_front else 'NONE')
+            with gpu.matrix.push_pop():
+                gpu.matrix.multiply_matrix(armature.matrix_world)
+                batch.draw(_shader)
+        gpu.state.depth_test_set('NONE')
+        gpu.state.depth_mask_set(False)
+        gpu.state.blend_set('NONE')
+        gpu.state.face_culling_set('NONE')
+    except Exception as ex:  # noqa: BLE001 - a draw callback must never raise: one message per problem
+        if str(ex) not in _warned:
+            _warned.add(str(ex))
+            print(f"Implicit Muscles: could not draw the muscles: {ex}", file=sys.stderr)
+
+
+def start(background: bool | None = None) -> bool:
+    """Add the draw handler, unless Blender runs without a user interface (``background``, default
+    ``bpy.app.background``) or it is added already; returns whether it is registered."""
+    global _handle
+    if background is None:
+        background = bpy.app.background
+    if _handle is None and not background:
+        _handle = bpy.types.SpaceView3D.draw_handler_add(_draw, (), 'WINDOW', 'POST_VIEW')
+        mark_dirty()
+    return _handle is not None
+
+
+def stop() -> None:
+    """Remove the draw handler and forget the GPU batches."""
+    global _handle, _shader
+    if _handle is not None:
+        bpy.types.SpaceView3D.draw_handler_remove(_handle, 'WINDOW')
+        _handle = None
+    _batches.clear()
+    _keys.clear()
+    _shader = None
+    _warned.clear()
+
+
+def remove_legacy() -> int:
+    """Delete the display mesh objects (``<armature>.muscles``) that earlier versions saved, and their meshes;
+    returns how many objects. Only mesh objects named after an armature, never rendered, not selectable and drawn
+    with their wireframe (as those versions made them) are removed."""
+    removed = 0
     for obj in list(bpy.data.objects):
-        if obj.type == 'ARMATURE' and hasattr(obj, "implicit_muscles"):
-            if len(obj.implicit_muscles.muscles) or bpy.data.objects.get(display_name(obj)) is not None:
-                update_display(obj)
-
-
-def sync_handles():
-    """Write moved handle empties back into their muscles' points (bone frame)."""
-    for empty in bpy.data.objects:
-        key = empty.get(HANDLE_KEY)
-        if not key or empty.parent is None or empty.parent.type != 'ARMATURE':
+        if obj.type != 'MESH' or not obj.name.endswith(LEGACY_SUFFIX) or obj.library is not None:
             continue
-        armature = empty.parent
-        name, end = key.rsplit("|", 1)
-        muscle = armature.implicit_muscles.muscles.get(name)
-        if muscle is None or empty.parent_bone not in armature.data.bones:
+        owner = bpy.data.objects.get(obj.name[:-len(LEGACY_SUFFIX)])
+        if owner is None or owner.type != 'ARMATURE' or not (obj.hide_render and obj.hide_select and obj.show_wire):
             continue
-        bone = armature.data.bones[empty.parent_bone]
-        # the point in the bone's own frame: the posed bone matrix's inverse times the armature-space position
-        world = armature.matrix_world.inverted() @ empty.matrix_world.translation
-        rest_local = rig_utils.bone_frame(armature, bone.name, posed=True).inverted() @ world
-        target = "origin_point" if end == "origin" else "insertion_point"
-        if (Vector(getattr(muscle, target)) - rest_local).length > 1e-7:
-            setattr(muscle, target, rest_local)
-
-
-def add_handles(armature, muscle):
-    """Two empties at the muscle's origin and insertion, parented to their bones; returns them."""
-    out = []
-    for end, bone_name, point in (("origin", muscle.origin_bone, muscle.origin_point),
-                                  ("insertion", muscle.insertion_bone, muscle.insertion_point)):
-        empty = bpy.data.objects.new(f"{muscle.name}.{end}", None)
-        empty.empty_display_type = 'SPHERE'
-        empty.empty_display_size = max(muscle.width * 0.5, 0.005)
-        empty[HANDLE_KEY] = f"{muscle.name}|{end}"
-        for collection in armature.users_collection:
-            collection.objects.link(empty)
-        empty.parent = armature
-        empty.parent_type = 'BONE'
-        empty.parent_bone = bone_name
-        world = armature.matrix_world @ (rig_utils.bone_frame(armature, bone_name, posed=True) @ Vector(point))
-        empty.matrix_world = Matrix.Translation(world)
-        out.append(empty)
-    return out
-
-
-def remove_handles(armature):
-    for obj in list(bpy.data.objects):
-        if obj.get(HANDLE_KEY) and obj.parent == armature:
-            bpy.data.objects.remove(obj)
+        mesh = obj.data
+        bpy.data.objects.remove(obj)
+        if mesh.users == 0:
+            bpy.data.meshes.remove(mesh)
+        removed += 1
+    return removed
 
 
 @persistent
-def _on_depsgraph_update(scene, depsgraph=None):
-    if bpy.app.background:
-        return
-    sync_handles()
-    update_all()
+def _on_load_post(*_):
+    remove_legacy()
+    _batches.clear()
+    _keys.clear()
+    mark_dirty()
 
 
-@persistent
-def _on_frame_change(scene, depsgraph=None):
-    if bpy.app.background or not on_main_thread():  # a render's own thread never edits the display meshes
-        return
-    update_all()
+_HANDLERS = (("frame_change_post", persistent(mark_dirty)), ("depsgraph_update_post", persistent(mark_dirty)),
+             ("load_post", _on_load_post))
 
 
 def register():
-    bpy.app.handlers.depsgraph_update_post.append(_on_depsgraph_update)
-    bpy.app.handlers.frame_change_post.append(_on_frame_change)
+    for name, fn in _HANDLERS:
+        getattr(bpy.app.handlers, name).append(fn)
+    start()
 
 
 def unregister():
-    for handlers, fn in ((bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update),
-                         (bpy.app.handlers.frame_change_post, _on_frame_change)):
+    stop()
+    for name, fn in _HANDLERS:
+        handlers = getattr(bpy.app.handlers, name)
         while fn in handlers:
             handlers.remove(fn)
-    _signatures.clear()

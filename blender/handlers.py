@@ -136,7 +136,9 @@ def on_depsgraph_update(scene, depsgraph):
             continue
         action = armature.animation_data.action if armature.animation_data else None
         if action is not None and action.name_full in actions:
-            bound.cache.update_keys(animation.key_snapshot(armature))
+            keys = animation.key_snapshot(armature)
+            for cache in bound.caches:
+                cache.update_keys(keys)
         if armature.name_full in posed or (action is not None and action.name_full in actions):
             playback.evaluate_safely(obj, scene, depsgraph, preview=True)
 

@@ -2,8 +2,10 @@
 renders and bakes.
 
 A frame's muscles start from their state at the end of the frame before, kept per frame in ``Bound.cache``
-(``core/frame_cache.py``). The simulation starts at the start frame (``rig.simulation_start``), where the muscles
-first settle into that frame's pose (``settle``). The work is split in two, so that no handler ever sets a frame:
+(``core/frame_cache.py``; one cache per evaluation quality, ``Bound.cache_for``: renders and bakes at Render,
+the rest at the viewport's quality, ``blender/quality.py``). The simulation starts at the start frame
+(``rig.simulation_start``), where the muscles first settle into that frame's pose (``settle``). The work is split
+in two, so that no handler ever sets a frame:
 
 1. ``simulate_gaps`` fills the cache with the states a time needs, frame by frame from the last state kept before
    (a jump, a gap, a file just opened). It reads each frame's pose by putting the scene on that frame and updating
@@ -24,8 +26,8 @@ first settle into that frame's pose (``settle``). The work is split in two, so t
 A frame that fails (a scaled, NaN or far-flung pose, a non-finite result, a mesh whose vertex count, armature's bone
 count or place relative to its armature changed since bind, a state that was not simulated) shows the plain Armature
 result, with one warning printed per problem (``evaluate_safely``); the next frame that evaluates switches Implicit
-Skinning back on. Each frame's stage times [s] are kept in ``Bound.timings``: ``simulate gap``, ``read``, the core's
-stages, ``write``, ``total``.
+Skinning back on. Each frame's stage times [s] are kept in ``Bound.timings`` (with its ``frame`` and ``quality``
+name): ``simulate gap``, ``read``, the core's stages, ``write``, ``total``.
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from . import compile_job, modifiers, rig, runtime
+from . import compile_job, modifiers, quality as qualities, rig, runtime
 
 _busy = False
 _warned: set = set()
@@ -108,22 +110,25 @@ def _read(bound, armature, depsgraph) -> tuple:
     return bone_transforms(arm_eval, bound.rest_inverse), muscle_values(arm_eval, bound.source)
 
 
-def _keep(bound, frame: int) -> None:
-    """Cache the character's state as the state after ``frame``, unless that frame is cached already (the same state:
-    keeping the cache as it is keeps the frames after it)."""
-    if frame not in bound.cache:
-        bound.cache.store(frame, bound.character.state())
+def _keep(cache, character, frame: int) -> None:
+    """Cache ``character``'s state in ``cache`` as the state after ``frame``, unless that frame is cached already
+    (the same state: keeping the cache as it is keeps the frames after it)."""
+    if frame not in cache:
+        cache.store(frame, character.state())
 
 
-def advance_to(bound, scene, armature, frame: int, preview: bool = False) -> bool:
+def advance_to(bound, scene, armature, frame: int, preview: bool = False, quality=None) -> bool:
     """Put ``bound.character``'s muscle state at the end of ``frame - 1`` from what is at hand, never simulating:
     the rest state if ``frame`` is at or before the start frame (``rig.simulation_start``; returns True: the frame
-    settles from rest), else the state cached for ``frame - 1``. Without it, ``preview`` continues from the
-    character's current state; otherwise :class:`FramesNotSimulated` (``simulate_gaps`` fills the cache
-    beforehand)."""
+    settles from rest), else the state cached for ``frame - 1`` at ``quality`` (default: render). Without it,
+    ``preview`` continues from the character's current state; otherwise :class:`FramesNotSimulated`
+    (``simulate_gaps`` fills the cache beforehand)."""
+    from ..core.quality import RENDER
+
     start = rig.simulation_start(armature, scene)
     ch = bound.character
-    first, state = bound.cache.resume(frame, start)  # forgets the states simulated from another start frame
+    # forgets the states simulated from another start frame
+    first, state = bound.cache_for(quality or RENDER).resume(frame, start)
     if frame <= start:
         ch.reset()
         return True
@@ -136,7 +141,8 @@ def advance_to(bound, scene, armature, frame: int, preview: bool = False) -> boo
 
 @dataclass
 class _Gap:
-    """One mesh's frames to simulate, ``first`` to ``last``, from ``state`` (None: rest at the ``start`` frame)."""
+    """One mesh's frames to simulate, ``first`` to ``last``, from ``state`` (None: rest at the ``start`` frame), at
+    ``quality`` (``core/quality.py``) into ``cache``."""
 
     mesh: object
     bound: object
@@ -145,6 +151,8 @@ class _Gap:
     first: int
     last: int
     state: object
+    quality: object
+    cache: object
     failed: bool = False
 
 
@@ -156,9 +164,10 @@ def _bound(obj):
     return bound
 
 
-def _plan(obj, scene, first_state: int, last_state: int):
+def _plan(obj, scene, first_state: int, last_state: int, quality):
     """The :class:`_Gap` that caches ``obj``'s states after frames ``first_state..last_state`` (those at or after the
-    start frame), or None if they are all cached or the mesh cannot be evaluated (its frame handler says why)."""
+    start frame) at ``quality``, or None if they are all cached or the mesh cannot be evaluated (its frame handler
+    says why)."""
     try:
         bound = _bound(obj)
     except Exception:  # noqa: BLE001 - a bind that fails is reported by the mesh's frame handler
@@ -168,12 +177,13 @@ def _plan(obj, scene, first_state: int, last_state: int):
         return None
     start = rig.simulation_start(armature, scene)
     first_state = max(first_state, start)
-    bound.cache.resume(first_state, start)  # forgets the states simulated from another start frame
-    missing = next((f for f in range(first_state, last_state + 1) if f not in bound.cache), None)
+    cache = bound.cache_for(quality)
+    cache.resume(first_state, start)  # forgets the states simulated from another start frame
+    missing = next((f for f in range(first_state, last_state + 1) if f not in cache), None)
     if missing is None:
         return None
-    first, state = bound.cache.resume(missing, start)
-    return _Gap(obj, bound, armature, start, first, last_state, state)
+    first, state = cache.resume(missing, start)
+    return _Gap(obj, bound, armature, start, first, last_state, state, quality, cache)
 
 
 def _view_layer(scene):
@@ -197,9 +207,9 @@ def _step_gap(gap: _Gap, frame: int, depsgraph, dt: float) -> None:
     B, inputs = _read(gap.bound, gap.armature, depsgraph)
     ch = gap.bound.character
     if frame == gap.start:
-        ch.settle(B, dt=dt, inputs=inputs)
-    ch.step_muscles(B, dt=dt, inputs=inputs)
-    _keep(gap.bound, frame)
+        ch.settle(B, dt=dt, inputs=inputs, quality=gap.quality)
+    ch.step_muscles(B, dt=dt, inputs=inputs, quality=gap.quality)
+    _keep(gap.cache, ch, frame)
 
 
 def _gap_failed(gap: _Gap, ex: Exception) -> None:
@@ -213,14 +223,18 @@ def _gap_failed(gap: _Gap, ex: Exception) -> None:
             traceback.print_exc()
 
 
-def simulate_gaps(scene, meshes, first_state: int, last_state: int) -> None:
-    """Cache each of ``meshes``' muscle states after frames ``first_state..last_state`` (module docstring, step 1):
-    the frames missing are simulated in order from the last state kept before them, all meshes together. Main
-    thread only, outside a depsgraph evaluation. A mesh whose frames fail keeps the reason for its frame handler."""
+def simulate_gaps(scene, meshes, first_state: int, last_state: int, quality=None) -> None:
+    """Cache each of ``meshes``' muscle states after frames ``first_state..last_state`` (module docstring, step 1)
+    at ``quality`` (default: ``quality.frame_quality`` of the scene now): the frames missing are simulated in order
+    from the last state kept before them, all meshes together. Main thread only, outside a depsgraph evaluation. A
+    mesh whose frames fail keeps the reason for its frame handler."""
     global _busy
     if compile_job.waiting():
         return  # the frames show the Armature result until the background compile ends
-    gaps = [gap for gap in (_plan(obj, scene, first_state, last_state) for obj in meshes) if gap is not None]
+    if quality is None:
+        quality = qualities.frame_quality(scene)
+    gaps = [gap for gap in (_plan(obj, scene, first_state, last_state, quality) for obj in meshes)
+            if gap is not None]
     if not gaps:
         return
     t0 = time.perf_counter()
@@ -301,34 +315,37 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
     if modifiers.is_linked(mesh_obj):
         modifiers.check_linked_stack(mesh_obj)
     before = state_needed(frame + subframe)
+    quality = qualities.frame_quality(scene, depsgraph)
     try:
-        fresh = advance_to(bound, scene, armature, before + 1, preview=preview)
+        fresh = advance_to(bound, scene, armature, before + 1, preview=preview, quality=quality)
     except FramesNotSimulated:
         raise ValueError(_not_simulated(mesh_obj, frame, before)) from None
     t1 = time.perf_counter()
     dt = 1.0 / _fps(scene)
     B, inputs = _read(bound, armature, depsgraph)
     if fresh:
-        ch.settle(B, dt=dt, inputs=inputs)
+        ch.settle(B, dt=dt, inputs=inputs, quality=quality)
     t2 = time.perf_counter()
     ch.deformer.keep_volume = skin.keep_volume  # switched live, no new bind
     ch.deformer.land_on_contact = skin.land_on_contact
     ch.deformer.limit_correction = skin.limit_correction
     step = dt * subframe if subframe else dt
-    positions = ch.frame(B, dt=step, frame=None if subframe else frame, inputs=inputs)
+    positions = ch.frame(B, dt=step, frame=None if subframe else frame, inputs=inputs, quality=quality)
     t3 = time.perf_counter()
     _gap_errors.pop(mesh_obj.name_full, None)
     if preview:
-        bound.cache.invalidate(before + 1)
+        for cache in bound.caches:  # the interactive pose is in neither quality's animation
+            cache.invalidate(before + 1)
     elif not subframe:
-        _keep(bound, frame)
+        _keep(bound.cache_for(quality), ch, frame)
     turns = ch.offset_turns() if modifiers.has_offsets(mesh_obj) else None  # shape keys ride on the result
     bound.own_write = modifiers.write_positions(mesh_obj, positions, bound, turns)  # its mesh update is not an edit
     shown = frame + subframe if subframe else frame
     bound.last_frame, bound.last_error = shown, ""
     modifiers.set_active(mesh_obj, True)  # back from a frame that fell back to the Armature result
     t4 = time.perf_counter()
-    bound.timings = {"frame": shown, "simulate gap": _gap_seconds.pop(mesh_obj.name_full, 0.0), "read": t2 - t1,
+    bound.timings = {"frame": shown, "quality": quality.name,
+                     "simulate gap": _gap_seconds.pop(mesh_obj.name_full, 0.0), "read": t2 - t1,
                      **ch.timings, "write": t4 - t3, "total": t4 - t0}
     return True
 

@@ -107,6 +107,23 @@ class ImplicitMuscle(PropertyGroup):
                                     min=0.0, soft_max=0.3, **SETUP,
                                     description="How far apart the fibres end, across the muscle")
 
+    origin_handle: PointerProperty(name="Origin Handle", type=bpy.types.Object, options={'HIDDEN'},
+                                   override=OVERRIDE,
+                                   description="The empty that moves the origin (Edit Handles), if any")
+    insertion_handle: PointerProperty(name="Insertion Handle", type=bpy.types.Object, options={'HIDDEN'},
+                                      override=OVERRIDE,
+                                      description="The empty that moves the insertion (Edit Handles), if any")
+
+
+def _display_changed(self, context):
+    """Draw the muscles again with the new display setting."""
+    from . import display
+    display.mark_dirty()
+    screen = getattr(context, "screen", None)
+    for area in (screen.areas if screen is not None else ()):
+        if area.type == 'VIEW_3D':
+            area.tag_redraw()
+
 
 def _use_scene_start_changed(self, context):
     """Switched off before any start frame was set: start where the scene does, not at frame 1."""
@@ -125,8 +142,16 @@ class ImplicitMuscleRig(PropertyGroup):
 
     muscles: CollectionProperty(type=ImplicitMuscle, override={'LIBRARY_OVERRIDABLE', 'USE_INSERTION'})
     active_index: IntProperty(name="Active Muscle", default=0, min=0, override=OVERRIDE)
-    show_muscles: BoolProperty(name="Show Muscles", default=True,
-                               description="Draw the muscles' shapes in the viewport")
+    show_muscles: BoolProperty(name="Show Muscles", default=True, update=_display_changed,
+                               description="Draw the muscles' shapes in the viewport (never in renders, never "
+                                           "saved or exported)")
+    show_in_front: BoolProperty(name="In Front", default=True, update=_display_changed,
+                                description="Draw the muscles over the skin, half transparent (off: hidden where "
+                                            "the skin covers them, seen through it in X-Ray or Wireframe shading)")
+    display_color: EnumProperty(name="Colour", default='MUSCLE', update=_display_changed,
+                                items=(('MUSCLE', "Per Muscle", "Each muscle in a colour of its own"),
+                                       ('ACTIVATION', "Activation", "Blue when relaxed, red when fully active")),
+                                description="How the viewport colours the muscles")
     substeps: IntProperty(name="Substeps", default=10, min=1, max=100, **SETUP,
                           description="Simulation steps per frame")
     use_scene_start: BoolProperty(name="Use Scene Start", default=True, update=_use_scene_start_changed, **STATIC,
@@ -229,7 +254,28 @@ class ImplicitSkinSettings(PropertyGroup):
     bake_end: IntProperty(name="Bake End", default=1, **STATIC, description="Last baked frame")
 
 
-classes = (ImplicitMuscle, ImplicitMuscleRig, ImplicitSkinSettings)
+def _quality_changed(self, context):
+    """Show the current frame again at the new viewport quality."""
+    from . import playback
+    scene = self.id_data
+    for obj in playback.live_meshes(scene):
+        if obj.implicit_skin.bound:
+            _show_current_frame(obj, context)
+
+
+class ImplicitMusclesScene(PropertyGroup):
+    """The scene's evaluation quality outside renders and bakes (``blender/quality.py``)."""
+
+    viewport_quality: EnumProperty(
+        name="Viewport Quality", default='RENDER', update=_quality_changed,
+        items=(('RENDER', "Render", "The viewport shows exactly what renders and bakes show"),
+               ('PREVIEW', "Preview", "Fewer simulation substeps and tracking iterations while animating; renders "
+                                      "and bakes stay at Render quality")),
+        description="How hard the muscles and the skin work outside renders and bakes (the scene's Simplify, when "
+                    "on, also gives Preview)")
+
+
+classes = (ImplicitMuscle, ImplicitMuscleRig, ImplicitSkinSettings, ImplicitMusclesScene)
 
 
 def register():
@@ -237,9 +283,11 @@ def register():
         bpy.utils.register_class(cls)
     bpy.types.Object.implicit_muscles = PointerProperty(type=ImplicitMuscleRig, override=OVERRIDE)
     bpy.types.Object.implicit_skin = PointerProperty(type=ImplicitSkinSettings, override=OVERRIDE)
+    bpy.types.Scene.implicit_muscles = PointerProperty(type=ImplicitMusclesScene)
 
 
 def unregister():
+    del bpy.types.Scene.implicit_muscles
     del bpy.types.Object.implicit_skin
     del bpy.types.Object.implicit_muscles
     for cls in reversed(classes):

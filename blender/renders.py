@@ -3,7 +3,8 @@
 A render's frame-change handlers only evaluate from the muscle states cached before (``blender/playback.py``), so
 before each frame renders (``render_pre``) the states its frame and motion steps start from are simulated:
 ``render_states`` says which (``render_span``: the frame, its motion-blur shutter or a vector pass's neighbours), and
-``prepare_render_frame`` simulates them with ``playback.simulate_gaps``, on the main thread. A background or script
+``prepare_render_frame`` simulates them with ``playback.simulate_gaps`` at render quality (``blender/quality.py``),
+on the main thread. A background or script
 render runs its handlers on the main thread and simulates directly. A render started from the interface runs them on
 its own thread, which must not update the view layer or set a frame: it hands the work to the main thread
 (``request_on_main_thread``) and waits, and a timer on the main thread runs it (``serve_render_requests``).
@@ -20,6 +21,7 @@ import traceback
 
 import bpy
 
+from ..core.quality import RENDER
 from . import playback
 
 HANDOFF_START_TIMEOUT = 10.0
@@ -101,7 +103,7 @@ def prepare_render_frame(scene) -> None:
     by the render's thread, ``request_on_main_thread``)."""
     first, last = render_states(scene)
     if playback.on_main_thread():
-        playback.simulate_gaps(scene, playback.live_meshes(scene), first, last)
+        playback.simulate_gaps(scene, playback.live_meshes(scene), first, last, RENDER)
     else:
         request_on_main_thread(scene, first, last)
 
@@ -144,7 +146,7 @@ def serve_render_requests() -> float:
         try:
             scene = bpy.data.scenes.get(request.scene_name)
             if scene is not None:
-                playback.simulate_gaps(scene, playback.live_meshes(scene), request.first, request.last)
+                playback.simulate_gaps(scene, playback.live_meshes(scene), request.first, request.last, RENDER)
         except Exception as ex:  # noqa: BLE001 - a timer must never raise; the render falls back and says so
             print(f"Implicit Muscles: could not simulate the muscles a render needs: {ex}", file=sys.stderr)
             traceback.print_exc()

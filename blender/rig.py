@@ -23,13 +23,16 @@ def skin_meshes(armature) -> list:
 
 def armature_of(obj):
     """The armature whose muscles ``obj`` shows: ``obj`` itself if it is an armature; for a mesh, the armature it is
-    bound to, else the one deforming it (``Object.find_armature``); else None."""
+    bound to, else the one deforming it (``Object.find_armature``); for a muscle handle, its armature; else None."""
     if obj is None:
         return None
     if obj.type == 'ARMATURE':
         return obj
     if obj.type == 'MESH':
         return obj.implicit_skin.armature or obj.find_armature()
+    if obj.type == 'EMPTY' and obj.get("implicit_muscles_handle") is not None and obj.parent is not None \
+            and obj.parent.type == 'ARMATURE':  # a muscle handle (blender/handles.py)
+        return obj.parent
     return None
 
 

@@ -40,7 +40,8 @@ class Bound:
     rest_inverse: np.ndarray  # (B, 4, 4) inverse rest frames of the bones (armature space)
     to_mesh: np.ndarray  # (4, 4) armature space -> mesh local space
     setup: str = ""  # ``binding.setup_digest`` of the armature at bind
-    cache: FrameCache = field(default_factory=FrameCache)  # PBD state after each frame, and the keys
+    cache: FrameCache = field(default_factory=FrameCache)  # PBD state after each frame (render quality), and keys
+    preview_cache: FrameCache = field(default_factory=FrameCache)  # the same at preview quality (blender/quality.py)
     last_frame: int | None = None  # the frame of ``last_local``
     last_local: np.ndarray | None = None  # (V, 3) float32 positions last written [m, mesh local space]
     last_error: str = ""  # why the last frame fell back to the Armature result ("" if it did not)
@@ -53,8 +54,17 @@ class Bound:
         self.last_local = np.zeros((self.character.vertex_count, 3), dtype=np.float32)
 
     def state_for(self, frame):
-        """The muscles' state cached after ``frame``, or None."""
+        """The muscles' state cached after ``frame`` at render quality, or None."""
         return self.cache.get(frame)
+
+    def cache_for(self, quality) -> FrameCache:
+        """The cache of the states simulated at ``quality`` (``core/quality.py``)."""
+        return self.preview_cache if quality.name == "preview" else self.cache
+
+    @property
+    def caches(self) -> tuple:
+        """Both caches: render quality, preview quality."""
+        return self.cache, self.preview_cache
 
     @property
     def stale(self) -> str:
@@ -91,7 +101,7 @@ def bind(mesh_obj, armature) -> Bound:
     if scene.settled_rest is None:
         binding.store_rest(mesh_obj, scene.setup, character.settled_rest())
     out = Bound(character, scene.signature, scene.source, scene.rest_inverse, scene.to_mesh, setup=scene.setup,
-                cache=FrameCache(keys=scene.keys))
+                cache=FrameCache(keys=scene.keys), preview_cache=FrameCache(keys=scene.keys))
     _BOUND[_key(mesh_obj)] = out
     return out
 
@@ -113,7 +123,8 @@ def unbind(mesh_obj) -> None:
 def invalidate_all() -> int:
     """Forget every bound mesh's cached muscle states; returns how many meshes."""
     for b in _BOUND.values():
-        b.cache.invalidate()
+        for cache in b.caches:
+            cache.invalidate()
     return len(_BOUND)
 
 

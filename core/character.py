@@ -35,6 +35,7 @@ from .pbd.settings import PBDSettings
 from .pbd.settle import initial_state, rest_state
 from .pbd.solver import AxisCollapsed, PBDSolver
 from .pbd.state import PBDState
+from .quality import RENDER, EvaluationQuality
 from .rig import Rig
 from .skin.field import SkinSettings, bind_skin_field
 from .skin.skinning import REACH_FACTOR, check_rigid
@@ -161,6 +162,12 @@ class MuscledCharacter:
         ``PBDState.snapshot``: the muscle batch is rebuilt by the next step)."""
         return self._state.snapshot()
 
+    @property
+    def muscle_batch(self):
+        """The muscles as the skin sees them after the last step (a :class:`core.muscle.batch.MuscleBatch` of the
+        current state: simulated axes, widths, profiles), or None without muscles. Read it, never write it."""
+        return self._state.muscles if self.model is not None else None
+
     def restore(self, state: PBDState) -> None:
         """Continue from a snapshot taken with :meth:`state`."""
         self._state.assign(state)
@@ -181,14 +188,15 @@ class MuscledCharacter:
         return inputs if inputs is not None else self.inputs(activation, stiffness, width_scale, eccentricity)
 
     def settle(self, bone_transforms, activation=None, stiffness=None, width_scale=None, eccentricity=None,
-               frames: int = START_SETTLE_FRAMES, dt: float = 1.0 / 24.0, inputs: MuscleInputs | None = None) -> None:
+               frames: int = START_SETTLE_FRAMES, dt: float = 1.0 / 24.0, inputs: MuscleInputs | None = None,
+               quality: EvaluationQuality = RENDER) -> None:
         """Let the muscles come to rest in this pose: placed in it (:meth:`place`), then ``frames`` PBD frames at
         ``dt`` [s] holding the pose, then every velocity zeroed (the first frame of a shot, which is rarely the
-        rest pose). ``inputs`` (:meth:`inputs`) or the separate animated values."""
+        rest pose). ``inputs`` (:meth:`inputs`) or the separate animated values; ``quality`` as in :meth:`frame`."""
         inputs = self._inputs(inputs, activation, stiffness, width_scale, eccentricity)
         self.place(bone_transforms, inputs=inputs)
         for _ in range(frames):
-            self.step_muscles(bone_transforms, dt=dt, inputs=inputs)
+            self.step_muscles(bone_transforms, dt=dt, inputs=inputs, quality=quality)
         self._state.v[:] = 0.0
 
     def place(self, bone_transforms, activation=None, stiffness=None, width_scale=None, eccentricity=None,
@@ -218,10 +226,12 @@ class MuscledCharacter:
                              capsules=caps)
 
     def step_muscles(self, bone_transforms, activation=None, stiffness=None, width_scale=None,
-                     dt: float = 1.0 / 24.0, eccentricity=None, inputs: MuscleInputs | None = None) -> None:
-        """One frame of the muscles' PBD only (what :meth:`frame` does before the skin): for a host that
-        simulates the frames it does not show (a jump forward in the timeline). ``ValueError`` naming the bone
-        for a NaN, scaled or far-flung pose (``core.skin.skinning.check_rigid``), before anything is stepped."""
+                     dt: float = 1.0 / 24.0, eccentricity=None, inputs: MuscleInputs | None = None,
+                     quality: EvaluationQuality = RENDER) -> None:
+        """One frame of the muscles' PBD only (what :meth:`frame` does before the skin), at ``quality``'s substeps:
+        for a host that simulates the frames it does not show (a jump forward in the timeline). ``ValueError``
+        naming the bone for a NaN, scaled or far-flung pose (``core.skin.skinning.check_rigid``), before anything is
+        stepped."""
         B = check_rigid(bone_transforms, self.rig.names, self.reach)
         if B.shape[0] != len(self.rig.heads):
             raise ValueError(f"expected transforms for {len(self.rig.heads)} bones, got {B.shape[0]}.")
@@ -233,21 +243,26 @@ class MuscledCharacter:
             control.skin_field = self.hull.place(B).evaluate
             control.skin_iso = self.keep_inside
         try:
-            self.solver.step(self._state, self._next, control, dt)
+            self.solver.step(self._state, self._next, control, dt, quality)
         except AxisCollapsed:  # a half turn within one frame: a cut, the muscles jump with their bones
             self.place(B, inputs=inputs)
-            self.solver.step(self._state, self._next, control, dt)
+            self.solver.step(self._state, self._next, control, dt, quality)
         self._state, self._next = self._next, self._state
 
     def frame(self, bone_transforms, activation=None, stiffness=None, width_scale=None, dt: float = 1.0 / 24.0,
-              out=None, frame=None, eccentricity=None, inputs: MuscleInputs | None = None) -> np.ndarray:
+              out=None, frame=None, eccentricity=None, inputs: MuscleInputs | None = None,
+              quality: EvaluationQuality = RENDER) -> np.ndarray:
         """Vertex positions ``(V, 3)`` [m] for this frame (module docstring); ``dt`` [s] since the last frame.
-        ``inputs`` (:meth:`inputs`) or the separate animated values."""
+        ``inputs`` (:meth:`inputs`) or the separate animated values. ``quality`` (``core/quality.py``): how many
+        PBD substeps and sweeps, tracking iterations and ARAP sweeps the frame takes; :data:`core.quality.RENDER`
+        (default) the bound settings, :data:`core.quality.PREVIEW` fewer, for animating."""
         B = np.asarray(bone_transforms, dtype=np.float64)
         t0 = time.perf_counter()
-        self.step_muscles(B, dt=dt, inputs=self._inputs(inputs, activation, stiffness, width_scale, eccentricity))
+        self.step_muscles(B, dt=dt, inputs=self._inputs(inputs, activation, stiffness, width_scale, eccentricity),
+                          quality=quality)
         t1 = time.perf_counter()
-        x = self.deformer.deform(B, self._state.muscles, out=out if self.weld.identity else None, frame=frame)
+        x = self.deformer.deform(B, self._state.muscles, out=out if self.weld.identity else None, frame=frame,
+                                 quality=quality)
         self.timings = {"pbd": t1 - t0, **self.deformer.timings}
         self.timings["total"] = sum(self.timings.values())
         return self.weld.expand(x, out)

@@ -11,13 +11,21 @@ from bl_operators.presets import AddPresetBase
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 from bpy.types import Menu, Operator
 
-from ..blender import animation, display, names, presets, rig
+from ..blender import animation, handles, names, presets, rig
 from ..blender.mirror import add_duplicate, add_mirrored, append_muscle, mirrored_values, unique_name
 from ..blender.presets import MENU, PRESET_SUBDIR, SHAPE_FIELDS, apply_preset_file, find_preset
 
 def _armature(context):
     obj = context.object
     return obj if obj is not None and obj.type == 'ARMATURE' else None
+
+
+def _handle_armature(context):
+    """The context's armature, or the armature of the active muscle handle (``blender/handles.py``)."""
+    obj = context.object
+    if obj is not None and obj.type == 'EMPTY':
+        return rig.armature_of(obj)
+    return _armature(context)
 
 
 def _has_active_muscle(context) -> bool:
@@ -134,6 +142,7 @@ class IMPLICIT_MUSCLES_OT_remove_muscle(Operator):
         except ValueError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
+        handles.remove_handles(armature, [index])
         props.muscles.remove(index)
         props.active_index = min(index, max(len(props.muscles) - 1, 0))
         armature.update_tag()
@@ -320,24 +329,28 @@ class IMPLICIT_MUSCLES_OT_save_preset(AddPresetBase, Operator):
 
 
 class IMPLICIT_MUSCLES_OT_edit_handles(Operator):
-    """Add handles at the active muscle's origin and insertion: move them with the mouse, they follow their bones"""
+    """Add handles at the active muscle's origin and insertion, selected: move them with G, they follow their bones"""
     bl_idname = "implicit_muscles.edit_handles"
     bl_label = "Edit Handles"
     bl_options = {'REGISTER', 'UNDO'}
 
     @classmethod
     def poll(cls, context):
-        return _has_active_muscle(context)
+        arm = _handle_armature(context)
+        return arm is not None and arm.implicit_muscles.active_muscle is not None
 
     def execute(self, context):
-        armature = _armature(context)
-        muscle = armature.implicit_muscles.active_muscle
-        problem = rig.muscle_problem(armature, muscle)
+        armature = _handle_armature(context)
+        props = armature.implicit_muscles
+        problem = rig.muscle_problem(armature, props.active_muscle)
         if problem:
             self.report({'ERROR'}, problem)
             return {'CANCELLED'}
-        display.remove_handles(armature)
-        display.add_handles(armature, muscle)
+        if context.mode != 'OBJECT' and context.view_layer.objects.active is not None:
+            bpy.ops.object.mode_set(mode='OBJECT')  # the handles are objects: grab them in Object Mode
+        handles.sync(armature)
+        handles.remove_handles(armature)
+        handles.add_handles(armature, props.active_index)
         return {'FINISHED'}
 
 
@@ -349,11 +362,12 @@ class IMPLICIT_MUSCLES_OT_clear_handles(Operator):
 
     @classmethod
     def poll(cls, context):
-        return _armature(context) is not None
+        return _handle_armature(context) is not None
 
     def execute(self, context):
-        display.sync_handles()
-        display.remove_handles(_armature(context))
+        armature = _handle_armature(context)
+        handles.sync(armature)
+        handles.remove_handles(armature)
         return {'FINISHED'}
 
 

@@ -27,6 +27,22 @@ class IMPLICIT_MUSCLES_UL_muscles(UIList):
         row.prop(item, "activation", text="", slider=True)
 
 
+def draw_display(layout, context, props):
+    """How the viewport draws the muscles, and the scene's viewport quality (``blender/quality.py``)."""
+    row = layout.row(align=True)
+    row.prop(props, "show_muscles")
+    sub = row.row(align=True)
+    sub.active = props.show_muscles
+    sub.prop(props, "show_in_front", toggle=True)
+    sub.prop(props, "display_color", text="")
+    scene = context.scene
+    if scene is not None and getattr(scene, "implicit_muscles", None) is not None:
+        row = layout.row(align=True)
+        row.prop(scene.implicit_muscles, "viewport_quality", expand=True)
+        if scene.render.use_simplify and scene.implicit_muscles.viewport_quality == 'RENDER':
+            layout.label(text="Simplify is on: the viewport shows Preview", icon='INFO')
+
+
 def draw_simulation(layout, context, props):
     """The rig's simulation settings: where it starts (the scene's first frame unless set) and its substeps."""
     col = layout.column(align=True)
@@ -43,7 +59,7 @@ def draw_muscles(layout, context, armature):
     if context.object != armature:  # a mesh is active: the buttons below work on its armature
         layout.context_pointer_set("object", armature)
     props = armature.implicit_muscles
-    layout.prop(props, "show_muscles")
+    draw_display(layout, context, props)
     draw_simulation(layout, context, props)
     row = layout.row()
     row.template_list("IMPLICIT_MUSCLES_UL_muscles", "", props, "muscles", props, "active_index", rows=4)
@@ -176,7 +192,8 @@ TIMED_STAGES = ("read", "pbd", "pose", "field", "tracking", "write")
 
 def draw_timings(layout, timings):
     """Last frame's time and its stages [ms]."""
-    layout.label(text=f"Frame {timings['frame']}: {1000 * timings['total']:.1f} ms", icon='TIME')
+    quality = f", {timings['quality'].capitalize()} quality" if timings.get("quality") else ""
+    layout.label(text=f"Frame {timings['frame']}: {1000 * timings['total']:.1f} ms{quality}", icon='TIME')
     grid = layout.grid_flow(columns=2, align=True)
     for stage in TIMED_STAGES:
         if stage in timings:

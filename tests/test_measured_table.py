@@ -66,6 +66,11 @@ def _fake_bench() -> dict:
                        "warm": {"compile_s": 0.8, "bind_first_frame_s": 1.9}, "first_frame_cold_s": 47.5,
                        "load_before": "12:00:00 up 1 day, load average: 0.50, 0.40, 0.30",
                        "targets": {"compile_s": 60.0, "first_frame_s": 90.0}},
+        "display": {"results": {n: {"title": t, "display_ms": d, "display_share": d / f, "frame_render_ms": f,
+                                    "frame_preview_ms": p, "core_render_ms": f - 2, "core_preview_ms": p - 2}
+                                for n, t, d, f, p in (("character", "BCN_Epileptic", 0.31, 9.0, 6.0),
+                                                      ("human", "the dense human", 0.42, 24.0, 15.0))},
+                    "target_share": 0.05},
         "long_run": {"results": {n: {"frames": 10000, "finite": True, "energy_growth": e, "volume_drift": v,
                                      "volume_vs_rest_max": 0.03, "memory_growth_mb": 0.0}
                                  for n, e, v in (("arm", 1.0, 0.0), ("body", 1.005, 0.0016))}},
@@ -108,7 +113,7 @@ def test_rewrites_only_between_the_markers(folders):
     assert "| old | table |" not in text
     table = text[text.index(measured.START) + len(measured.START):text.index(measured.END)].strip().splitlines()
     assert table[0] == "| benchmark | ours | baseline in the same run | target |"
-    assert len(table) == 2 + 13  # header, rule, one row per measured case
+    assert len(table) == 2 + 15  # header, rule, one row per measured case
     assert all(line.count(" | ") == 3 for line in table)  # four cells, no stray pipes inside a cell
     # running again gives the same file: the generator is idempotent
     measured.main(["--bench", str(bench), "--demo", str(demo), "--readme", str(readme)])
@@ -118,7 +123,7 @@ def test_rewrites_only_between_the_markers(folders):
 def test_current_numbers_and_targets(folders):
     bench, demo, _ = folders
     rows, read = measured.measured_rows(bench, demo)
-    assert len(read) == 8
+    assert len(read) == 9
     text = measured.markdown(rows)
     assert "7.9 M/s (2 threads), 4.0 M/s (1)" in text
     assert "numpy reference 0.008 M/s" in text
@@ -137,6 +142,8 @@ def test_current_numbers_and_targets(folders):
             "`skin_field.skin_field` 5.0 s; machine load average 0.50, 0.40, 0.30 at the start") in text
     assert "kernels loaded in 0.80 s, bind + first frame 1.9 s" in text
     assert "BCN_Epileptic bound (3 meshes, 3,014 vertices, 4 muscles)" in text
+    assert "0.31 / 0.42 ms per frame, 3.4 % / 1.7 % of a played frame (9.0 / 24 ms)" in text
+    assert "9.0 / 6.0 ms and 24 / 15 ms (the core 7.0 / 4.0 and 22 / 13 ms)" in text
     assert "before" not in text  # current numbers only
 
 
@@ -144,8 +151,9 @@ def test_missing_files_leave_out_their_rows(folders, tmp_path):
     bench, _, _ = folders
     (bench / "blender.json").unlink()
     (bench / "cold_start.json").unlink()
+    (bench / "display.json").unlink()
     rows, read = measured.measured_rows(bench, tmp_path / "no-demo.json")
-    assert len(rows) == 13 - 3 - 1 - 1
+    assert len(rows) == 15 - 3 - 1 - 1 - 2
     assert not any("Blender" in row[0] for row in rows)
 
 

@@ -25,7 +25,8 @@ KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 
 ENTRY_KERNELS = {
     "skinning": ("skinning.rigid_status", "skinning.bone_dual_quaternions", "skinning.dual_quaternion_skinning"),
-    "muscles": ("fusiform.muscle_field", "profile.profile_scalars", "axis.axis_geometry"),
+    "muscles": ("fusiform.muscle_field", "profile.profile_scalars", "axis.axis_geometry",
+                "muscle_surface.surface_rings"),
     "dynamics": ("profile.frame_scalars", "pbd.pbd_substeps", "axis.axis_update"),
     "skin": ("sampling.poisson_select", "hrbf.hrbf_field", "part_grid.compact_field", "skin_field.place_nodes",
              "skin_field.skin_field", "tracking.contact_passed", "pbd.keep_inside"),
@@ -186,11 +187,13 @@ def _run_skinning(state: dict) -> None:
 
 
 def _run_muscles(state: dict) -> None:
-    from ..muscle.surface import muscle_surface
+    from ..muscle.batch import pack_muscles
+    from ..muscle.surface import batch_surfaces, muscle_surface
 
     muscle = _limb(state)[1][0]
     muscle.field(muscle.axis[:2], compact=True)
     muscle_surface(muscle, rings=8, sides=6)
+    batch_surfaces(pack_muscles([muscle]), rings=2, sides=3)  # the viewport's drawing (blender/display_mesh.py)
 
 
 def _run_dynamics(state: dict) -> None:
@@ -199,7 +202,7 @@ def _run_dynamics(state: dict) -> None:
 
     rig, muscles, *_ = _limb(state)
     capsules = np.stack([rig.heads, rig.tails], axis=1)
-    rest_state(build_pbd_model(muscles, capsules=capsules, capsule_radius=[0.01, 0.01], collision_groups=[0, 0]))
+    rest_state(build_pbd_model(muscles, capsules=capsules, capsule_radius=[0.01, 0.01], contact_sets=[0, 0]))
 
 
 def _run_skin(state: dict) -> None:

@@ -1,4 +1,5 @@
-"""Parametric surface mesh of a muscle (rings along the axis) for display and volume measurement.
+"""Parametric surface mesh of a muscle (rings along the axis) for display and volume measurement; all muscles of a
+batch at once for drawing (:func:`batch_surfaces`).
 
 Ring ``j`` sits at parameter ``s_j``; its vertex at angle ``theta`` is ``C(s_j) + w Phi(s_j) r(theta) (cos theta n +
 sin theta b)`` in the continuous frame of :mod:`core.muscle.axis` (paper eq. 2 and 5). The angles are spaced
@@ -9,6 +10,8 @@ reparameterised projection (Algorithm 1) moves the iso-surface a little on the i
 numba kernel, all vertices at once).
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -59,6 +62,43 @@ def muscle_surface(muscle, rings: int = 96, sides: int = 48, snap: bool = True):
     vertices = np.concatenate([verts, apex])
     faces = _ring_faces(len(s), sides)
     return vertices, faces
+
+
+def batch_surfaces(batch, rings: int = 16, sides: int = 12):
+    """Every muscle of a :class:`core.muscle.batch.MuscleBatch` as rings along its axis, for drawing: the sampling
+    of :func:`muscle_surface` (``snap=False``) with a ring at each end too, so every muscle has the same layout
+    (a closed end's ring has radius 0 and lies on its apex). One numba kernel for all muscles
+    (``kernels/muscle_surface.py``).
+
+    Returns ``vertices (M (rings + 2) sides + 2 M, 3) float32 [m]``, ``normals`` (the same shape, unit) and
+    ``faces (M F, 3) int32`` (outward, counter-clockwise), muscle ``m``'s block of vertices first to last.
+    """
+    from ...kernels.muscle_surface import surface_rings
+
+    if rings < 0 or sides < 3:
+        raise ValueError("drawn muscles need at least 0 inner rings and 3 sides.")
+    M = batch.muscle_count
+    s, cos_a, sin_a, faces = _drawn_layout(M, rings, sides)
+    block = len(s) * sides + 2
+    vertices = np.empty((M * block, 3), dtype=np.float32)
+    normals = np.empty((M * block, 3), dtype=np.float32)
+    if M:
+        surface_rings(batch.kernel_arrays(), s, cos_a, sin_a, vertices, normals)
+    return vertices, normals, faces
+
+
+@functools.lru_cache(maxsize=32)
+def _drawn_layout(count: int, rings: int, sides: int):
+    """``(s, cos, sin, faces)`` of :func:`batch_surfaces` for ``count`` muscles (read-only arrays, built once)."""
+    s = np.linspace(0.0, 1.0, rings + 2)
+    angle = np.linspace(0.0, 2.0 * np.pi, sides, endpoint=False)
+    block = len(s) * sides + 2
+    one = _ring_faces(len(s), sides).astype(np.int32)
+    faces = (one[None, :, :] + (block * np.arange(count, dtype=np.int32))[:, None, None]).reshape(-1, 3)
+    out = (s, np.cos(angle), np.sin(angle), faces)
+    for a in out:
+        a.flags.writeable = False
+    return out
 
 
 def _ring_faces(rings: int, sides: int) -> np.ndarray:

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import validation
 from ..muscle.batch import profile_tables
+from ..quality import RENDER, EvaluationQuality
 from ..validation import ECCENTRICITY_MAX, FLOAT32_SLACK
 from .control import PBDControl
 from .model import PBDModel
@@ -109,14 +110,15 @@ class PBDSolver:
             grid_inverse = np.zeros((0, 3, 4))
         return FrameInputs(activation, stiffness, width_scale, eccentricity, ends, normals, caps, grid_inverse)
 
-    def params(self, dt: float):
-        """The kernel's scalar settings for substeps of ``dt`` [s] (``kernels.pbd.PBDParams``)."""
+    def params(self, dt: float, quality: EvaluationQuality = RENDER):
+        """The kernel's scalar settings for substeps of ``dt`` [s] (``kernels.pbd.PBDParams``) at ``quality``
+        (``core/quality.py``: its substeps and sweeps per substep)."""
         from ...kernels.pbd import PBDParams
 
         s = self.model.settings
-        return PBDParams(n_sub=int(s.substeps), dt=float(dt), xpbd=bool(s.xpbd), iterations=int(s.iterations),
-                         damping=float(s.damping), damping_ratio=float(s.damping_ratio), gravity=self._gravity,
-                         friction=float(s.friction),
+        return PBDParams(n_sub=quality.substeps(int(s.substeps)), dt=float(dt), xpbd=bool(s.xpbd),
+                         iterations=quality.sweeps(int(s.iterations)), damping=float(s.damping),
+                         damping_ratio=float(s.damping_ratio), gravity=self._gravity, friction=float(s.friction),
                          tendon_stiffness=float(s.tendon_stiffness))
 
     @staticmethod
@@ -146,8 +148,10 @@ class PBDSolver:
         state.capsules[:] = inputs.capsules
         state.grid_inverse[:] = inputs.grid_inverse
 
-    def step(self, state_in: PBDState, state_out: PBDState, control: PBDControl, dt: float) -> None:
-        """Advance one frame of ``dt`` seconds from ``state_in`` into ``state_out`` (may be the same object).
+    def step(self, state_in: PBDState, state_out: PBDState, control: PBDControl, dt: float,
+             quality: EvaluationQuality = RENDER) -> None:
+        """Advance one frame of ``dt`` seconds from ``state_in`` into ``state_out`` (may be the same object), with
+        the substeps and sweeps of ``quality`` (``core/quality.py``; default: the model's settings).
 
         Raises ``ValueError`` on bad input (NaN endpoints, out-of-range values, degenerate axes), naming the muscle.
         If the result has non-finite positions, ``state_out`` keeps ``state_in`` and ``ValueError`` is raised.
@@ -181,9 +185,9 @@ class PBDSolver:
         muscles = b.kernel_arrays()
         frame_scalars(muscles, x, 1e-12, inputs.activation, eccentricity, inputs.width_scale, b.volume,
                       profile_tables(), b.length)
-        n_sub = s.substeps
+        n_sub = quality.substeps(int(s.substeps))
         sub_dt = dt / n_sub
-        params = self.params(sub_dt)
+        params = self.params(sub_dt, quality)
         frame = self.frame(state_in, inputs)
         scratch = self.scratch
         chunks = [(0, n_sub)] if control.skin_field is None or not s.skin_every_substep \

@@ -33,6 +33,7 @@ import time
 import numpy as np
 
 from .. import validation
+from ..quality import RENDER, EvaluationQuality
 from .joint_volume import bind_joint_regions, no_joint_regions
 from .mesh_rings import border_vertices, cotangent_rings
 from .field import SkinField, SkinPlacement
@@ -138,6 +139,8 @@ class ImplicitSkinDeformer:
                                                cos_land=self._track_params.cos_land,
                                                sweeps=int(self.settings.correction_smoothing))
         self._correction_scratch = (np.empty((V, 3)), np.empty((V, 3)), np.zeros(V, dtype=np.bool_))
+        self._by_quality: dict = {}
+        """``_quality_structs`` of the qualities used so far."""
 
     @property
     def state(self) -> np.ndarray:
@@ -158,9 +161,34 @@ class ImplicitSkinDeformer:
     def vertex_count(self) -> int:
         return len(self.rest)
 
-    def deform(self, bone_transforms, muscles=None, out=None, frame=None) -> np.ndarray:
+    def _quality_structs(self, quality: EvaluationQuality):
+        """``(TrackParams, CorrectionMesh)`` of ``quality`` (``core/quality.py``): the bound settings' iterations,
+        final ARAP sweeps and correction sweeps, each lowered to the quality's where it sets fewer; built once per
+        quality."""
+        if quality.is_render:
+            return self._track_params, self._correction_mesh
+        key = (quality.tracking_iterations, quality.arap_sweeps, quality.correction_sweeps)
+        structs = self._by_quality.get(key)
+        if structs is None:
+            from dataclasses import replace
+
+            s = self.settings
+            lowered = replace(
+                s, iterations=min(s.iterations, quality.tracking_iterations or s.iterations),
+                final_sweeps=s.final_sweeps if quality.arap_sweeps is None else min(s.final_sweeps,
+                                                                                     quality.arap_sweeps),
+                correction_smoothing=s.correction_smoothing if quality.correction_sweeps is None else min(
+                    s.correction_smoothing, quality.correction_sweeps))
+            structs = (lowered.kernel_params(self.mesh_size),
+                       self._correction_mesh._replace(sweeps=int(lowered.correction_smoothing)))
+            self._by_quality[key] = structs
+        return structs
+
+    def deform(self, bone_transforms, muscles=None, out=None, frame=None,
+               quality: EvaluationQuality = RENDER) -> np.ndarray:
         """Vertex positions ``(V, 3)`` [m] for ``bone_transforms (B, 4, 4)`` (rest -> posed, rigid) and the
-        muscles' :class:`core.muscle.batch.MuscleBatch` (None: the bind-time muscles, unchanged).
+        muscles' :class:`core.muscle.batch.MuscleBatch` (None: the bind-time muscles, unchanged), with the
+        tracking iterations and sweeps of ``quality`` (``core/quality.py``; default: the bound settings).
 
         ``out``: optional ``(V, 3)`` float64 array to write into. ``frame``: the frame number, used only by the
         temporal mode (start from the previous result when ``frame`` follows the previous call's).
@@ -182,7 +210,8 @@ class ImplicitSkinDeformer:
                        and self._previous_frame is not None and frame == self._previous_frame + 1)
         x[:] = self._previous if consecutive else self.dqs_positions
         mesh = self._track_mesh[bool(self.land_on_contact), bool(self.limit_correction)]
-        self.last_sweeps = track(x, self._rot, mesh, *self.placement.kernel_args, self._track_params, self.scratch)
+        track_params, correction_mesh = self._quality_structs(quality)
+        self.last_sweeps = track(x, self._rot, mesh, *self.placement.kernel_args, track_params, self.scratch)
         ta = time.perf_counter()
         self.tracked[:] = x
         self.volume_deficits[:] = 0.0
@@ -192,7 +221,7 @@ class ImplicitSkinDeformer:
         tb = time.perf_counter()
         if self.limit_correction:
             gap = self._unknown_gap if consecutive else self.scratch.start_gap
-            limit_correction(x, self.dqs_positions, gap, self._correction_mesh, *self.placement.kernel_args,
+            limit_correction(x, self.dqs_positions, gap, correction_mesh, *self.placement.kernel_args,
                              *self._correction_scratch)
         t3 = time.perf_counter()
         self.timings = {"pose": t1 - t0, "field": t2 - t1, "tracking": t3 - t2}

@@ -19,13 +19,14 @@ def test_warm_up_compiles_every_kernel_a_bind_and_its_frames_use():
     assert kernel_cache.is_warm(numba.config.CACHE_DIR)  # a complete warm-up marks its folder
     assert [name for name in kernel_cache.entry_kernels() if before[name] == 0] == []
     # another character than the warm-up's: the paper's arm, bound, settled, played, its muscles' surfaces
-    from implicit_muscles.core.muscle.surface import muscle_surface
+    from implicit_muscles.core.muscle.surface import batch_surfaces, muscle_surface
     arm = scenes.arm_character()
     arm.settle(scenes.arm_pose(20.0))
     for frame in range(3):
         bones, activation = scenes.biceps_curl(frame, frames=24)
         arm.frame(bones, inputs=arm.inputs(activation=activation, stiffness=[0.5] * 4), dt=1 / 24)
     muscle_surface(arm.muscles[0], rings=24, sides=12)
+    batch_surfaces(arm.muscle_batch, rings=16, sides=12)  # the viewport's drawing
     after = kernel_cache.compiled_signatures()
     assert {name: (before[name], after[name]) for name in after if after[name] != before[name]} == {}
 

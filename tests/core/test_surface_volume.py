@@ -5,7 +5,7 @@ import pytest
 from implicit_muscles.core.muscle.primitive import FusiformMuscle, MuscleShape
 from implicit_muscles.core.muscle.surface import mesh_volume, muscle_surface
 
-from core_scenes import LENGTH, WIDTH, bent_muscle
+from core_scenes import LENGTH, WIDTH, bent_muscle, twisted_muscle
 
 VOLUME_TOL = 0.005
 """Relative tolerance on volumes measured on the surface mesh (0.5 %)."""
@@ -119,3 +119,37 @@ def test_field_volume_stays_right_where_a_wavy_axis_folds_the_swept_mesh():
           f"field at 120 cells {100 * fine / m.volume:.1f} % of the rest volume")
     assert field_volume(m) == pytest.approx(fine, rel=FIELD_VOLUME_TOL)
     assert abs(mesh / fine - 1.0) > 0.02
+
+
+DRAW_TOL = 1e-6
+"""[m] The drawing kernel (float32 output) against the reference's ring vertices."""
+
+
+def test_drawn_surfaces_kernel_matches_the_reference_rings():
+    """``batch_surfaces`` (one kernel for all muscles) samples each muscle as ``muscle_surface`` does: the same
+    rings on a bent, flattened, activated axis, the ends' rings (on the apex where the profile closes there, open
+    where alpha or beta is 1), the apexes, closed outward faces."""
+    from implicit_muscles.core.muscle.batch import pack_muscles
+    from implicit_muscles.core.muscle.surface import batch_surfaces
+
+    bent = twisted_muscle()
+    open_end = FusiformMuscle((0.1, 0.0, 0.0), (0.12, 0.05, 0.25), width=0.02, particles=8,
+                              shape=MuscleShape(1, 3, 2, 2, 0.3, 0.6))
+    open_end.activation = 0.3
+    rings, sides = 10, 9
+    vertices, normals, faces = batch_surfaces(pack_muscles([bent, open_end]), rings, sides)
+    block = (rings + 2) * sides + 2
+    assert vertices.shape == normals.shape == (2 * block, 3)
+    for k, muscle in enumerate((bent, open_end)):
+        ref, _ = muscle_surface(muscle, rings=rings, sides=sides, snap=False)
+        mine = vertices[k * block:(k + 1) * block]
+        closed0, closed1 = (muscle.profile_at(np.array([0.0, 1.0])) <= 0.0)
+        inner = mine[sides if closed0 else 0:(rings + 1 + (0 if closed1 else 1)) * sides]
+        assert np.abs(inner - ref[:-2]).max() < DRAW_TOL
+        assert np.abs(mine[-2:] - ref[-2:]).max() < DRAW_TOL  # the apexes: the axis's ends
+        if closed0:
+            assert np.abs(mine[:sides] - ref[-2]).max() < DRAW_TOL  # a closed end's ring lies on its apex
+    assert np.allclose(np.linalg.norm(normals, axis=1), 1.0, atol=1e-6)
+    one = faces[:len(faces) // 2]
+    assert mesh_volume(vertices[:block].astype(np.float64), one) > 0.0  # outward
+    assert mesh_volume(vertices.astype(np.float64)[block:], faces[len(faces) // 2:] - block) > 0.0
