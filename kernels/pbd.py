@@ -8,14 +8,15 @@ One call runs substeps ``k0 .. k1-1`` of a frame split into ``n_sub`` substeps o
    comes from this snapshot, so the result does not depend on thread scheduling (bit-identical runs).
 2. for each muscle, in Gauss-Seidel order (paper §6.1):
    - kinematic endpoints move to their targets, interpolated within the frame;
-   - inner particles: damping (below), ``v <- v + g dt``, ``p <- p + v dt`` (thesis §5.2.1);
-   - ``iterations`` times: distance constraints ``C = |p_k p_{k+1}| - d0`` along the axis (tendons: first and
-     last 10 % of the rest length, ``d0`` = rest length, stiffness ``k_t``; belly: ``d0`` = 2 % of the rest length,
-     stiffness ``k`` of the muscle); on the last sweep, collisions ``C = f(p) - D_i >= 0`` against bone capsules,
-     bone distance grids and the other muscles of its contact set except those of its overlap group (``f_M`` of
-     the snapshot; each side takes half; skipped without evaluating the field when box and chord bounds put the
-     particle farther than ``reach + D_i`` from their axis), each contact followed by tangential friction
-     ``dp <- dp - eta dp_T``
+   - inner particles: damping (PBD mode, below), ``v <- v + g dt``, ``p <- p + v dt`` (thesis §5.2.1);
+   - distance constraints ``C = |p_k p_{k+1}| - d0`` along the axis (tendons: first and last 10 % of the rest
+     length, ``d0`` = rest length, stiffness ``k_t``; belly: ``d0`` = 2 % of the rest length, stiffness ``k`` of
+     the muscle): PBD mode, ``iterations`` Gauss-Seidel sweeps; XPBD mode, the elastic ones in one implicit spring
+     step (:func:`_spring_solve`), then sweeps of the rigid ones (``k = 1``); after the last sweep, collisions
+     ``C = f(p) - D_i >= 0`` against bone capsules, bone distance grids and the other muscles of its contact set
+     except those of its overlap group (``f_M`` of the snapshot; each side takes half; skipped without evaluating
+     the field when box and chord bounds put the particle farther than ``reach + D_i`` from their axis), each
+     contact followed by tangential friction ``dp <- dp - eta dp_T``
      (thesis §5.3.3, on the substep displacement);
    - ``v <- (p - p_prev) / dt``.
    Muscles read nothing live of each other within a substep (only the snapshot), so a parallel task integrates
@@ -33,8 +34,9 @@ first mode swings at ``f(k) = F_HALF (k / (1 - k))^F_EXPONENT`` (:func:`stiffnes
 ``S / l_k``, its length at build), so its first mode is ``omega^2 = S lambda_1`` with ``lambda_1`` the model's
 ``mode_unit`` (``core/pbd/model.py``, ``first_mode_unit``: masses and segment lengths of that axis);
 ``S = omega(k)^2 / lambda_1`` and ``alpha_k = l_k lambda_1 / omega(k)^2``. Tendons take the same form with
-``f(k_t)``; sideways they are held by the belly's tension like the belly itself, which ``lambda_1`` counts. Neither the particle count nor the substeps nor the frame rate enter the mapping. The springs
-are taken implicitly, the whole axis at once (:func:`_spring_solve`), so the mapping holds for 3 or 60 particles.
+``f(k_t)``; sideways they are held by the belly's tension like the belly itself, which ``lambda_1`` counts.
+Neither the particle count nor the substeps nor the frame rate enter the mapping. The springs are taken
+implicitly, the whole axis at once (:func:`_spring_solve`), so the mapping holds for 3 or 60 particles.
 Damping is Rayleigh's, proportional to the stiffness (:func:`stiffness_damping`): the first mode decays at ``zeta
 omega`` (``zeta`` the damping ratio), higher modes faster, and a motion the bones carry not at all: a loose muscle
 rings on after the bones stop, a tense one settles within a few of its short periods.
@@ -346,9 +348,10 @@ def _spring_solve(m, axis_start, x, x_prev, pred, out, inv_mass, rest_length, al
     and ``d0 n / alpha``. Local/global iterations (Projective Dynamics, Bouaziz et al. 2014) keep the first in the
     matrix and take ``n`` from the last iterate: each solves ``(M / dt^2 + K) x = M x_pred / dt^2 + sum d0 n /
     alpha``, one tridiagonal system per coordinate with the same matrix (``K`` the chain's Laplacian with weights
-    ``1 / alpha``), by the Thomas algorithm. Rayleigh damping ``-beta K v`` (:func:`stiffness_damping`), with ``v =
-    (x - x_prev) / dt``, scales the matrix's springs by ``1 + beta / dt`` and adds ``beta / dt K x_prev``. Each iteration lowers the step's energy, so it is stable for any
-    stiffness, and it reaches the whole axis at once, so a stiffness means the same for 3 or 60 particles. Belly
+    ``1 / alpha``), by the Thomas algorithm. Rayleigh damping ``-beta K v`` (:func:`stiffness_damping`), with
+    ``v = (x - x_prev) / dt``, scales the matrix's springs by ``1 + beta / dt`` and adds ``beta / dt K x_prev``.
+    Each iteration lowers the step's energy, so it is stable for any stiffness, and it reaches the whole axis at
+    once, so a stiffness means the same for 3 or 60 particles. Belly
     constraints (``d0`` = 2 % of their length) are nearly linear and converge in one iteration. Kinematic
     particles keep their positions; rigid constraints are not in it (their sweeps follow).
     ``alpha (P,)``: compliances [m/N] of the constraints in it, 0 for the others (``_constraint_gains``);

@@ -36,8 +36,8 @@ class PBDModel:
     axis_start: (M+1,) int64          CSR: particles of muscle m are axis_start[m] .. axis_start[m+1]-1
     rest_points: (P, 3) [m]           rest axes
     inv_mass: (P,) [1/kg]             0 for the kinematic endpoints
-    mode_unit: (M,) [1/(kg m)]        XPBD stiffness mapping: lowest eigenvalue of the axis's sideways stiffness per unit
-                                      belly stiffness over its masses (``first_mode_unit``, kernels/pbd.py)
+    mode_unit: (M,) [1/(kg m)]        XPBD stiffness mapping: lowest eigenvalue of the axis's sideways stiffness
+                                      per unit belly stiffness over its masses (``first_mode_unit``)
     spring_length: (P,) [m]           length of constraint (k, k+1) when the model was built
     particle_s: (P,)                  arc-length parameter of each particle in [0, 1] (particle radii D = w Phi(s))
     rest_length: (P,) [m]             rest length of constraint (k, k+1); last row of a muscle unused
