@@ -25,3 +25,19 @@ class Rig:
     tails: np.ndarray
     parents: np.ndarray
     names: tuple
+
+
+def capped_tube_faces(rings: int, around: int) -> np.ndarray:
+    """``(2 around rings, 3) int64`` outward triangles of a capped tube whose vertices are laid out as: a cap point,
+    ``rings`` rings of ``around`` vertices each, then the other cap point."""
+    A = around
+    faces = [[0, 1 + (k + 1) % A, 1 + k] for k in range(A)]
+    for i in range(rings - 1):
+        for k in range(A):
+            a = 1 + i * A + k
+            b = 1 + i * A + (k + 1) % A
+            faces += [[a, b, b + A], [a, b + A, a + A]]
+    last = 1 + rings * A
+    base = 1 + (rings - 1) * A
+    faces += [[last, base + k, base + (k + 1) % A] for k in range(A)]
+    return np.array(faces, dtype=np.int64)

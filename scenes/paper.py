@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..core.rig import Rig
+from ..core.rig import Rig, capped_tube_faces
 
 ARM_BONES = ("shoulder", "elbow", "wrist")
 ARM_HEADS = np.array([[0.0, 0.0, 0.0], [0.30, 0.0, 0.0], [0.56, 0.0, 0.0]])
@@ -249,22 +249,8 @@ def _chain_tube(path, rings, around, profile, overhang, first):
         w = np.cross(t, u)
         verts.extend(c + r * (np.cos(theta)[:, None] * u + np.sin(theta)[:, None] * w))
     verts.append(centres[-1] + 0.6 * radius[-1] * tangents[-1])
-    faces = []
-    A = around
-    for k in range(A):
-        faces.append([0, 1 + (k + 1) % A, 1 + k])
-    for i in range(rings - 1):
-        for k in range(A):
-            a = 1 + i * A + k
-            b = 1 + i * A + (k + 1) % A
-            faces.append([a, b, b + A])
-            faces.append([a, b + A, a + A])
-    last = len(verts) - 1
-    base = 1 + (rings - 1) * A
-    for k in range(A):
-        faces.append([last, base + k, base + (k + 1) % A])
-    arc = np.concatenate([[s[0]], np.repeat(s, A), [s[-1]]])
-    return np.array(verts), np.array(faces, dtype=np.int64) + first, arc, cum
+    arc = np.concatenate([[s[0]], np.repeat(s, around), [s[-1]]])
+    return np.array(verts), capped_tube_faces(rings, around) + first, arc, cum
 
 
 def body_rig(density: float = 1.0, split: int = 1) -> Rig:

@@ -24,29 +24,17 @@ BLEND = 0.03
 
 def limb_rig():
     """The tube as a :class:`core.rig.Rig`: ``2 + RINGS * AROUND`` vertices, 2 bones."""
-    from ..rig import Rig
+    from ..rig import Rig, capped_tube_faces
 
     xs = np.linspace(-0.01, 0.39, RINGS)
     theta = np.linspace(0.0, 2.0 * np.pi, AROUND, endpoint=False)
     ring = np.stack([np.repeat(xs, AROUND), np.tile(RADIUS * np.cos(theta), RINGS),
                      np.tile(RADIUS * np.sin(theta), RINGS)], axis=1)
     vertices = np.concatenate([[[-0.02, 0.0, 0.0]], ring, [[0.40, 0.0, 0.0]]])
-    faces = []
-    for k in range(AROUND):
-        faces.append([0, 1 + (k + 1) % AROUND, 1 + k])
-    for i in range(RINGS - 1):
-        for k in range(AROUND):
-            a = 1 + i * AROUND + k
-            b = 1 + i * AROUND + (k + 1) % AROUND
-            faces += [[a, b, b + AROUND], [a, b + AROUND, a + AROUND]]
-    last = len(vertices) - 1
-    base = 1 + (RINGS - 1) * AROUND
-    for k in range(AROUND):
-        faces.append([last, base + k, base + (k + 1) % AROUND])
     t = np.clip((vertices[:, 0] - (HEADS[1, 0] - BLEND)) / (2.0 * BLEND), 0.0, 1.0)
     s = t * t * (3.0 - 2.0 * t)
     weights = np.stack([1.0 - s, s], axis=1)
-    return Rig(vertices, np.array(faces, dtype=np.int64), weights, HEADS.copy(), TAILS.copy(),
+    return Rig(vertices, capped_tube_faces(RINGS, AROUND), weights, HEADS.copy(), TAILS.copy(),
                np.array([-1, 0]), ("upper", "lower"))
 
 

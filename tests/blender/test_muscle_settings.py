@@ -11,7 +11,8 @@ import blender_session
 from blender_scenes import bind, make_arm
 
 PLACED_TOL = 0.002
-"""Largest distance [m] of a settled axis particle from the segment the muscle was placed on (issue 20: 2 mm)."""
+"""Largest distance [m] of a settled axis particle from the segment the muscle was placed on: a new muscle settles
+where it was placed."""
 STILL_TOL = 1e-4
 """Largest distance [m] of a settled axis from its placed segment when nothing pushes it."""
 PUSHED = 0.004
