@@ -1,0 +1,160 @@
+"""Muscle from Mesh (issue 24): a sculpted muscle mesh and the armature selected give an ordinary muscle on the
+nearest bones, with the mesh's rest profile, flatness and volume, the fit error in the report; the mesh is never
+changed; undo takes the muscle away again; bad input is refused with a sentence and adds nothing."""
+import importlib
+import importlib.util
+
+import numpy as np
+import pytest
+
+import blender_session
+from blender_scenes import make_arm, positions
+
+ORIGIN = np.array([0.15, 0.0, 0.035])
+INSERTION = np.array([0.45, 0.0, 0.035])  # past the elbow (x = 0.4): on the forearm bone
+LONG_AXIS = np.array([0.0, 1.0, 0.0])
+SHAPE = (2, 3, 0.5)
+OFFSET = np.array([0.05, -0.02, 0.01])  # the mesh object's location: its data sit this far back
+
+
+def _core(name):
+    return importlib.import_module(f"{blender_session.ADDON}.core.muscle.{name}")
+
+
+def _sculpt(bpy, name="BicepsSculpt", origin=ORIGIN, insertion=INSERTION, shape=SHAPE):
+    """A mesh object holding the surface of a known muscle, placed by its object location."""
+    primitive, surface = _core("primitive"), _core("surface")
+    alpha, beta, e = shape
+    muscle = primitive.FusiformMuscle(origin, insertion, width=0.02,
+                                      shape=primitive.MuscleShape(alpha, beta, alpha, beta, e, e),
+                                      origin_normal=LONG_AXIS, insertion_normal=LONG_AXIS)
+    vertices, faces = surface.muscle_surface(muscle, rings=64, sides=32)
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata((vertices - OFFSET).tolist(), [], faces.tolist())
+    obj = bpy.data.objects.new(name, mesh)
+    obj.location = OFFSET.tolist()
+    bpy.context.scene.collection.objects.link(obj)
+    return obj, muscle
+
+
+def _select(bpy, objects, active):
+    for obj in bpy.context.view_layer.objects:
+        obj.select_set(obj in objects)
+    bpy.context.view_layer.objects.active = active
+
+
+def _world(rig, bone, point):
+    from mathutils import Vector
+    return np.array(rig.data.bones[bone].matrix_local @ Vector(point))
+
+
+def test_fitted_muscle_recovers_the_sculpt_and_leaves_it_alone(bpy, capfd):
+    rig, (arm,) = make_arm(bpy)
+    sculpt, truth = _sculpt(bpy)
+    before = positions(sculpt.data).copy(), len(sculpt.data.polygons), tuple(sculpt.location)
+    _select(bpy, [sculpt, rig], rig)
+    assert bpy.ops.implicit_muscles.muscle_from_mesh() == {'FINISHED'}
+    muscles = rig.implicit_muscles.muscles
+    assert len(muscles) == 1
+    m = muscles[0]
+    assert (m.name, m.origin_bone, m.insertion_bone, m.skin_bone) == ("BicepsSculpt", "shoulder", "elbow",
+                                                                      "shoulder")
+    assert (m.alpha_rest, m.beta_rest) == SHAPE[:2]
+    assert m.eccentricity_rest == pytest.approx(SHAPE[2], abs=0.02)
+    assert (m.alpha_active, m.beta_active) == (3, 4)  # the rest pair sharpened by one
+    assert m.width == pytest.approx(truth.width, rel=0.01)
+    np.testing.assert_allclose(_world(rig, m.origin_bone, m.origin_point), ORIGIN, atol=1e-3)
+    np.testing.assert_allclose(_world(rig, m.insertion_bone, m.insertion_point), INSERTION, atol=1e-3)
+    # the muscle the core builds from it has its flat side where the sculpt has it
+    reader = importlib.import_module(f"{blender_session.ADDON}.blender.reader")
+    (core_muscle,), *_ = reader.read_muscles(rig, tuple(b.name for b in rig.data.bones))
+    normal = core_muscle.geometry().normals[0]
+    assert abs(normal @ LONG_AXIS) == pytest.approx(1.0, abs=1e-3)
+    report = capfd.readouterr()
+    assert "fit error" in report.out + report.err and "mm RMS" in report.out + report.err
+    # the sculpt is as it was
+    np.testing.assert_array_equal(positions(sculpt.data), before[0])
+    assert (len(sculpt.data.polygons), tuple(sculpt.location)) == before[1:]
+    assert bpy.data.objects.get("BicepsSculpt") is sculpt and not sculpt.modifiers
+
+
+def test_undo_steps_and_reloads_are_safe(bpy, tmp_path):
+    """The operator pushes an undo step (Blender's undo restores the file's data as it was before, which needs a
+    window; here the same data is reloaded from a saved file): after the reload the muscle is gone, the sculpt is
+    there, and fitting again works on the reloaded data."""
+    cls = getattr(bpy.types, "IMPLICIT_MUSCLES_OT_muscle_from_mesh")
+    assert {'REGISTER', 'UNDO'} <= set(cls.bl_options)
+    rig, _ = make_arm(bpy)
+    sculpt, _ = _sculpt(bpy)
+    _select(bpy, [sculpt, rig], rig)
+    path = str(tmp_path / "before.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    assert bpy.ops.implicit_muscles.muscle_from_mesh() == {'FINISHED'}
+    assert len(bpy.data.objects["Rig"].implicit_muscles.muscles) == 1
+    bpy.ops.wm.open_mainfile(filepath=path)
+    rig, sculpt = bpy.data.objects["Rig"], bpy.data.objects["BicepsSculpt"]
+    assert len(rig.implicit_muscles.muscles) == 0 and len(sculpt.data.vertices)
+    _select(bpy, [sculpt, rig], rig)
+    assert bpy.ops.implicit_muscles.muscle_from_mesh(fibres=1) == {'FINISHED'}
+    assert rig.implicit_muscles.muscles[0].name == "BicepsSculpt"
+
+
+def test_fan_mesh_gives_fibres_in_one_group(bpy):
+    rig, _ = make_arm(bpy)
+    vertices, faces = _fan()
+    mesh = bpy.data.meshes.new("Fan")
+    mesh.from_pydata(vertices.tolist(), [], faces.tolist())
+    obj = bpy.data.objects.new("Fan", mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    rig.implicit_muscles.muscles.add().collision_group = 1  # group 1 is taken: the fibres get group 2
+    rig.implicit_muscles.muscles[0].name = "other"
+    _select(bpy, [obj, rig], obj)
+    assert bpy.ops.implicit_muscles.muscle_from_mesh() == {'FINISHED'}
+    fibres = list(rig.implicit_muscles.muscles)[1:]
+    assert len(fibres) >= 3
+    assert [m.name for m in fibres] == [f"Fan fibre {k + 1}" for k in range(len(fibres))]
+    assert {m.collision_group for m in fibres} == {2}
+    assert {(m.origin_bone, m.insertion_bone) for m in fibres} == {("shoulder", "elbow")}
+
+
+def _fan():
+    """A flat fan along the arm: 16 cm wide over the upper arm, 3 cm wide past the elbow (the core's fan)."""
+    spec = importlib.util.spec_from_file_location(
+        "fan_shapes", blender_session.REPO_ROOT / "tests" / "core" / "fit_shapes.py")
+    shapes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shapes)
+    vertices, faces = shapes.fan_mesh()
+    # along +X from x = 0.16 to 0.46 (twice as long), 3.5 cm above the bones
+    return np.stack([2.0 * vertices[:, 2] + 0.16, vertices[:, 0], vertices[:, 1] + 0.035], axis=1), faces
+
+
+@pytest.mark.parametrize("case", ["open", "flat", "no armature", "too far"])
+def test_bad_input_is_refused_and_adds_nothing(bpy, case):
+    rig, _ = make_arm(bpy)
+    sculpt, _ = _sculpt(bpy)
+    mesh = sculpt.data
+    messages = {"open": "BicepsSculpt is not closed: 32 edges border a hole",
+                "flat": "BicepsSculpt encloses no volume",
+                "no armature": "Select the muscle mesh, then the armature it belongs to",
+                "too far": "BicepsSculpt lies too far from the bones of Rig"}
+    if case == "open":
+        import bmesh
+        bm = bmesh.new()
+        bm.from_mesh(mesh)
+        bm.verts.ensure_lookup_table()
+        bmesh.ops.delete(bm, geom=[bm.verts[len(bm.verts) - 1]], context='VERTS')  # the insertion's apex
+        bm.to_mesh(mesh)
+        bm.free()
+    elif case == "flat":
+        co = positions(mesh)
+        co[:, 2] = 0.0
+        mesh.vertices.foreach_set("co", co.astype(np.float32).ravel())
+        mesh.update()
+    elif case == "too far":
+        sculpt.location = (0.0, 2.0, 0.0)
+    before = positions(mesh).copy()
+    _select(bpy, [sculpt] if case == "no armature" else [sculpt, rig], sculpt)
+    with pytest.raises(RuntimeError, match=messages[case]):
+        bpy.ops.implicit_muscles.muscle_from_mesh()
+    assert len(rig.implicit_muscles.muscles) == 0
+    np.testing.assert_array_equal(positions(mesh), before)
