@@ -83,8 +83,9 @@ def add_fitted(armature, attachments, bone_names, name: str) -> list:
         frame = bones[origin_bone].matrix_local
         alpha_active, beta_active = active_pair(fibre.alpha, fibre.beta)
         base = name if len(attachments) == 1 else f"{name} fibre {k + 1}"
+        unique = unique_name(muscles, base)
         muscle = muscles.add()
-        muscle.name = unique_name(muscles, base) if base in {m.name for m in muscles[:-1]} else base
+        muscle.name = unique
         muscle.origin_bone, muscle.insertion_bone = origin_bone, insertion_bone
         muscle.skin_bone = bone_names[att.skin_bone]
         muscle.origin_point = frame.inverted() @ o

@@ -128,13 +128,14 @@ def _fan():
     return np.stack([2.0 * vertices[:, 2] + 0.16, vertices[:, 0], vertices[:, 1] + 0.035], axis=1), faces
 
 
-@pytest.mark.parametrize("case", ["open", "flat", "no armature", "too far"])
+@pytest.mark.parametrize("case", ["open", "flat", "normals", "no armature", "too far"])
 def test_bad_input_is_refused_and_adds_nothing(bpy, case):
     rig, _ = make_arm(bpy)
     sculpt, _ = _sculpt(bpy)
     mesh = sculpt.data
     messages = {"open": "BicepsSculpt is not closed: 32 edges border a hole",
                 "flat": "BicepsSculpt encloses no volume",
+                "normals": "BicepsSculpt has faces whose normals point the other way: recalculate them",
                 "no armature": "Select the muscle mesh, then the armature it belongs to",
                 "too far": "BicepsSculpt lies too far from the bones of Rig"}
     if case == "open":
@@ -150,11 +151,15 @@ def test_bad_input_is_refused_and_adds_nothing(bpy, case):
         co[:, 2] = 0.0
         mesh.vertices.foreach_set("co", co.astype(np.float32).ravel())
         mesh.update()
+    elif case == "normals":
+        mesh.polygons[0].flip()
+        mesh.update()
     elif case == "too far":
         sculpt.location = (0.0, 2.0, 0.0)
-    before = positions(mesh).copy()
+    before = positions(mesh).copy(), [tuple(p.vertices) for p in mesh.polygons]
     _select(bpy, [sculpt] if case == "no armature" else [sculpt, rig], sculpt)
     with pytest.raises(RuntimeError, match=messages[case]):
         bpy.ops.implicit_muscles.muscle_from_mesh()
     assert len(rig.implicit_muscles.muscles) == 0
-    np.testing.assert_array_equal(positions(mesh), before)
+    np.testing.assert_array_equal(positions(mesh), before[0])
+    assert [tuple(p.vertices) for p in mesh.polygons] == before[1]
