@@ -106,8 +106,10 @@ def test_fan_mesh_gives_fibres_in_one_group(bpy):
     mesh.from_pydata(vertices.tolist(), [], faces.tolist())
     obj = bpy.data.objects.new("Fan", mesh)
     bpy.context.scene.collection.objects.link(obj)
-    rig.implicit_muscles.muscles.add().collision_group = 1  # group 1 is taken: the fibres get group 2
-    rig.implicit_muscles.muscles[0].name = "other"
+    _select(bpy, [rig], rig)
+    assert bpy.ops.implicit_muscles.add_muscle(origin_bone="shoulder", insertion_bone="elbow",
+                                               name="other") == {'FINISHED'}
+    rig.implicit_muscles.muscles[0].collision_group = 1  # group 1 is taken: the fibres get group 2
     _select(bpy, [obj, rig], obj)
     assert bpy.ops.implicit_muscles.muscle_from_mesh() == {'FINISHED'}
     fibres = list(rig.implicit_muscles.muscles)[1:]
@@ -115,6 +117,44 @@ def test_fan_mesh_gives_fibres_in_one_group(bpy):
     assert [m.name for m in fibres] == [f"Fan fibre {k + 1}" for k in range(len(fibres))]
     assert {m.collision_group for m in fibres} == {2}
     assert {(m.origin_bone, m.insertion_bone) for m in fibres} == {("shoulder", "elbow")}
+    # each fibre's flat side lies in the sheet (the sheet is thin along Z), and together they hold its volume
+    reader = importlib.import_module(f"{blender_session.ADDON}.blender.reader")
+    core_fibres = reader.read_muscles(rig, tuple(b.name for b in rig.data.bones))[0][1:]
+    for fibre in core_fibres:
+        assert abs(fibre.geometry().normals[0][2]) < 0.5
+    volume = _core("surface").mesh_volume(vertices, faces)
+    assert sum(f.volume for f in core_fibres) == pytest.approx(volume, rel=1e-3)
+
+
+def test_sculpt_made_in_blender_is_read_as_it_shows(bpy):
+    """A UV sphere scaled into a flat spindle by its object, smoothed by a Subdivision Surface modifier: the muscle
+    takes the evaluated mesh's volume, its flatness and its flat side, on the bones its ends lie on."""
+    import bmesh
+    rig, _ = make_arm(bpy)
+    bpy.ops.mesh.primitive_uv_sphere_add(segments=24, ring_count=12, radius=1.0, location=(0.27, 0.0, 0.035))
+    sculpt = bpy.context.object
+    sculpt.name = "Spindle"
+    sculpt.scale = (0.15, 0.03, 0.02)
+    sculpt.modifiers.new("Smooth", 'SUBSURF').levels = 1
+    bm = bmesh.new()
+    bm.from_object(sculpt, bpy.context.evaluated_depsgraph_get())
+    shown = bm.calc_volume() * 0.15 * 0.03 * 0.02
+    bm.free()
+    base = bpy.data.objects["Spindle"].data
+    _select(bpy, [sculpt, rig], rig)
+    assert bpy.ops.implicit_muscles.muscle_from_mesh() == {'FINISHED'}
+    m = rig.implicit_muscles.muscles[0]
+    assert (m.origin_bone, m.insertion_bone) == ("shoulder", "elbow")
+    o, i = _world(rig, m.origin_bone, m.origin_point), _world(rig, m.insertion_bone, m.insertion_point)
+    length = np.linalg.norm(i - o)
+    assert np.pi * m.width ** 2 * length == pytest.approx(shown, rel=1e-4)  # bmesh sums in float32
+    assert o[0] == pytest.approx(0.12, abs=0.01) and i[0] == pytest.approx(0.42, abs=0.01)
+    assert m.alpha_rest == m.beta_rest  # symmetric
+    assert m.eccentricity_rest == pytest.approx(np.sqrt(1.0 - (0.02 / 0.03) ** 2), abs=0.03)
+    reader = importlib.import_module(f"{blender_session.ADDON}.blender.reader")
+    (core_muscle,), *_ = reader.read_muscles(rig, tuple(b.name for b in rig.data.bones))
+    assert abs(core_muscle.geometry().normals[0][1]) == pytest.approx(1.0, abs=0.01)  # flat side along Y
+    assert len(sculpt.modifiers) == 1 and len(base.vertices) == 24 * 11 + 2
 
 
 def _fan():
