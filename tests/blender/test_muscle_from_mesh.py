@@ -203,3 +203,16 @@ def test_bad_input_is_refused_and_adds_nothing(bpy, case):
     assert len(rig.implicit_muscles.muscles) == 0
     np.testing.assert_array_equal(positions(mesh), before[0])
     assert [tuple(p.vertices) for p in mesh.polygons] == before[1]
+
+
+def test_sidebar_button_fits_the_selected_mesh(bpy):
+    import types
+    rig, _ = make_arm(bpy)
+    sculpt, _ = _sculpt(bpy)
+    _select(bpy, [sculpt, rig], rig)
+    layout = blender_session.ContextRecordingLayout()
+    bpy.types.IMPLICIT_MUSCLES_PT_muscles_view3d.draw(types.SimpleNamespace(layout=layout), bpy.context)
+    (pointers,) = [p for idname, _, _, p in layout.buttons if idname == "implicit_muscles.muscle_from_mesh"]
+    with bpy.context.temp_override(**pointers):
+        assert bpy.ops.implicit_muscles.muscle_from_mesh() == {'FINISHED'}
+    assert [m.name for m in rig.implicit_muscles.muscles] == ["BicepsSculpt"]
