@@ -130,7 +130,8 @@ class MeshFit:
 def fit_mesh(vertices, faces, fibres: int = 0, name: str = "the mesh") -> MeshFit:
     """Fit straight fusiform fibres to the closed mesh ``vertices (V, 3) [m]``, ``faces (F, 3)`` (triangles,
     consistently oriented). ``fibres``: 0 chooses the count (1 to ``MAX_FIBRES``), else exactly that many.
-    Raises ``ValueError`` with a plain sentence for a mesh that is not closed or encloses no volume."""
+    Raises ``ValueError`` with a plain sentence for a mesh that is not closed, is made of several pieces or
+    encloses no volume."""
     v = validation.points(vertices, f"{name}'s vertices", min_count=4)
     f = np.asarray(faces, dtype=np.int64)
     if f.ndim != 2 or f.shape[1] != 3 or (f.size and (f.min() < 0 or f.max() >= len(v))):
@@ -149,6 +150,10 @@ def fit_mesh(vertices, faces, fibres: int = 0, name: str = "the mesh") -> MeshFi
     problem = _sections.closed_mesh_problem(f, name)
     if problem:
         raise ValueError(problem)
+    pieces = _sections.piece_count(f, len(v))
+    if pieces > 1:
+        raise ValueError(f"{name} is made of {pieces} separate pieces: separate them (Edit Mode: Mesh > Separate > "
+                         f"By Loose Parts) and select them all, for one muscle each.")
     volume, centroid, covariance = _sections.solid_moments(v, f)
     if volume < 0.0:
         f, volume = f[:, ::-1], -volume  # normals all inward: the same solid

@@ -46,6 +46,26 @@ def closed_mesh_problem(faces, name: str = "the mesh") -> str:
     return ""
 
 
+def piece_count(faces, vertex_count: int) -> int:
+    """How many separate pieces (sets of faces connected through shared vertices) ``faces (F, 3)`` form; vertices
+    in no face are not counted. Labels spread along the edges with pointer jumping until they settle."""
+    f = np.asarray(faces, dtype=np.int64)
+    if not len(f):
+        return 0
+    a = np.concatenate([f[:, 0], f[:, 1], f[:, 2]])
+    b = np.concatenate([f[:, 1], f[:, 2], f[:, 0]])
+    label = np.arange(vertex_count)
+    while True:
+        low = label.copy()
+        np.minimum.at(low, a, label[b])
+        np.minimum.at(low, b, label[a])
+        low = low[low]  # pointer jumping: a label's own label
+        if np.array_equal(low, label):
+            break
+        label = low
+    return len(np.unique(label[f.ravel()]))
+
+
 def solid_moments(vertices, faces):
     """``(volume [m^3], centroid (3,) [m], covariance (3, 3) [m^2])`` of the solid a closed, consistently oriented
     mesh encloses, by the divergence theorem (signed tetrahedra from the vertices' mean, ``int x x^T dV = V/20

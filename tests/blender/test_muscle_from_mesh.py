@@ -168,7 +168,7 @@ def _fan():
     return np.stack([2.0 * vertices[:, 2] + 0.16, vertices[:, 0], vertices[:, 1] + 0.035], axis=1), faces
 
 
-@pytest.mark.parametrize("case", ["open", "flat", "normals", "no armature", "too far"])
+@pytest.mark.parametrize("case", ["open", "flat", "normals", "pieces", "no armature", "too far"])
 def test_bad_input_is_refused_and_adds_nothing(bpy, case):
     rig, _ = make_arm(bpy)
     sculpt, _ = _sculpt(bpy)
@@ -176,6 +176,7 @@ def test_bad_input_is_refused_and_adds_nothing(bpy, case):
     messages = {"open": "BicepsSculpt is not closed: 32 edges border a hole",
                 "flat": "BicepsSculpt encloses no volume",
                 "normals": "BicepsSculpt has faces whose normals point the other way: recalculate them",
+                "pieces": "BicepsSculpt is made of 2 separate pieces: separate them",
                 "no armature": "Select the muscle mesh, then the armature it belongs to",
                 "too far": "BicepsSculpt lies too far from the bones of Rig"}
     if case == "open":
@@ -191,6 +192,15 @@ def test_bad_input_is_refused_and_adds_nothing(bpy, case):
         co[:, 2] = 0.0
         mesh.vertices.foreach_set("co", co.astype(np.float32).ravel())
         mesh.update()
+    elif case == "pieces":
+        import bmesh
+        bm = bmesh.new()
+        bm.from_mesh(mesh)
+        copy = bmesh.ops.duplicate(bm, geom=bm.verts[:] + bm.edges[:] + bm.faces[:])
+        bmesh.ops.translate(bm, verts=[g for g in copy["geom"] if isinstance(g, bmesh.types.BMVert)],
+                            vec=(0.0, 0.0, -0.07))
+        bm.to_mesh(mesh)
+        bm.free()
     elif case == "normals":
         mesh.polygons[0].flip()
         mesh.update()

@@ -167,6 +167,9 @@ def test_bad_input_is_refused_with_a_sentence():
     flat[:, 2] = 0.0
     with pytest.raises(ValueError, match="Sculpt encloses no volume"):
         fit_mesh(flat, faces, name="Sculpt")
+    two = np.concatenate([vertices, vertices + (0.0, 0.0, 1.0)])
+    with pytest.raises(ValueError, match="Sculpt is made of 2 separate pieces: separate them"):
+        fit_mesh(two, np.concatenate([faces, faces + len(vertices)]), name="Sculpt")
     with pytest.raises(ValueError, match="fewer than 4 triangles"):
         fit_mesh(vertices, faces[:2], name="Sculpt")
     heads, tails, parents = _bones()
