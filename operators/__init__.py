@@ -1,7 +1,7 @@
 """Operators (see README.md). Each module ends with a ``classes`` tuple and its own register/unregister."""
-from . import bake, engine, muscles, skin
+from . import bake, engine, fit, muscles, skin
 
-_modules = (engine, muscles, skin, bake)
+_modules = (engine, muscles, fit, skin, bake)
 
 
 def register():

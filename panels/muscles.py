@@ -72,6 +72,7 @@ def draw_muscles(layout, context, armature):
     col.separator()
     col.operator("implicit_muscles.duplicate_muscle", icon='DUPLICATE', text="")
     col.operator("implicit_muscles.mirror_muscle", icon='MOD_MIRROR', text="")
+    col.operator("implicit_muscles.muscle_from_mesh", icon='MESH_DATA', text="")
     muscle = props.active_muscle
     if muscle is None:
         layout.label(text="Select two pose bones and press + to add a muscle", icon='INFO')

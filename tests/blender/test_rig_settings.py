@@ -129,7 +129,7 @@ def test_sidebar_buttons_work_with_a_bound_mesh_active(bpy):
         with bpy.context.temp_override(**pointers):
             if not getattr(getattr(bpy.ops, module), name).poll():
                 refused.append(idname)
-    assert not refused
+    assert refused == ["implicit_muscles.muscle_from_mesh"]  # it needs a sculpted mesh selected: none is
     (duplicate,) = [pointers for idname, *_, pointers in buttons if idname == "implicit_muscles.duplicate_muscle"]
     with bpy.context.temp_override(**duplicate):
         assert ops.duplicate_muscle() == {'FINISHED'}
