@@ -138,11 +138,57 @@ def rest_activation(armature, index: int, keyed: float) -> float:
     return float(driven_activation([keyed], B, read_drive(armature, [index]))[0])
 
 
+def _keyed_rotations(armature, bone_name: str) -> list:
+    """The joint bone's local rotations (3 x 3 ``Matrix``) at each key of its rotation F-curves in the armature's
+    action, in its rotation mode; empty if its rotation is not keyed."""
+    from mathutils import Euler, Quaternion
+
+    from . import animation
+
+    pb = armature.pose.bones[bone_name]
+    mode = pb.rotation_mode
+    prop = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
+    path = f'pose.bones["{bone_name}"].{prop}'
+    curves = {fc.array_index: fc for fc in animation.fcurves(armature) if fc.data_path == path}
+    frames = sorted({k.co[0] for fc in curves.values() for k in fc.keyframe_points})
+    current = list(getattr(pb, prop))
+    out = []
+    for f in frames:
+        v = [curves[c].evaluate(f) if c in curves else current[c] for c in range(len(current))]
+        if mode == 'QUATERNION':
+            out.append(Quaternion(v).normalized().to_matrix())
+        elif mode == 'AXIS_ANGLE':
+            out.append(Quaternion(v[1:], v[0]).to_matrix())
+        else:
+            out.append(Euler(v, mode).to_matrix())
+    return out
+
+
+def _twist(R, axis) -> float:
+    """Twist angle [rad] of the rotation ``R (3, 3)`` about the unit ``axis (3,)`` (``core.muscle.joint_drive``)."""
+    vee = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    return 2.0 * math.atan2(float(vee @ axis), 1.0 + float(np.trace(R)))
+
+
+def keyed_axis(armature, bone_name: str):
+    """The local axis (0, 1, 2) about which the bone turns most over its keys, or None if it is not keyed to turn."""
+    rotations = [np.array(R) for R in _keyed_rotations(armature, bone_name)]
+    if not rotations:
+        return None
+    spans = []
+    for k in range(3):
+        angles = [0.0] + [_twist(R, np.eye(3)[k]) for R in rotations]
+        spans.append(max(angles) - min(angles))
+    best = int(np.argmax(spans))
+    return best if spans[best] > 1e-4 else None
+
+
 def follow_joint(armature, muscle) -> str:
     """Set ``muscle`` to follow the joint it crosses, from its bones: the insertion bone's joint if it bends between
-    them (else the origin's), about the bone's local axis that shortens the muscle most when it turns, 0 at rest and
-    full activation at ``DEFAULT_FLEXION`` that way, Add mode. Returns ``""``, or a sentence saying why it cannot
-    (then nothing is changed)."""
+    them (else the origin's), about the bone's local axis it turns about most over its keys (or, not keyed, the
+    axis whose turn shortens the muscle most), 0 at rest and full activation at ``DEFAULT_FLEXION`` the way that
+    shortens the muscle, Add mode. Returns ``""``, or a sentence saying why it cannot (then nothing is
+    changed)."""
     from . import rig
 
     problem = rig.muscle_problem(armature, muscle) if not muscle.joint_bone else ""
@@ -168,7 +214,9 @@ def follow_joint(armature, muscle) -> str:
     if local.length < 1e-9 * max(1.0, (o - i).length ** 2):
         return (f"{muscle.name}: its axis passes through the joint of '{joint}', so no turn of it shortens the "
                 f"muscle; set its Joint Bone, Axis and angles by hand.")
-    k = max(range(3), key=lambda c: abs(local[c]))
+    k = keyed_axis(armature, joint)
+    if k is None:
+        k = max(range(3), key=lambda c: abs(local[c]))
     muscle.joint_bone = joint
     muscle.joint_axis = AXES[k]
     muscle.joint_angle_rest = 0.0

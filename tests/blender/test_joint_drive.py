@@ -1,6 +1,6 @@
 """Activation from a joint (issue 24, item 4) on the generated arm: *Follow Joint* picks the elbow from a biceps'
 bones; the angle is the one Blender's own driver reads (local space, constraints included); the activation follows
-the elbow and keys add on top or replace it; the skin is what keys of the same values give; a bake plays what
+the elbow (the viewport draws it too) and keys add on top or replace it; the skin is what keys of the same values give; a bake plays what
 playback shows; bad joint settings are refused with a sentence."""
 import importlib
 import math
@@ -46,7 +46,7 @@ def _activation(bpy, rig, mesh):
     return float(playback.muscle_values(arm_eval, bound.source).activation[0])
 
 
-def test_follow_joint_picks_the_elbow_about_the_axis_that_flexes_the_biceps(bpy):
+def test_follow_joint_picks_the_elbow_and_the_axis_it_turns_about(bpy):
     rig, mesh, biceps = _biceps_arm(bpy)
     assert bpy.ops.implicit_muscles.follow_joint() == {'FINISHED'}
     assert (biceps.joint_bone, biceps.joint_axis, biceps.activation_mode) == ("elbow", 'X', 'ADD')
@@ -60,6 +60,13 @@ def test_follow_joint_picks_the_elbow_about_the_axis_that_flexes_the_biceps(bpy)
     assert bpy.ops.implicit_muscles.follow_joint() == {'FINISHED'}
     assert triceps.joint_bone == "elbow" and triceps.joint_angle_active == pytest.approx(-math.radians(120.0))
     assert bpy.ops.implicit_muscles.clear_joint() == {'FINISHED'} and triceps.joint_bone == ""
+    # an elbow keyed to turn about its local Z: the muscle follows that turn, whatever its place
+    elbow = rig.pose.bones["elbow"]
+    for frame, degrees in ((1, 0.0), (20, 80.0)):
+        elbow.rotation_euler = (0.0, 0.0, math.radians(degrees))
+        elbow.keyframe_insert("rotation_euler", frame=frame)
+    rig.implicit_muscles.active_index = 0
+    assert bpy.ops.implicit_muscles.follow_joint() == {'FINISHED'} and biceps.joint_axis == 'Z'
 
 
 def test_the_angle_is_what_blenders_driver_reads_in_local_space_with_constraints(bpy):
@@ -113,6 +120,8 @@ def test_activation_follows_the_elbow_and_keys_add_on_top_or_replace_it(bpy):
         assert got == pytest.approx(expected, abs=1e-6), f
         seen.append(got)
     assert seen[0] == 0.0 and seen[4] == 1.0 and 0.2 < seen[2] < 0.9  # rest, full flexion (saturated), between
+    bpy.context.scene.frame_set(10)  # the viewport draws (and colours) the same activation
+    assert _module("blender.display_mesh").activations(rig)[0] == pytest.approx(seen[2], abs=1e-6)
     biceps.activation_mode = 'REPLACE'  # the keys alone
     for f in (10, 20):
         bpy.context.scene.frame_set(f)
