@@ -85,10 +85,9 @@ def read_drive(armature, source):
     for k in np.unique(np.asarray(source, dtype=np.int64)):
         m = items[int(k)]
         if m.joint_bone:
-            problem = joint_problem(armature, m)
-            if problem:
-                raise ValueError(problem)
-            bone = bones[m.joint_bone]
+            bone = bones.get(m.joint_bone)
+            if bone is None or m.joint_bone not in related_joints(armature, m.origin_bone, m.insertion_bone):
+                raise ValueError(joint_problem(armature, m))  # the range is checked below, for all at once
             frame = np.array(bone.matrix_local)
             per_muscle[int(k)] = (bones.find(bone.name), bones.find(bone.parent.name) if bone.parent else -1,
                                   frame[:3, AXES.index(m.joint_axis)], m.joint_angle_rest, m.joint_angle_active,

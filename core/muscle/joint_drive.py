@@ -125,8 +125,9 @@ def curve_value(t, curve) -> np.ndarray:
     """The activation of ``t (M,)`` in ``[0, 1]`` through ``curve (M,)`` (indices into :data:`CURVES`)."""
     t = np.clip(np.asarray(t, dtype=np.float64), 0.0, 1.0)
     curve = np.broadcast_to(np.asarray(curve, dtype=np.int64), t.shape)
-    return np.select([curve == 0, curve == 1, curve == 2, curve == 3],
-                     [t, t * t * (3.0 - 2.0 * t), t * t, 1.0 - (1.0 - t) ** 2], default=t)
+    u = 1.0 - t
+    values = np.stack([t, t * t * (3.0 - 2.0 * t), t * t, 1.0 - u * u])  # (len(CURVES), M), in CURVES' order
+    return np.take_along_axis(values, curve[None], axis=0)[0]
 
 
 def joint_activation(transforms, drive: JointDrive) -> np.ndarray:

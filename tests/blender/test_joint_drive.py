@@ -201,3 +201,20 @@ def test_bad_joint_settings_are_refused_with_a_sentence(bpy):
     with pytest.raises(RuntimeError, match="on the same bone 'shoulder', so no joint bends it"):
         bpy.ops.implicit_muscles.follow_joint()
     assert rig.implicit_muscles.muscles[1].joint_bone == ""
+
+
+def test_a_mirrored_muscle_follows_the_other_elbow_the_same_way(bpy):
+    rig, meshes = make_arm(bpy, sides=(".L", ".R"))
+    ops = bpy.ops.implicit_muscles
+    assert ops.add_muscle(origin_bone="shoulder.L", insertion_bone="elbow.L", preset="biceps") == {'FINISHED'}
+    assert ops.follow_joint() == {'FINISHED'} and ops.mirror_muscle() == {'FINISHED'}
+    left, right = rig.implicit_muscles.muscles
+    assert (right.name, right.joint_bone, right.joint_axis) == ("biceps.R", "elbow.R", left.joint_axis)
+    for side in (".L", ".R"):  # both elbows flexed alike (a mirrored pose turns about X the same way)
+        pb = rig.pose.bones["elbow" + side]
+        pb.rotation_mode = 'XYZ'
+        pb.rotation_euler = (math.radians(60.0), 0.0, 0.0)
+    bpy.context.view_layer.update()
+    arm_eval = rig.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    got = _module("blender.joint").frame_activation(arm_eval, np.arange(2), np.zeros(2))
+    assert got[0] == pytest.approx(0.5, abs=1e-5) and got[1] == pytest.approx(got[0], abs=1e-6)
