@@ -23,8 +23,10 @@ REST_PROPERTY = "implicit_muscles_rest"
 same. A rest without ``settled`` or for another set-up is not used: bind settles again."""
 
 SETUP_IGNORED = {"rna_type", "name", "activation", "stiffness", "width_scale", "eccentricity_rest",
-                 "eccentricity_active", "origin_handle", "insertion_handle"}
-"""Muscle properties that may change without a new bind (animated values, the name, the handle empties)."""
+                 "eccentricity_active", "origin_handle", "insertion_handle", "joint_bone", "joint_axis",
+                 "joint_angle_rest", "joint_angle_active", "joint_curve", "activation_mode"}
+"""Muscle properties that may change without a new bind (animated values, the joint settings read per frame, the
+name, the handle empties)."""
 
 
 @dataclass(frozen=True, eq=False)

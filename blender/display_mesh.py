@@ -8,7 +8,7 @@ the axis, one numba kernel for all muscles) in the armature's space:
   drawn as that mesh's core simulated them: their PBD axes, widths and profiles (``MuscledCharacter.muscle_batch``),
   each fibre coloured as its muscle;
 * every other muscle (nothing bound yet, a baked mesh, a muscle no mesh shows) is drawn straight from its origin to
-  its insertion in the current pose, with its activation, flatness and width scale (the volume law bulges a
+  its insertion in the current pose, with its activation (a joint's included), flatness and width scale (the volume law bulges a
   shortened muscle), as the muscle's set-up describes it.
 
 Colours: a colour per muscle (:data:`PALETTE`, by the muscle's place in the list), or by activation (blue at 0, red
@@ -72,6 +72,19 @@ def _live_batches(armature, scene) -> list:
     return out
 
 
+def activations(armature) -> np.ndarray:
+    """``(M,)`` each muscle's activation in the current pose: its own value with its joint's (``blender/joint.py``)."""
+    from .joint import frame_activation
+
+    muscles = armature.implicit_muscles.muscles
+    keyed = np.empty(len(muscles), dtype=np.float32)
+    muscles.foreach_get("activation", keyed)
+    try:
+        return frame_activation(armature, np.arange(len(muscles)), keyed.astype(np.float64))
+    except ValueError:  # a bad joint setting: the muscle list and the bind say why
+        return keyed.astype(np.float64)
+
+
 def straight_batch(armature, indices):
     """``(MuscleBatch, source)`` of the armature's muscles ``indices`` drawn straight in the current pose (module
     docstring); muscles that cannot be drawn (a missing bone, origin at the insertion) are left out."""
@@ -79,6 +92,7 @@ def straight_batch(armature, indices):
 
     muscles = armature.implicit_muscles.muscles
     points, normals, rows, source = [], [], [], []
+    driven = activations(armature)
     for k in indices:
         m = muscles[k]
         if rig_utils.muscle_problem(armature, m):
@@ -100,7 +114,7 @@ def straight_batch(armature, indices):
         n = Matrix.Rotation(m.twist, 3, direction) @ n.normalized()
         points.append(np.linspace(o[:], i[:], STRAIGHT_PARTICLES + 2))
         normals.append((n[:], n[:]))
-        a = m.activation
+        a = float(driven[k])
         rows.append((m.alpha_rest - 1, m.beta_rest - 1, m.alpha_active - 1, m.beta_active - 1,
                      np.pi * m.width ** 2 * (i0 - o0).length, a,
                      (1.0 - a) * m.eccentricity_rest + a * m.eccentricity_active, m.width_scale))
@@ -116,10 +130,7 @@ def straight_batch(armature, indices):
 def _colors(normals, owner, armature, mode: str, alpha: float) -> np.ndarray:
     """``(N, 4)`` float32: each vertex's muscle colour (``owner (N,)`` the muscle's index) shaded by its normal."""
     if mode == 'ACTIVATION':
-        muscles = armature.implicit_muscles.muscles
-        activation = np.empty(len(muscles), dtype=np.float32)
-        muscles.foreach_get("activation", activation)
-        a = np.clip(activation, 0.0, 1.0)[:, None]
+        a = np.clip(activations(armature), 0.0, 1.0)[:, None].astype(np.float32)
         base = ((1.0 - a) * RELAXED + a * ACTIVE)[owner]
     else:
         base = PALETTE[owner % len(PALETTE)]

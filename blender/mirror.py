@@ -108,7 +108,9 @@ def mirrored_values(armature, index: int) -> dict | str:
     values["insertion_point"] = tuple(mirror_point(armature, muscle.insertion_bone, values["insertion_bone"],
                                                    muscle.insertion_point))
     values["twist"] = -muscle.twist
-    return values
+    from .joint import mirrored_joint
+    problem = mirrored_joint(armature, values, mirrored_bone)
+    return problem or values
 
 
 def add_mirrored(armature, index: int) -> int | str:

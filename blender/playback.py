@@ -83,11 +83,13 @@ def bone_transforms(armature_eval, rest_inverse) -> np.ndarray:
     return M @ rest_inverse
 
 
-def muscle_values(armature_eval, source):
+def muscle_values(armature_eval, source, transforms=None):
     """The evaluated muscles' animated inputs ``(fibres,)`` per core fibre, as one
-    :class:`core.pbd.control.MuscleInputs`: activation, stiffness, width scale, and the eccentricity of the animated
-    rest and active flatness mixed by the activation (paper §5.2)."""
+    :class:`core.pbd.control.MuscleInputs`: activation (with the joint's of the muscles that follow one, from the
+    pose ``transforms (B, 4, 4)``, default read from ``armature_eval``; ``blender/joint.py``), stiffness, width
+    scale, and the eccentricity of the animated rest and active flatness mixed by the activation (paper §5.2)."""
     from ..core.pbd.control import muscle_inputs
+    from .joint import frame_activation
 
     muscles = armature_eval.implicit_muscles.muscles
     n = len(muscles)
@@ -97,6 +99,7 @@ def muscle_values(armature_eval, source):
         muscles.foreach_get(name, buf)
         out.append(buf.astype(np.float64)[source])
     act, stiff, scale, e0, e1 = out
+    act = frame_activation(armature_eval, source, act, transforms)
     return muscle_inputs(act, stiff, scale, eccentricity_rest=e0, eccentricity_active=e1)
 
 
@@ -107,7 +110,8 @@ def _fps(scene) -> float:
 def _read(bound, armature, depsgraph) -> tuple:
     """``(B, inputs)`` of the evaluated armature: bone transforms and :func:`muscle_values`."""
     arm_eval = armature.evaluated_get(depsgraph)
-    return bone_transforms(arm_eval, bound.rest_inverse), muscle_values(arm_eval, bound.source)
+    B = bone_transforms(arm_eval, bound.rest_inverse)
+    return B, muscle_values(arm_eval, bound.source, B)
 
 
 def _keep(cache, character, frame: int) -> None:

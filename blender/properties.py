@@ -37,6 +37,22 @@ SETUP = dict(options=set(), override=OVERRIDE, update=_setup_changed)
 """Not animatable, and part of what bind reads (``binding.setup_digest``)."""
 
 
+def _joint_changed(self, context):
+    """A joint setting set by hand or script: the cached muscle states were simulated with the old one."""
+    from . import runtime
+    runtime.invalidate_all()
+    self.id_data.update_tag()
+
+
+JOINT = dict(options={'ANIMATABLE'}, override=OVERRIDE, update=_joint_changed)
+"""Joint settings read per frame (``blender/joint.py``): animatable, and a change by hand forgets cached states."""
+
+
+def _joint_items(name):
+    from . import joint
+    return getattr(joint, name)
+
+
 def _shape(name, default, description):
     return IntProperty(name=name, default=default, min=1, max=9, **SETUP, description=description)
 
@@ -104,6 +120,25 @@ class ImplicitMuscle(PropertyGroup):
     insertion_spread: FloatProperty(name="Insertion Spread", subtype='DISTANCE', unit='LENGTH', default=0.0,
                                     min=0.0, soft_max=0.3, **SETUP,
                                     description="How far apart the fibres end, across the muscle")
+
+    joint_bone: StringProperty(name="Joint Bone", options=set(), override=OVERRIDE, update=_joint_changed,
+                               description="The bone whose turn drives the activation (empty: keys alone): one "
+                                           "that bends between the origin and the insertion bone, its angle "
+                                           "measured relative to its parent and to rest, constraints included")
+    joint_axis: EnumProperty(name="Axis", default='X', options=set(), override=OVERRIDE, update=_joint_changed,
+                             items=(('X', "X", "The joint bone's local X"), ('Y', "Y", "Its local Y (a twist)"),
+                                    ('Z', "Z", "Its local Z")),
+                             description="The joint bone's local axis whose turn is measured")
+    joint_angle_rest: FloatProperty(name="Angle at Rest", subtype='ANGLE', default=0.0, **JOINT,
+                                    description="The joint's angle at which it gives no activation")
+    joint_angle_active: FloatProperty(name="Angle Active", subtype='ANGLE', default=2.0943951, **JOINT,
+                                      description="The joint's angle at which it gives full activation")
+    joint_curve: EnumProperty(name="Curve", default='LINEAR', options=set(), override=OVERRIDE,
+                              update=_joint_changed, items=_joint_items("CURVE_ITEMS"),
+                              description="How the activation grows over the angle range")
+    activation_mode: EnumProperty(name="Keys", default='ADD', **JOINT, items=_joint_items("MODE_ITEMS"),
+                                  description="What the keyed Activation does with the joint's: adds to it, or "
+                                              "replaces it")
 
     origin_handle: PointerProperty(name="Origin Handle", type=bpy.types.Object, options={'HIDDEN'},
                                    override=OVERRIDE,

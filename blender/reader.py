@@ -13,7 +13,7 @@ import numpy as np
 from mathutils import Matrix, Vector
 
 from ..core.rig import Rig
-from . import rig as rig_utils
+from . import joint, rig as rig_utils
 
 
 def armature_modifier(mesh_obj):
@@ -151,6 +151,7 @@ def read_muscles(armature, names: tuple, frame=None):
                                 a["eccentricity_active"])
         except ValueError as ex:  # a value set past the property's range (an ID property written by a script)
             raise ValueError(f"{m.name}: {ex}") from None
+        activation = joint.rest_activation(armature, k, a["activation"])  # a joint adds its activation at rest
         for f in range(fibres):
             t = (f / (fibres - 1) - 0.5) if fibres > 1 else 0.0
             of = o + across * (t * m.origin_spread)
@@ -159,7 +160,7 @@ def read_muscles(armature, names: tuple, frame=None):
             name = m.name if fibres == 1 else f"{m.name}.{f + 1}"
             try:
                 out.append(FusiformMuscle(of[:], inf[:], width=width, shape=shape, particles=m.particles,
-                                          origin_normal=n[:], insertion_normal=n[:], activation=a["activation"],
+                                          origin_normal=n[:], insertion_normal=n[:], activation=activation,
                                           width_scale=a["width_scale"], name=name))
             except ValueError as ex:
                 raise ValueError(f"{name}: {ex}") from None

@@ -124,7 +124,9 @@ def muscle_endpoints(armature, muscle, posed: bool = True):
 
 
 BONE_FIELDS = ("origin_bone", "insertion_bone", "skin_bone")
-"""The muscle properties that name a bone."""
+"""The muscle properties that name a bone (always set)."""
+RENAMED_FIELDS = BONE_FIELDS + ("joint_bone",)
+"""The muscle properties that name a bone and follow its renames (the joint bone may be empty)."""
 
 
 def follow_renames(armature) -> int:
@@ -143,7 +145,7 @@ def follow_renames(armature) -> int:
         present = set(now)
         renamed = {old: new for old, new in zip(before, now) if old != new and old not in present}
         for m in rig.muscles:
-            for field in BONE_FIELDS:
+            for field in RENAMED_FIELDS:
                 new = renamed.get(getattr(m, field))
                 if new is not None:
                     setattr(m, field, new)
@@ -170,4 +172,5 @@ def muscle_problem(armature, muscle) -> str:
     o, i = muscle_endpoints(armature, muscle, posed=False)
     if (o - i).length < 1e-4:
         return f"{muscle.name}: origin and insertion are at the same place; move one of them."
-    return ""
+    from .joint import joint_problem
+    return joint_problem(armature, muscle)

@@ -9,9 +9,9 @@ Four shots, each holding three copies of one character side by side, on the same
 Shots:
 
 * **arm_curl**: the paper's arm (``scenes/paper.py``: 2172 vertices, 3 bones, its four muscles added with their
-  presets and set to the paper's shapes), the elbow keyed 0 -> 130 -> 0 degrees over 48 frames; the biceps'
-  activation keyed with the flexion (brachialis at 0.8 of it, brachioradialis at 0.3), as the core's
-  ``biceps_curl``.
+  presets and set to the paper's shapes), the elbow keyed 0 -> 130 -> 0 degrees over 48 frames; no activation is
+  keyed: the biceps follows the elbow (*Follow Joint*, full activation at 130 degrees), the brachialis reaches 0.8
+  and the brachioradialis 0.3 there (their full activation lies beyond), as the core's ``biceps_curl``.
 * **arm_shake**: the arm held at 70 degrees, the shoulder shaken up and down 4 cm at 4 Hz for one second, then
   held for one second; twice: first with the muscles loose (stiffness keyed 0.1), then tense (0.9).
 * **human**: the dense human (Assimp's MakeHuman body, rigged, weighted and animated by ``tools/rig_human.py``:
@@ -62,9 +62,10 @@ SKIN_COLOUR = (0.62, 0.40, 0.30)
 """Base colour of every skin in the renders (linear RGB)."""
 
 CURL_KEYS = ((1, 0.0, 0.0), (25, 130.0, 1.0), (49, 0.0, 0.0))
-"""The curl: (frame, elbow flexion [deg], biceps activation), Blender's smooth (Bezier) keys between."""
+"""The curl: (frame, elbow flexion [deg], biceps activation), Blender's smooth (Bezier) keys between; the
+activation follows the flexion through each muscle's joint range, not keys."""
 CURL_SHARES = {"biceps": 1.0, "brachialis": 0.8, "brachioradialis": 0.3, "triceps": 0.0}
-"""Each arm muscle's activation as a share of the biceps' (``scenes.paper.biceps_curl``)."""
+"""Each arm muscle's activation at full flexion as a share of the biceps' (``scenes.paper.biceps_curl``)."""
 SHAKE = dict(elbow_degrees=70.0, amplitude=0.04, hertz=4.0, shake_frames=24, hold_frames=24,
              stiffness=(0.1, 0.9))
 """The shake: elbow angle, shoulder motion [m] and frequency, frames shaken then held, then again tense."""
@@ -196,10 +197,16 @@ def build_arm_curl(bpy, scenes, blender_rig, quick):
         for frame, degrees, _ in CURL_KEYS:
             _key_elbow(blender_rig, armature, frame, degrees)
     armature = variants["muscles"][0]
-    for k, item in enumerate(armature.implicit_muscles.muscles):
-        for frame, _, activation in CURL_KEYS:
-            item.activation = CURL_SHARES[item.name] * activation
-            armature.keyframe_insert(f"implicit_muscles.muscles[{k}].activation", frame=frame)
+    follow_joint = addon_session.addon_module(REPO_MODULE, "blender.joint").follow_joint
+    flexion = math.radians(max(degrees for _, degrees, _ in CURL_KEYS))
+    for item in armature.implicit_muscles.muscles:  # no activation keys: each flexor follows the elbow
+        share = CURL_SHARES[item.name]
+        if share <= 0.0:
+            continue
+        problem = follow_joint(armature, item)
+        if problem:
+            raise RuntimeError(problem)
+        item.joint_angle_active = math.copysign(flexion / share, item.joint_angle_active)
     last = CURL_KEYS[-1][0]
     sheet = [1, 9, 17, 25, 33, 41] if not quick else [1, 25]
     return Shot("arm_curl", "The paper's biceps curl (0 -> 130 -> 0 degrees, biceps activated with it)",

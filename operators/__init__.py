@@ -1,7 +1,7 @@
 """Operators (see README.md). Each module ends with a ``classes`` tuple and its own register/unregister."""
-from . import bake, engine, fit, muscles, skin
+from . import bake, engine, fit, joint, muscles, patch, skin
 
-_modules = (engine, muscles, fit, skin, bake)
+_modules = (engine, muscles, fit, skin, bake, joint, patch)
 
 
 def register():

@@ -1,7 +1,7 @@
 """Panels (see README.md). Each module ends with a ``classes`` tuple and its own register/unregister."""
-from . import muscles, status
+from . import joint, muscles, status
 
-_modules = (muscles, status)
+_modules = (muscles, status, joint)
 
 
 def register():

@@ -65,6 +65,7 @@ def draw_muscles(layout, context, armature):
     row.template_list("IMPLICIT_MUSCLES_UL_muscles", "", props, "muscles", props, "active_index", rows=4)
     col = row.column(align=True)
     col.operator("implicit_muscles.add_muscle", icon='ADD', text="")
+    col.operator("implicit_muscles.add_muscle_from_patch", icon='MOD_VERTEX_WEIGHT', text="")
     col.operator("implicit_muscles.remove_muscle", icon='REMOVE', text="")
     col.separator()
     col.operator("implicit_muscles.move_muscle", icon='TRIA_UP', text="").direction = 'UP'
