@@ -131,7 +131,7 @@ class DistanceColumn:
         """A vertical bar right of the box ``lo, hi`` [m, world] of the column, labelled 0 .. scale in mm; returns
         the bar's world box ``(lo, hi)`` with its labels."""
         height = 0.6 * (hi[2] - lo[2])
-        width = 0.08 * height
+        width = 0.045 * height
         x0 = hi[0] + 2.0 * label_size
         z0 = lo[2] + 0.2 * (hi[2] - lo[2])
         y = lo[1]
