@@ -30,7 +30,8 @@ def _image(path):
 
 
 def contact_sheet(shot: dict, out_dir: Path, dpi: int) -> Path:
-    """Rows: the shot's sheet frames; each row one render of the three copies (labelled under them)."""
+    """Rows: the shot's sheet frames; each row one render of the three copies and the distance column (labelled under
+    them)."""
     plt = _pyplot()
     rows = shot["rows"]
     first = _image(rows[0]["file"])

@@ -12,7 +12,8 @@ process with the add-on enabled): ``human`` (the MakeHuman body jumping, made by
 ``make character``), each as
 
 * ``<shot>.blend``            the scene, bound and baked (``implicit_muscles_cache/``): open it in Blender
-* ``<shot>_sheet.png``        contact sheet: the same frames, same camera, DQS | Implicit Skinning | with muscles
+* ``<shot>_sheet.png``        contact sheet: the same frames, same camera, DQS | Implicit Skinning | with muscles |
+                              the muscles copy coloured by its distance from DQS (colour bar in mm)
 * ``<shot>_curves.png``       each muscle's volume in % of rest (paper Fig. 13), the skin over the biceps against
                               DQS and against Implicit Skinning alone, and the time per frame by stage
 * ``arm_curl_crease.png``     close-up of the elbow's contact crease at 130 degrees, one panel per copy

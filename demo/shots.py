@@ -1,6 +1,7 @@
 """The demo's animated shots, made in Blender with the add-on's own operators, as an artist would make them.
 
-Four shots, each holding three copies of one character side by side, on the same animation:
+Four shots, each holding three copies of one character side by side, on the same animation (the sheets add a
+fourth column, ``distance_column.py``: the muscles copy coloured by its distance from the DQS copy):
 
 * ``dqs``: the Armature modifier with *Preserve Volume* (dual-quaternion skinning), nothing of ours;
 * ``implicit``: Implicit Skinning bound with no muscle (``Bind Skin`` on an armature without muscles);
@@ -53,11 +54,13 @@ REPO = DEMO.parent
 sys.path.insert(0, str(DEMO))
 
 import addon_session  # noqa: E402
+import distance_column  # noqa: E402
 
 REPO_MODULE = "im_demo"
 """Module name of the demo's extension repository: the add-on is ``bl_ext.im_demo.implicit_muscles``."""
 KINDS = ("dqs", "implicit", "muscles")
-LABELS = {"dqs": "dual quaternions", "implicit": "Implicit Skinning", "muscles": "Implicit Skinning + muscles"}
+LABELS = {"dqs": "dual quaternions", "implicit": "Implicit Skinning", "muscles": "Implicit Skinning + muscles",
+          "distance": "+ muscles: distance from\ndual quaternions"}
 SKIN_COLOUR = (0.62, 0.40, 0.30)
 """Base colour of every skin in the renders (linear RGB)."""
 
@@ -525,24 +528,33 @@ def play(bpy, shot, runtime, playback):
     return rec
 
 
-def _studio_scene(bpy, studio, shot, bounds, quality):
+def _studio_scene(bpy, studio, shot, bounds, quality, column=None):
     """Skin material, a label under each copy, lights and a camera fitting ``bounds`` (kind -> world box of the
-    copy over the whole shot)."""
+    copy over the whole shot); with ``column`` (a :class:`distance_column.DistanceColumn` whose box is
+    ``bounds["distance"]``), its colour bar beside it."""
     skin = studio.muscle_material("Skin", color=SKIN_COLOUR, subsurface=0.15)
     for _, meshes in shot.variants.values():
         for mesh in meshes:
             mesh.data.materials.clear()
             mesh.data.materials.append(skin)
             mesh.data.polygons.foreach_set("use_smooth", np.ones(len(mesh.data.polygons), dtype=bool))
+    if column is not None:
+        for obj in column.objects:
+            obj.data.polygons.foreach_set("use_smooth", np.ones(len(obj.data.polygons), dtype=bool))
     lo = np.min([b[0] for b in bounds.values()], axis=0)
     hi = np.max([b[1] for b in bounds.values()], axis=0)
     size = 0.035 * float(max(hi[2] - lo[2], (hi[0] - lo[0]) / len(bounds)))
     text = studio.label_material()
     for kind, (b_lo, b_hi) in bounds.items():
         studio.label(LABELS[kind], (0.5 * (b_lo[0] + b_hi[0]), lo[1], lo[2] - 0.8 * size), size, text)
+    if column is not None:
+        d_lo, d_hi = (np.asarray(b) for b in bounds["distance"])
+        bar_lo, bar_hi = column.colour_bar(studio, np.array([d_lo[0], lo[1], lo[2]]),
+                                           np.array([d_hi[0], lo[1], hi[2]]), size, text)
+        lo, hi = np.minimum(lo, bar_lo), np.maximum(hi, bar_hi)
     corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
-    corners = np.concatenate([corners, [[lo[0], lo[1], lo[2] - 2.2 * size]]])
-    aspect = (hi[2] - lo[2] + 2.2 * size) / (hi[0] - lo[0])
+    corners = np.concatenate([corners, [[lo[0], lo[1], lo[2] - 3.2 * size]]])
+    aspect = (hi[2] - lo[2] + 3.2 * size) / (hi[0] - lo[0])
     settings = studio.RenderSettings(round(quality["width"]), 2 * round(0.5 * quality["width"] * min(aspect, 1.0)
                                                                         * 1.12), samples=quality["samples"])
     studio.frame_points(bpy.context.scene, corners, settings, margin=0.03)
@@ -550,18 +562,45 @@ def _studio_scene(bpy, studio, shot, bounds, quality):
     return settings
 
 
+def _distance_column(bpy, shot):
+    """The shot's :class:`distance_column.DistanceColumn`: the muscles copy's meshes against the DQS copy's, one
+    copy's gap right of the muscles copy."""
+    muscles_armature, muscle_meshes = shot.variants["muscles"]
+    dqs_armature, dqs_meshes = shot.variants["dqs"]
+    implicit_armature = shot.variants["implicit"][0]
+    pairs = [(m, next(o for o in dqs_meshes if o.name.split(".")[0] == m.name.split(".")[0])) for m in muscle_meshes]
+    offset = np.array(muscles_armature.matrix_world.translation - implicit_armature.matrix_world.translation)
+    return distance_column.DistanceColumn(bpy, pairs, (muscles_armature, dqs_armature), offset, _evaluated,
+                                          _to_armature)
+
+
 def render_shot(bpy, studio, shot, rec, out_dir, quality):
+    """The sheet frames, each one image of the three copies and the distance column (same camera throughout); the
+    crease close-ups when the shot has them."""
     scene = bpy.context.scene
-    settings = _studio_scene(bpy, studio, shot, rec["bounds"], quality)
+    column = _distance_column(bpy, shot)
+    largest = 0.0
+    for f in shot.sheet_frames:
+        scene.frame_set(f)
+        largest = max(largest, column.largest_mm())
+    column.scale_mm = distance_column.nice_scale(largest)
+    bounds = dict(rec["bounds"])
+    m_lo, m_hi = (np.asarray(b) for b in rec["bounds"]["muscles"])
+    bounds["distance"] = [(m_lo + column.offset).tolist(), (m_hi + column.offset).tolist()]
+    settings = _studio_scene(bpy, studio, shot, bounds, quality, column)
     frames_dir = out_dir / "frames"
     frames_dir.mkdir(parents=True, exist_ok=True)
     rows, seconds = [], []
     for f in shot.sheet_frames:
         scene.frame_set(f)
+        column.show()
         path = frames_dir / f"{shot.name}_{f:03d}.png"
         seconds.append(studio.render(scene, path, settings))
         rows.append({"frame": f, "file": str(path)})
-    out = {"rows": rows, "render_seconds": seconds, "resolution": [settings.width, settings.height]}
+    for obj in column.objects:  # the saved file keeps only what the artist made
+        bpy.data.objects.remove(obj)
+    out = {"rows": rows, "render_seconds": seconds, "resolution": [settings.width, settings.height],
+           "distance_scale_mm": column.scale_mm}
     if shot.crease is not None:
         out["crease"] = render_crease(bpy, studio, shot, out_dir, quality)
     return out
