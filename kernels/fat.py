@@ -6,7 +6,8 @@ seen by the skin as ``K((f + o) / R)`` with ``R`` the smallest semi-axis and ``o
 
 Dynamics (numpy reference ``core/fat/dynamics.step_reference``): each fat's centre is one particle tied by four
 springs to anchors on its bone, integrated by semi-implicit Euler in substeps, the anchors and bone capsules moving
-linearly from the last frame's place to this frame's within the frame. Spring ``i`` pulls with
+linearly from the last frame's place to this frame's within the frame (the springs pull from the anchors at
+a substep's start, the capsules push at its end). Spring ``i`` pulls with
 ``-k (|x - a_i| - L_i) (x - a_i) / |x - a_i|``, ``k = 3/4 m omega^2`` (four anchors on a regular tetrahedron give
 ``sum d_i d_i^T = 4/3 I``, so small motion oscillates at ``omega`` in every direction); the damping
 ``-2 zeta omega m (v - v_anchors)`` acts on the velocity relative to the anchors'. After each substep the centre is
@@ -147,10 +148,11 @@ def fat_step(x_in, v_in, anchors0, anchors1, rest_length, omega, zeta, axes, fra
             a0 = -cs * (v0 - u0)
             a1 = -cs * (v1 - u1)
             a2 = -cs * (v2 - u2)
+            t0 = (s - 1) / n_sub   # the springs pull from the anchors at the substep's start, where x is
             for i in range(4):
-                p0 = (1.0 - t) * anchors0[k, i, 0] + t * anchors1[k, i, 0]
-                p1 = (1.0 - t) * anchors0[k, i, 1] + t * anchors1[k, i, 1]
-                p2 = (1.0 - t) * anchors0[k, i, 2] + t * anchors1[k, i, 2]
+                p0 = (1.0 - t0) * anchors0[k, i, 0] + t0 * anchors1[k, i, 0]
+                p1 = (1.0 - t0) * anchors0[k, i, 1] + t0 * anchors1[k, i, 1]
+                p2 = (1.0 - t0) * anchors0[k, i, 2] + t0 * anchors1[k, i, 2]
                 d0 = x0 - p0
                 d1 = x1 - p1
                 d2 = x2 - p2
