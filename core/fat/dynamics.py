@@ -244,3 +244,11 @@ def step_reference(model: FatModel, state: FatState, control: FatControl, dt: fl
                         v[k] = v[k] - vn * n
     return FatState(x=x, v=v, anchors=control.anchors.copy(), capsules=control.capsules.copy(),
                     frame=control.frame.copy())
+
+
+@dataclass
+class FatInputs:
+    """One frame's animated fat values: ``stiffness (F,)`` and ``damping (F,)``, 0..1 (None: each fat's own)."""
+
+    stiffness: np.ndarray | None = None
+    damping: np.ndarray | None = None
