@@ -128,6 +128,8 @@ class MuscledCharacter:
             raise ValueError(f"a fat's bone index is out of range (the rig has {B} bones).")
         self.fat_model = build_fat_model(self.fats, self.fat_bones, self.capsules_rest, radius,
                                          fat_collide_bones) if self.fats else None
+        self.fat_inputs: FatInputs | None = None
+        """The fats' animated values for a step given none (a host sets them with each frame's pose)."""
         if self.fat_model is not None:
             self.fat_solver = FatSolver(self.fat_model)
             self._fat_rest = self.fat_model.rest_state()
@@ -295,7 +297,7 @@ class MuscledCharacter:
     def _step_fats(self, B, dt, fat_inputs: FatInputs | None) -> None:
         """One frame of the fats' particles (``core/fat/dynamics.py``), each fat's own stiffness and damping unless
         ``fat_inputs`` gives them."""
-        f = fat_inputs or FatInputs()
+        f = fat_inputs or self.fat_inputs or FatInputs()
         stiffness = f.stiffness if f.stiffness is not None else [fat.stiffness for fat in self.fats]
         damping = f.damping if f.damping is not None else [fat.damping for fat in self.fats]
         control = FatControl.of(self.fat_model, B, stiffness, damping)

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .primitive import FatPrimitive
 
 FREQUENCY_LOW = 0.5
 """[Hz] the natural frequency at stiffness 0."""
