@@ -112,3 +112,41 @@ def test_a_fat_on_a_missing_bone_is_refused_with_a_sentence(bpy):
     with pytest.raises(RuntimeError, match=r"belly: its semi-axes must all be greater than 0"):
         bpy.ops.implicit_muscles.bind_skin()
     assert not mesh.implicit_skin.bound
+
+
+def test_a_fat_follows_its_renamed_bone(bpy):
+    rig, (mesh,) = make_arm(bpy)
+    assert bpy.ops.implicit_muscles.add_fat(bone="shoulder", preset="belly") == {'FINISHED'}
+    _module("blender.rig").follow_renames(rig)  # the names as they are now
+    rig.data.bones["shoulder"].name = "upper_arm"
+    assert _module("blender.rig").follow_renames(rig) == 1
+    assert rig.implicit_muscles.fats[0].bone == "upper_arm"
+    bind(bpy, mesh)
+    assert _module("blender.runtime").bound(mesh).character.fat_model.count == 1
+
+
+def test_the_viewport_draws_the_fat_where_it_is(bpy):
+    """Headless, the drawn triangles (``blender/display_mesh.rig_mesh``): a fat alone on a rig is drawn as its
+    ellipsoid carried by its bone; once a bound mesh plays, where the simulation put it."""
+    from mathutils import Vector
+
+    rig, mesh = _jerked_arm(bpy)
+    display_mesh = _module("blender.display_mesh")
+    fat = rig.implicit_muscles.fats[0]
+    scene = bpy.context.scene
+
+    def drawn_centre():
+        drawn = display_mesh.rig_mesh(rig, scene)
+        assert drawn is not None and len(drawn.faces) == 2 * 12 * 7
+        return drawn.vertices.astype(np.float64).mean(axis=0)
+
+    scene.frame_set(12)  # not bound: carried rigidly by the posed bone
+    pose = rig.pose.bones["shoulder"].matrix @ Vector(fat.center)
+    np.testing.assert_allclose(drawn_centre(), pose[:], atol=1e-5)
+    bind(bpy, mesh)
+    scene.frame_set(1)
+    scene.frame_set(9)  # a quarter of its period (2 Hz) after the jerk: far from its bone's place
+    pose = rig.pose.bones["shoulder"].matrix @ Vector(fat.center)
+    simulated = _module("blender.runtime").bound(mesh).character.fat_batch.center[0]
+    assert np.linalg.norm(simulated - np.array(pose[:])) > 5e-3
+    np.testing.assert_allclose(drawn_centre(), simulated, atol=1e-5)
