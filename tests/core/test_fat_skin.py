@@ -107,3 +107,30 @@ def test_a_jiggling_fat_moves_the_skin_over_it(arm):
     character.frame(scenes.arm_shake(21))
     character.restore(snapshot)
     np.testing.assert_array_equal(character.frame(scenes.arm_shake(20)), a)
+
+
+def test_correction_kernel_counts_the_fat_push_as_its_reference_does(arm):
+    """The limited correction's cap grows by how far the part's muscles and fats pushed a vertex out: kernel against
+    ``core/skin/trust.limit_correction_reference`` with the push from the numpy reference of the leaves."""
+    from implicit_muscles.core.skin.trust import contact_distance_reference, limit_correction_reference
+    from implicit_muscles.kernels.skin_correction import limit_correction
+
+    character = _characters(arm, _fat(stiffness=0.2, damping=0.0))
+    for f in range(12):
+        character.frame(scenes.arm_shake(f))
+    d = character.deformer
+    x, start, m = d.tracked.copy(), d.dqs_positions.copy(), d._correction_mesh
+    passed, distance = contact_distance_reference(d.placement, start, d.own_part, d.settings.landing_angle)
+    values, _, grids, _ = d.placement.leaf_reference(x, details=True)
+    rows = np.arange(len(x))
+    f, h = np.array(values)[d.own_part, rows], np.array([v for v, _ in grids])[d.own_part, rows]
+    g = np.linalg.norm(np.array([g for _, g in grids])[d.own_part, rows], axis=1)
+    push = np.where((f > h) & (g > 1e-12), (f - h) / np.maximum(g, 1e-12), 0.0)
+    reach, _ = _fat().field(arm.vertices)
+    assert np.count_nonzero(push[reach < 0.01] > 1e-4) > 20       # the fat pushes the skin over it
+    expected = limit_correction_reference(x, start, passed, distance, m.trust, m.cap, m.ring_start,
+                                          m.ring_neighbour, m.sweeps, push)
+    out, hold = x.copy(), np.zeros(len(x), dtype=bool)
+    limit_correction(out, start, np.full(len(x), np.nan), m, *d.placement.kernel_args, np.empty_like(x),
+                     np.empty_like(x), hold)
+    assert np.abs(out - expected).max() < KERNEL_TOL
