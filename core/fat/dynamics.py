@@ -208,8 +208,10 @@ def step_reference(model: FatModel, state: FatState, control: FatControl, dt: fl
     """Numpy reference of :meth:`FatSolver.step`, vectorised over the fats (``kernels/fat.py``'s module docstring):
     returns the new state."""
     F = model.count
+    from ...kernels.fat import FAT_MIN_SUBSTEPS, FAT_STEP_ANGLE
+
     omega = 2.0 * np.pi * stiffness_frequency(control.stiffness)
-    n_sub = np.maximum(4, np.ceil(omega * dt / 0.25).astype(np.int64))
+    n_sub = np.maximum(FAT_MIN_SUBSTEPS, np.ceil(omega * dt / FAT_STEP_ANGLE).astype(np.int64))
     x, v = state.x.copy(), state.v.copy()
     u = (control.anchors - state.anchors).mean(axis=1) / dt                      # (F, 3) anchors' mean velocity
     for k in range(F):
