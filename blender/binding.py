@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import animation, handles, reader
+from . import animation, fats as fat_items, handles, reader
 from .rig import BONE_FIELDS, follow_renames, muscle_problem, skin_meshes
 
 REST_PROPERTY = "implicit_muscles_rest"
@@ -41,7 +41,9 @@ class SceneDescription:
     ``(x (P, 3), particle_s (P,))`` stored in the file for this set-up, or None; ``setup``: ``setup_digest`` of
     the armature; ``signature``: ``signature_of`` the rest positions; ``rest_inverse``: ``(B, 4, 4)`` inverse rest
     frames of the bones; ``to_mesh``: ``(4, 4)`` armature space -> mesh local space; ``keys``:
-    ``animation.key_snapshot`` of the armature."""
+    ``animation.key_snapshot`` of the armature; ``fats``: ``FatPrimitive`` at rest that this mesh shows,
+    ``fat_bones``, ``fat_collide``, ``fat_source``: ``(F,)`` their bones, bone collisions and Blender fat indices
+    (``blender/fats.py``)."""
 
     rig: object
     muscles: tuple
@@ -59,6 +61,10 @@ class SceneDescription:
     rest_inverse: np.ndarray
     to_mesh: np.ndarray
     keys: dict
+    fats: tuple = ()
+    fat_bones: np.ndarray = None
+    fat_collide: np.ndarray = None
+    fat_source: np.ndarray = None
 
 
 def describe(mesh_obj, armature) -> SceneDescription:
@@ -81,6 +87,8 @@ def describe(mesh_obj, armature) -> SceneDescription:
         if other != mesh_obj:
             elsewhere |= reader.bones_owning(other, armature)
     keep = reader.muscles_on_skin(rig, s_b, elsewhere)  # none at all is fine: Implicit Skinning alone
+    fats, f_b, f_c, f_s = fat_items.read_fats(armature, rig.names)
+    keep_fat = reader.muscles_on_skin(rig, f_b, elsewhere)  # the fats on this mesh's bones, as for the muscles
     skin = SkinSettings(samples_per_part=s.samples_per_part, grid_resolution=s.grid_resolution,
                         unweighted="nearest" if s.unweighted == 'NEAREST' else "error")
     tracking = TrackingSettings(iterations=s.iterations, contact_angle=float(np.degrees(s.contact_angle)),
@@ -97,7 +105,9 @@ def describe(mesh_obj, armature) -> SceneDescription:
         settled_rest=stored_rest(mesh_obj, setup), setup=setup, signature=signature_of(co.reshape(-1, 3)),
         rest_inverse=np.linalg.inv(np.array([np.array(b.matrix_local) for b in armature.data.bones])),
         to_mesh=np.array(mesh_obj.matrix_world.inverted() @ armature.matrix_world),
-        keys=animation.key_snapshot(armature))
+        keys=animation.key_snapshot(armature),
+        fats=tuple(f for f, k in zip(fats, keep_fat) if k), fat_bones=f_b[keep_fat], fat_collide=f_c[keep_fat],
+        fat_source=f_s[keep_fat])
 
 
 def build(scene: SceneDescription):
@@ -109,7 +119,8 @@ def build(scene: SceneDescription):
 
     return MuscledCharacter(scene.rig, copy.deepcopy(list(scene.muscles)), scene.origin_bones, scene.insertion_bones,
                             scene.skin_bones, pbd=scene.pbd, skin=scene.skin, tracking=scene.tracking,
-                            settled_rest=scene.settled_rest, collisions=scene.collisions)
+                            settled_rest=scene.settled_rest, collisions=scene.collisions,
+                            fats=list(scene.fats), fat_bones=scene.fat_bones, fat_collide_bones=scene.fat_collide)
 
 
 def setup_digest(armature) -> str:
@@ -128,6 +139,7 @@ def setup_digest(armature) -> str:
             h.update(repr(tuple(value) if hasattr(value, "__len__") and not isinstance(value, str) else value)
                      .encode())
     h.update(str(armature.implicit_muscles.substeps).encode())
+    fat_items.digest_into(h, armature)
     return h.hexdigest()[:16]
 
 

@@ -9,7 +9,8 @@ the axis, one numba kernel for all muscles) in the armature's space:
   each fibre coloured as its muscle;
 * every other muscle (nothing bound yet, a baked mesh, a muscle no mesh shows) is drawn straight from its origin to
   its insertion in the current pose, with its activation (a joint's included), flatness and width scale (the volume law bulges a
-  shortened muscle), as the muscle's set-up describes it.
+  shortened muscle), as the muscle's set-up describes it;
+* the fats, as ellipsoids where the live mesh simulated them or carried by their bones (``blender/fats.py``).
 
 Colours: a colour per muscle (:data:`PALETTE`, by the muscle's place in the list), or by activation (blue at 0, red
 at 1); each vertex shaded by its normal against a fixed light (:data:`LIGHT`) so the shapes read without scene
@@ -150,7 +151,7 @@ def rig_mesh(armature, scene) -> DrawMesh | None:
 
     props = armature.implicit_muscles
     count = len(props.muscles)
-    if not props.show_muscles or not count:
+    if not props.show_muscles or not (count or len(props.fats)):
         return None
     parts = _live_batches(armature, scene)
     shown = set()
@@ -171,6 +172,12 @@ def rig_mesh(armature, scene) -> DrawMesh | None:
         colors.append(_colors(n, owner, armature, props.display_color, alpha))
         faces.append(f + offset)
         offset += len(v)
+    from .fats import draw_triangles
+    fat = draw_triangles(armature, scene, alpha)  # the fats as ellipsoids (blender/fats.py)
+    if fat is not None:
+        vertices.append(fat[0])
+        colors.append(fat[1])
+        faces.append(fat[2] + offset)
     if not vertices:
         return None
     vertices, colors, faces = np.concatenate(vertices), np.concatenate(colors), np.concatenate(faces)

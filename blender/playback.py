@@ -108,8 +108,12 @@ def _fps(scene) -> float:
 
 
 def _read(bound, armature, depsgraph) -> tuple:
-    """``(B, inputs)`` of the evaluated armature: bone transforms and :func:`muscle_values`."""
+    """``(B, inputs)`` of the evaluated armature: bone transforms and :func:`muscle_values`; the fats' animated
+    values go to the character for the steps that follow (``blender/fats.fat_values``)."""
     arm_eval = armature.evaluated_get(depsgraph)
+    if getattr(bound.character, "fat_model", None) is not None:
+        from .fats import fat_values
+        bound.character.fat_inputs = fat_values(arm_eval, bound.fat_source)
     B = bone_transforms(arm_eval, bound.rest_inverse)
     return B, muscle_values(arm_eval, bound.source, B)
 

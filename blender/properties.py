@@ -170,11 +170,18 @@ def _start_frame_set(self, context):
         self.use_scene_start = False
 
 
+def _fat_type():
+    from .fat_properties import ImplicitFat
+    return ImplicitFat
+
+
 class ImplicitMuscleRig(PropertyGroup):
     """The muscles of one armature object, and the simulation settings they share."""
 
     muscles: CollectionProperty(type=ImplicitMuscle, override={'LIBRARY_OVERRIDABLE', 'USE_INSERTION'})
     active_index: IntProperty(name="Active Muscle", default=0, min=0, override=OVERRIDE)
+    fats: CollectionProperty(type=_fat_type(), override={'LIBRARY_OVERRIDABLE', 'USE_INSERTION'})
+    active_fat_index: IntProperty(name="Active Fat", default=0, min=0, override=OVERRIDE)
     show_muscles: BoolProperty(name="Show Muscles", default=True, update=_display_changed,
                                description="Draw the muscles' shapes in the viewport (never in renders, never "
                                            "saved or exported)")
@@ -308,7 +315,7 @@ class ImplicitMusclesScene(PropertyGroup):
                     "on, also gives Preview)")
 
 
-classes = (ImplicitMuscle, ImplicitMuscleRig, ImplicitSkinSettings, ImplicitMusclesScene)
+classes = (ImplicitMuscle, _fat_type(), ImplicitMuscleRig, ImplicitSkinSettings, ImplicitMusclesScene)
 
 
 def register():

@@ -130,7 +130,7 @@ RENAMED_FIELDS = BONE_FIELDS + ("joint_bone",)
 
 
 def follow_renames(armature) -> int:
-    """Give muscles the new names of bones renamed since the last call; returns how many fields changed.
+    """Give muscles and fats the new names of bones renamed since the last call; returns how many fields changed.
 
     Muscles name their bones, and Blender renames a bone's vertex groups but not our muscles' fields. The bone names
     of the last call are kept on the rig (``ImplicitMuscleRig.bone_names``). A bone at the same place in the list
@@ -150,6 +150,11 @@ def follow_renames(armature) -> int:
                 if new is not None:
                     setattr(m, field, new)
                     changed += 1
+        for fat in rig.fats:  # the fats' bones likewise (blender/fats.py)
+            new = renamed.get(fat.bone)
+            if new is not None:
+                fat.bone = new
+                changed += 1
     joined = "\n".join(now)
     if rig.bone_names != joined:
         try:

@@ -49,6 +49,7 @@ class Bound:
     stale_mesh: str = ""  # what changed in the mesh since bind ("" if nothing), from the last check
     stale_setup: str = ""  # what changed in the rest pose or muscles since bind, from the last check
     own_write: bool = False  # the next mesh update comes from writing the positions, not from an edit
+    fat_source: np.ndarray = None  # (F,) index of the Blender fat each core fat comes from (blender/fats.py)
 
     def __post_init__(self):
         self.last_local = np.zeros((self.character.vertex_count, 3), dtype=np.float32)
@@ -101,7 +102,8 @@ def bind(mesh_obj, armature) -> Bound:
     if scene.settled_rest is None:
         binding.store_rest(mesh_obj, scene.setup, character.settled_rest())
     out = Bound(character, scene.signature, scene.source, scene.rest_inverse, scene.to_mesh, setup=scene.setup,
-                cache=FrameCache(keys=scene.keys), preview_cache=FrameCache(keys=scene.keys))
+                cache=FrameCache(keys=scene.keys), preview_cache=FrameCache(keys=scene.keys),
+                fat_source=scene.fat_source)
     _BOUND[_key(mesh_obj)] = out
     return out
 

@@ -19,6 +19,10 @@ Vertices at the same rest place (a mesh split at its seams) are welded for all o
 ``reset()`` goes back to the settled rest state, ``settle(B)`` then lets the muscles come to rest in a shot's first
 pose. Bind happens with the axes settled under their own tension (``rest_state``), so a rig at rest gives back its
 rest mesh.
+
+Fats (``core/fat``, thesis ch. 6), if given, hang on ``fat_bones[k]``, join that bone's skin part and step after the
+muscles in each frame (their own solver, ``core/fat/dynamics.py``), colliding with the same bone capsules; the
+state then also holds them (``core/fat/state.MusclesAndFat``).
 """
 from __future__ import annotations
 
@@ -26,6 +30,9 @@ import time
 
 import numpy as np
 
+from .fat.batch import FatBatch
+from .fat.dynamics import FatControl, FatInputs, FatSolver, build_fat_model
+from .fat.state import MusclesAndFat
 from .skin.deformer import ImplicitSkinDeformer
 from .muscle.batch import pack_muscles
 from .pbd.collisions import MuscleCollisions
@@ -59,12 +66,15 @@ class MuscledCharacter:
     Skinning alone: a mesh of the character that no muscle lies on, e.g. the head; the state is then empty).
     ``muscle_collisions`` False turns every muscle-muscle collision off; ``keep_inside`` is the iso-value of the
     muscle-skin constraint (None: off for all); ``collisions`` says per muscle what it collides with
-    (:class:`core.pbd.collisions.MuscleCollisions`, default: everything)."""
+    (:class:`core.pbd.collisions.MuscleCollisions`, default: everything). ``fats``:
+    :class:`core.fat.primitive.FatPrimitive` at rest, on ``fat_bones (F,)``; ``fat_collide_bones (F,)`` bool (default
+    all)."""
 
     def __init__(self, rig, muscles, origin_bones, insertion_bones, skin_bones, pbd: PBDSettings | None = None,
                  skin: SkinSettings | None = None, tracking: TrackingSettings | None = None,
                  muscle_collisions: bool = True, keep_inside: float | None = KEEP_INSIDE_ISO, rest_hint=None,
-                 settled_rest=None, collisions: MuscleCollisions | None = None):
+                 settled_rest=None, collisions: MuscleCollisions | None = None, fats=None, fat_bones=None,
+                 fat_collide_bones=None):
         self.rig = rig
         self.weld = weld(rig.vertices, rig.faces, rig.weights)  # split vertices move as one (core/skin/weld.py)
         if not self.weld.identity:
@@ -112,10 +122,25 @@ class MuscledCharacter:
         for m, muscle in enumerate(self.muscles):  # bind the skin with the settled axes
             a, b = self.model.axis_start[m], self.model.axis_start[m + 1]
             muscle.set_axis(self._rest.x[a:b])
+        self.fats = list(fats or [])
+        self.fat_bones = np.asarray(fat_bones if self.fats else [], dtype=np.int64).reshape(-1)
+        if np.any(self.fat_bones < 0) or np.any(self.fat_bones >= B):
+            raise ValueError(f"a fat's bone index is out of range (the rig has {B} bones).")
+        self.fat_model = build_fat_model(self.fats, self.fat_bones, self.capsules_rest, radius,
+                                         fat_collide_bones) if self.fats else None
+        self.fat_inputs: FatInputs | None = None
+        """The fats' animated values for a step given none (a host sets them with each frame's pose)."""
+        if self.fat_model is not None:
+            self.fat_solver = FatSolver(self.fat_model)
+            self._fat_rest = self.fat_model.rest_state()
+            self._fat_state = self._fat_rest.copy()
+            self._fat_next = self._fat_rest.copy()
         self.skin = bind_skin_field(rig.vertices, rig.faces, rig.weights, rig.heads, rig.tails, rig.parents,
                                     muscles=pack_muscles(self.muscles) if self.muscles else None,
                                     muscle_bones=self.skin_bones if self.muscles else None,
-                                    settings=skin, bone_names=rig.names)
+                                    settings=skin, bone_names=rig.names,
+                                    fats=FatBatch.of(self.fats) if self.fats else None,
+                                    fat_bones=self.fat_bones if self.fats else None)
         self.deformer = ImplicitSkinDeformer(self.skin, rig.vertices, rig.faces, rig.weights, tracking,
                                              bone_names=rig.names)
         self._ecc = np.array([[m.shape.eccentricity_rest, m.shape.eccentricity_active]
@@ -160,7 +185,17 @@ class MuscledCharacter:
     def state(self) -> PBDState:
         """A snapshot of the muscles' simulation state to resume from (positions, velocities, last inputs;
         ``PBDState.snapshot``: the muscle batch is rebuilt by the next step)."""
-        return self._state.snapshot()
+        snapshot = self._state.snapshot()
+        if self.fat_model is None:
+            return snapshot
+        return MusclesAndFat.of(snapshot, self._fat_state.copy())
+
+    @property
+    def fat_batch(self) -> FatBatch | None:
+        """The fats as the skin sees them after the last step (centres, frames, semi-axes), or None without fats."""
+        if self.fat_model is None:
+            return None
+        return FatBatch(self._fat_state.x, self._fat_state.frame, self.fat_model.axes)
 
     @property
     def muscle_batch(self):
@@ -171,10 +206,14 @@ class MuscledCharacter:
     def restore(self, state: PBDState) -> None:
         """Continue from a snapshot taken with :meth:`state`."""
         self._state.assign(state)
+        if self.fat_model is not None and getattr(state, "fat", None) is not None:
+            self._fat_state.assign(state.fat)
 
     def reset(self) -> None:
         """Back to the settled rest state (the simulation start)."""
         self._state.assign(self._rest)
+        if self.fat_model is not None:
+            self._fat_state.assign(self._fat_rest)
 
     def inputs(self, activation=None, stiffness=None, width_scale=None, eccentricity=None) -> MuscleInputs:
         """This frame's animated muscle inputs ``(M,)`` as one :class:`core.pbd.control.MuscleInputs`: the
@@ -189,21 +228,25 @@ class MuscledCharacter:
 
     def settle(self, bone_transforms, activation=None, stiffness=None, width_scale=None, eccentricity=None,
                frames: int = START_SETTLE_FRAMES, dt: float = 1.0 / 24.0, inputs: MuscleInputs | None = None,
-               quality: EvaluationQuality = RENDER) -> None:
+               quality: EvaluationQuality = RENDER, fat_inputs: FatInputs | None = None) -> None:
         """Let the muscles come to rest in this pose: placed in it (:meth:`place`), then ``frames`` PBD frames at
         ``dt`` [s] holding the pose, then every velocity zeroed (the first frame of a shot, which is rarely the
         rest pose). ``inputs`` (:meth:`inputs`) or the separate animated values; ``quality`` as in :meth:`frame`."""
         inputs = self._inputs(inputs, activation, stiffness, width_scale, eccentricity)
         self.place(bone_transforms, inputs=inputs)
         for _ in range(frames):
-            self.step_muscles(bone_transforms, dt=dt, inputs=inputs, quality=quality)
+            self.step_muscles(bone_transforms, dt=dt, inputs=inputs, quality=quality, fat_inputs=fat_inputs)
         self._state.v[:] = 0.0
+        if self.fat_model is not None:
+            self._fat_state.v[:] = 0.0
 
     def place(self, bone_transforms, activation=None, stiffness=None, width_scale=None, eccentricity=None,
               inputs: MuscleInputs | None = None) -> None:
         """Put the muscles straight into this pose, at rest: each particle of the settled rest axes carried by its
         muscle's origin and insertion bones, mixed by its place along the axis (a cut; nothing simulated)."""
         B = check_rigid(bone_transforms, self.rig.names, self.reach)
+        if self.fat_model is not None:
+            self._fat_state.assign(self.fat_model.placed(B))
         if self.model is None:
             return
         control = self.control(B, self._inputs(inputs, activation, stiffness, width_scale, eccentricity))
@@ -227,7 +270,7 @@ class MuscledCharacter:
 
     def step_muscles(self, bone_transforms, activation=None, stiffness=None, width_scale=None,
                      dt: float = 1.0 / 24.0, eccentricity=None, inputs: MuscleInputs | None = None,
-                     quality: EvaluationQuality = RENDER) -> None:
+                     quality: EvaluationQuality = RENDER, fat_inputs: FatInputs | None = None) -> None:
         """One frame of the muscles' PBD only (what :meth:`frame` does before the skin), at ``quality``'s substeps:
         for a host that simulates the frames it does not show (a jump forward in the timeline). ``ValueError``
         naming the bone for a NaN, scaled or far-flung pose (``core.skin.skinning.check_rigid``), before anything is
@@ -235,6 +278,8 @@ class MuscledCharacter:
         B = check_rigid(bone_transforms, self.rig.names, self.reach)
         if B.shape[0] != len(self.rig.heads):
             raise ValueError(f"expected transforms for {len(self.rig.heads)} bones, got {B.shape[0]}.")
+        if self.fat_model is not None:  # the fats, then the muscles (neither reads the other)
+            self._step_fats(B, dt, fat_inputs)
         if self.model is None:  # no muscles: only the checks above
             return
         inputs = self._inputs(inputs, activation, stiffness, width_scale, eccentricity)
@@ -249,20 +294,31 @@ class MuscledCharacter:
             self.solver.step(self._state, self._next, control, dt, quality)
         self._state, self._next = self._next, self._state
 
+    def _step_fats(self, B, dt, fat_inputs: FatInputs | None) -> None:
+        """One frame of the fats' particles (``core/fat/dynamics.py``), each fat's own stiffness and damping unless
+        ``fat_inputs`` gives them."""
+        f = fat_inputs or self.fat_inputs or FatInputs()
+        stiffness = f.stiffness if f.stiffness is not None else [fat.stiffness for fat in self.fats]
+        damping = f.damping if f.damping is not None else [fat.damping for fat in self.fats]
+        control = FatControl.of(self.fat_model, B, stiffness, damping)
+        self.fat_solver.step(self._fat_state, self._fat_next, control, dt)
+        self._fat_state, self._fat_next = self._fat_next, self._fat_state
+
     def frame(self, bone_transforms, activation=None, stiffness=None, width_scale=None, dt: float = 1.0 / 24.0,
               out=None, frame=None, eccentricity=None, inputs: MuscleInputs | None = None,
-              quality: EvaluationQuality = RENDER) -> np.ndarray:
+              quality: EvaluationQuality = RENDER, fat_inputs: FatInputs | None = None) -> np.ndarray:
         """Vertex positions ``(V, 3)`` [m] for this frame (module docstring); ``dt`` [s] since the last frame.
         ``inputs`` (:meth:`inputs`) or the separate animated values. ``quality`` (``core/quality.py``): how many
         PBD substeps and sweeps, tracking iterations and ARAP sweeps the frame takes; :data:`core.quality.RENDER`
-        (default) the bound settings, :data:`core.quality.PREVIEW` fewer, for animating."""
+        (default) the bound settings, :data:`core.quality.PREVIEW` fewer, for animating. ``fat_inputs``: the fats'
+        animated stiffness and damping (:class:`core.fat.dynamics.FatInputs`; default each fat's own)."""
         B = np.asarray(bone_transforms, dtype=np.float64)
         t0 = time.perf_counter()
         self.step_muscles(B, dt=dt, inputs=self._inputs(inputs, activation, stiffness, width_scale, eccentricity),
-                          quality=quality)
+                          quality=quality, fat_inputs=fat_inputs)
         t1 = time.perf_counter()
         x = self.deformer.deform(B, self._state.muscles, out=out if self.weld.identity else None, frame=frame,
-                                 quality=quality)
+                                 quality=quality, fats=self.fat_batch)
         self.timings = {"pbd": t1 - t0, **self.deformer.timings}
         self.timings["total"] = sum(self.timings.values())
         return self.weld.expand(x, out)

@@ -25,6 +25,7 @@ from numba import njit, prange
 
 from .constants import JIT_FAST, JIT_POINT
 from .part_grid import sample_packed
+from .fat import fats_union
 from .skin_field import _detail, _muscles_value, evaluate_point
 from .tracking import CHUNK, beyond_contact, contact_gap
 
@@ -68,7 +69,8 @@ def _muscle_push(i, x, mesh, field, muscles):
     """How far [m] the muscles have pushed vertex ``i``'s skin part out at its tracked position ``x[i]``: the
     part's value with its muscles minus its grid value alone, over the grid value's gradient (0 if none)."""
     p = field.node_part[mesh.own_leaf[i]]
-    if field.part_muscle_start[p] == field.part_muscle_start[p + 1]:
+    has_fat = field.part_fat_start[p] < field.part_fat_start[p + 1]
+    if field.part_muscle_start[p] == field.part_muscle_start[p + 1] and not has_fat:
         return 0.0
     qx = x[i, 0]
     qy = x[i, 1]
@@ -80,6 +82,10 @@ def _muscle_push(i, x, mesh, field, muscles):
                                     muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent, muscles.seg_length,
                                     muscles.seg_angle, muscles.muscle_scalar, muscles.muscle_exponent,
                                     muscles.muscle_bounds)
+    if has_fat:
+        mu, mx, my, mz = fats_union(p, qx, qy, qz, mu, mx, my, mz, field.part_fat_start, field.part_fat_index,
+                                    field.fat_center, field.fat_frame, field.fat_axes, field.fat_offset,
+                                    field.fat_bounds, field.clean_table)
     if mu <= 0.0:
         return 0.0
     h, hx, hy, hz = sample_packed(field.grid_values, field.grid_offset, field.grid_dims, field.grid_origin,
@@ -113,7 +119,7 @@ def limit_correction(x, start, start_gap, mesh, field, muscles, c0, c1, hold):
             length = math.sqrt(dx * dx + dy * dy + dz * dz)
             cap = mesh.cap[i]
             hold[i] = t <= 0.0
-            if length > 0.0 and muscles.muscle_scalar.shape[0] > 0:
+            if length > 0.0 and (muscles.muscle_scalar.shape[0] > 0 or field.fat_part.shape[0] > 0):
                 push = _muscle_push(i, x, mesh, field, muscles)
                 if push > PUSH_MIN:
                     cap += push

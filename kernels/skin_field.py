@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit, prange
 
 from .axis import chord_distance
+from .fat import fats_union
 from .blend import contact, controller, max_union, table_union
 from .fusiform import _box_distance2, _compact, _field_arrays, axis_along
 from .part_grid import sample_packed
@@ -56,6 +57,14 @@ class SkinArrays(NamedTuple):
     node_bounds: np.ndarray        # (T, 6) float64 [m] this frame: world box (min xyz, max xyz), field 0 outside
     chord_dev: np.ndarray          # (M,) float64 [m] this frame: each axis's largest distance from its chord
     axis_along: np.ndarray         # (P_axis, 4) float64 [m] this frame: each axis's chord ranges (fusiform.axis_along)
+    part_fat_start: np.ndarray     # (P+1,) int64 CSR: each part's fats (core/fat) ...
+    part_fat_index: np.ndarray     # (sum,) int64 ... as fat indices
+    fat_part: np.ndarray           # (F,) int64 part each fat joins, -1: none
+    fat_offset: np.ndarray         # (F,) float64 [m] the skin sees K((f + o) / R) of each fat
+    fat_axes: np.ndarray           # (F, 3) float64 [m] semi-axes
+    fat_center: np.ndarray         # (F, 3) float64 [m] this frame: the fats' centres
+    fat_frame: np.ndarray          # (F, 3, 3) float64 this frame: their semi-axes' directions (columns)
+    fat_bounds: np.ndarray         # (F, 6) float64 [m] this frame: beyond this box a fat's compact field is 0
 
 
 @njit(inline="always", **JIT_FAST)
@@ -141,13 +150,18 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
             p = skin.node_part[i]
             f, gx, gy, gz = sample_packed(skin.grid_values, skin.grid_offset, skin.grid_dims, skin.grid_origin,
                                           skin.grid_inv_h, skin.grid_binv, p, qx, qy, qz)
-            if skin.part_muscle_start[p] < skin.part_muscle_start[p + 1]:
+            has_fat = skin.part_fat_start[p] < skin.part_fat_start[p + 1]
+            if skin.part_muscle_start[p] < skin.part_muscle_start[p + 1] or has_fat:
                 mu, mx, my, mz = _muscles_value(p, qx, qy, qz, skin.part_muscle_start, skin.part_muscle_index,
                                                 skin.skin_offset, skin.chord_dev, skin.axis_along, skin.clean_table,
                                                 muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
                                                 muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent,
                                                 muscles.seg_length, muscles.seg_angle, muscles.muscle_scalar,
                                                 muscles.muscle_exponent, muscles.muscle_bounds)
+                if has_fat:  # the part's fats join its muscles' clean union (kernels/fat.py)
+                    mu, mx, my, mz = fats_union(p, qx, qy, qz, mu, mx, my, mz, skin.part_fat_start,
+                                                skin.part_fat_index, skin.fat_center, skin.fat_frame, skin.fat_axes,
+                                                skin.fat_offset, skin.fat_bounds, skin.clean_table)
                 f, gx, gy, gz = _detail(skin.blend_table, f, gx, gy, gz, mu, mx, my, mz)
         else:
             a = node_left[i]
@@ -187,7 +201,8 @@ def place_nodes(B, part_bone, grid_corners, muscle_part, skin, muscles):
     ``chord_dev`` and ``axis_along`` are to be filled): each part grid's world -> rest transform ``[R^T | -R^T t]`` from its bone's
     rigid ``B (B, 4, 4)`` (``part_bone (P,)``), each leaf's box from its grid box's 8 rest corners
     ``grid_corners (P, 8, 3)`` [m] moved by that bone and widened by its muscles' boxes (``muscle_part (M,)``, -1:
-    none) by ``reach + R - o``, beyond which the skin sees nothing of a muscle (``K((f_M + o) / R) = 0``), the
+    none) by ``reach + R - o``, beyond which the skin sees nothing of a muscle (``K((f_M + o) / R) = 0``), and by
+    its fats' ``fat_bounds``, the
     operators' boxes from their children's, each muscle axis's largest distance from its chord and its chord ranges
     (``kernels/fusiform.axis_along``).
     ``muscles``: this frame's ``MuscleArrays``. The numpy reference is ``core/skin/field.place_reference``."""
@@ -227,6 +242,12 @@ def place_nodes(B, part_bone, grid_corners, muscle_part, skin, muscles):
         for r in range(3):
             leaf[p, r] = min(leaf[p, r], boxes[m, r] - cut)
             leaf[p, 3 + r] = max(leaf[p, 3 + r], boxes[m, 3 + r] + cut)
+    for k in range(skin.fat_part.shape[0]):  # a leaf's box holds its fats' boxes
+        p = skin.fat_part[k]
+        if p >= 0:
+            for r in range(3):
+                leaf[p, r] = min(leaf[p, r], skin.fat_bounds[k, r])
+                leaf[p, 3 + r] = max(leaf[p, 3 + r], skin.fat_bounds[k, 3 + r])
     node_boxes(leaf, skin.node_kind, skin.node_part, skin.node_left, skin.node_right, skin.node_bounds)
 
 

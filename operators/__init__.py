@@ -1,7 +1,7 @@
 """Operators (see README.md). Each module ends with a ``classes`` tuple and its own register/unregister."""
-from . import bake, engine, fit, joint, muscles, patch, skin
+from . import bake, engine, fats, fit, joint, muscles, patch, skin
 
-_modules = (engine, muscles, fit, skin, bake, joint, patch)
+_modules = (engine, muscles, fats, fit, skin, bake, joint, patch)
 
 
 def register():

@@ -1,7 +1,7 @@
 """Panels (see README.md). Each module ends with a ``classes`` tuple and its own register/unregister."""
-from . import joint, muscles, status
+from . import fats, joint, muscles, status
 
-_modules = (muscles, status, joint)
+_modules = (muscles, fats, status, joint)
 
 
 def register():

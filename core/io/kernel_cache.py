@@ -27,7 +27,7 @@ ENTRY_KERNELS = {
     "skinning": ("skinning.rigid_status", "skinning.bone_dual_quaternions", "skinning.dual_quaternion_skinning"),
     "muscles": ("fusiform.muscle_field", "profile.profile_scalars", "axis.axis_geometry",
                 "muscle_surface.surface_rings"),
-    "dynamics": ("profile.frame_scalars", "pbd.pbd_substeps", "axis.axis_update"),
+    "dynamics": ("profile.frame_scalars", "pbd.pbd_substeps", "axis.axis_update", "fat.fat_step"),
     "skin": ("sampling.poisson_select", "hrbf.hrbf_field", "part_grid.compact_field", "skin_field.place_nodes",
              "skin_field.skin_field", "tracking.contact_passed", "pbd.keep_inside"),
     "frames": ("tracking.track", "joint_volume.restore", "skin_correction.limit_correction"),
@@ -203,6 +203,18 @@ def _run_dynamics(state: dict) -> None:
     rig, muscles, *_ = _limb(state)
     capsules = np.stack([rig.heads, rig.tails], axis=1)
     rest_state(build_pbd_model(muscles, capsules=capsules, capsule_radius=[0.01, 0.01], contact_sets=[0, 0]))
+    _run_fat(capsules)
+
+
+def _run_fat(capsules) -> None:
+    """One frame of a fat on the limb's upper bone (``core/fat/dynamics.py``)."""
+    from ..fat import FatPrimitive
+    from ..fat.dynamics import FatControl, FatSolver, build_fat_model
+    from . import warm_up_scene as scene
+
+    model = build_fat_model([FatPrimitive((0.1, 0.0, -0.018), (0.04, 0.012, 0.008))], [0], capsules, [0.01, 0.01])
+    state = model.rest_state()
+    FatSolver(model).step(state, state.copy(), FatControl.of(model, scene.limb_pose(20.0), 0.3, 0.1), 1.0 / 24.0)
 
 
 def _run_skin(state: dict) -> None:

@@ -185,10 +185,11 @@ class ImplicitSkinDeformer:
         return structs
 
     def deform(self, bone_transforms, muscles=None, out=None, frame=None,
-               quality: EvaluationQuality = RENDER) -> np.ndarray:
+               quality: EvaluationQuality = RENDER, fats=None) -> np.ndarray:
         """Vertex positions ``(V, 3)`` [m] for ``bone_transforms (B, 4, 4)`` (rest -> posed, rigid) and the
         muscles' :class:`core.muscle.batch.MuscleBatch` (None: the bind-time muscles, unchanged), with the
-        tracking iterations and sweeps of ``quality`` (``core/quality.py``; default: the bound settings).
+        tracking iterations and sweeps of ``quality`` (``core/quality.py``; default: the bound settings); ``fats``:
+        this frame's :class:`core.fat.batch.FatBatch` (None: the fats at bind).
 
         ``out``: optional ``(V, 3)`` float64 array to write into. ``frame``: the frame number, used only by the
         temporal mode (start from the previous result when ``frame`` follows the previous call's).
@@ -204,7 +205,7 @@ class ImplicitSkinDeformer:
         x = np.empty((self.vertex_count, 3)) if out is None else out
         dqs(self.rest, self.influences, B, self.dqs_positions, self._rot)
         t1 = time.perf_counter()
-        self.placement = self.skin.place(B, muscles)
+        self.placement = self.skin.place(B, muscles, fats)
         t2 = time.perf_counter()
         consecutive = (self.settings.temporal and frame is not None and self._previous is not None
                        and self._previous_frame is not None and frame == self._previous_frame + 1)

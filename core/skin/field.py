@@ -27,6 +27,11 @@ muscle blend.
 bind). The muscle itself (its simulation, its volume, its collisions) is as placed; a muscle under the skin has
 ``o = 0`` and is seen unchanged.
 
+**Fats** (``core/fat``, thesis ch. 6) join their skin part as the muscles do: each fat's compact field
+``K((f + o) / R)`` is clean-unioned with the part's muscles before the detail operator, with its own skin offset
+``o`` (:func:`fat_offsets`), and the HRBF pull-in counts them. A placement takes this frame's
+:class:`core.fat.batch.FatBatch` (None: the fats at bind).
+
 **References.** :meth:`SkinPlacement.evaluate_reference` and :meth:`SkinPlacement.leaf_reference` are the numpy
 references of the kernel (the convention of ``core/skin``): vectorised over the query points, one node of the tree
 at a time, the muscle fields from their own tested evaluation (``core.muscle.batch.evaluate_muscles``); they share
@@ -43,6 +48,8 @@ import numpy as np
 from . import blend_operators as ops
 from .. import validation
 from .hrbf import fit_hrbf
+from ..fat.batch import FatBatch
+from ..fat.field import compact_fat_reference, fat_field_reference
 from ..muscle.batch import MuscleBatch
 from .part_grid import DEFAULT_GRID_RESOLUTION, bake_part_grid
 from .parts import (DEFAULT_MIN_PART_VERTICES, DEFAULT_SAMPLES_PER_PART, PartSamples, merge_small_parts,
@@ -102,6 +109,11 @@ class SkinField:
     tails: np.ndarray = None  # (B, 3) [m] rest bone tails
     parents: np.ndarray = None  # (B,) int64, -1 for a root
     grid_corners: np.ndarray = None  # (P, 8, 3) [m] rest-space corners of each part grid's box
+    fats: FatBatch = dataclasses.field(default_factory=FatBatch.empty)  # (F) the fats at bind
+    fat_part: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # (F,) -1: none
+    part_fat_start: np.ndarray = None  # (P+1,) int64 CSR: each part's fats ...
+    part_fat_index: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # ...
+    fat_offset: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))  # (F,) [m] fat_offsets()
 
     @property
     def part_count(self) -> int:
@@ -115,9 +127,10 @@ class SkinField:
                   ops.table("clean"), ops.table("blend")]
         return int(sum(a.nbytes for a in arrays))
 
-    def place(self, bone_transforms=None, muscles: MuscleBatch | None = None) -> "SkinPlacement":
+    def place(self, bone_transforms=None, muscles: MuscleBatch | None = None,
+              fats: FatBatch | None = None) -> "SkinPlacement":
         """This frame's placement (:func:`place_skin`)."""
-        return place_skin(self, bone_transforms, muscles)
+        return place_skin(self, bone_transforms, muscles, fats)
 
     def without_muscles(self) -> "SkinField":
         """The same parts, grids and tree with no muscle joined (shares the arrays): the skin the muscles are kept
@@ -125,7 +138,9 @@ class SkinField:
         return dataclasses.replace(
             self, muscle_part=np.full(0, -1, dtype=np.int64),
             part_muscle_start=np.zeros(len(self.parts) + 1, dtype=np.int64),
-            part_muscle_index=np.zeros(0, dtype=np.int64), muscles=None, muscle_offset=np.zeros(0))
+            part_muscle_index=np.zeros(0, dtype=np.int64), muscles=None, muscle_offset=np.zeros(0),
+            fats=FatBatch.empty(), fat_part=np.zeros(0, dtype=np.int64), part_fat_start=None,
+            part_fat_index=np.zeros(0, dtype=np.int64), fat_offset=np.zeros(0))
 
 
 @dataclass(frozen=True)
@@ -138,6 +153,7 @@ class SkinPlacement:
     muscles: MuscleBatch | None  # this frame's muscles (None: no muscles)
     arrays: tuple  # kernels.skin_field.SkinArrays
     muscle_arrays: tuple  # kernels.fusiform.MuscleArrays of this frame's muscles
+    fats: FatBatch = None  # this frame's fats
 
     @property
     def kernel_args(self) -> tuple:
@@ -181,6 +197,13 @@ class SkinPlacement:
                 G, G1, G2 = ops.lookup(ops.table("clean"), mu, mv[:, k])
                 use = mv[:, k] > 0
                 mgr = np.where(use[:, None], G1[:, None] * mgr + G2[:, None] * mg[:, k], mgr)
+                mu = np.where(use, G, mu)
+            for k in np.flatnonzero(m.fat_part == p):
+                fv, fg = compact_fat_reference(pts, self.fats.center[k], self.fats.frame[k], self.fats.axes[k],
+                                               m.fat_offset[k])
+                G, G1, G2 = ops.lookup(ops.table("clean"), mu, fv)
+                use = fv > 0
+                mgr = np.where(use[:, None], G1[:, None] * mgr + G2[:, None] * fg, mgr)
                 mu = np.where(use, G, mu)
             G, G1, G2 = ops.lookup(ops.table("blend"), v, mu)
             has = mu > 0
@@ -238,15 +261,18 @@ def _no_muscle_arrays():
     return MuscleBatch.allocate([], np.zeros((0, 4)), []).kernel_arrays()
 
 
-def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | None = None) -> SkinPlacement:
+def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | None = None,
+               fats: FatBatch | None = None) -> SkinPlacement:
     """Place the part grids and node boxes of ``model`` for one frame (``kernels/skin_field.place_nodes``).
 
     bone_transforms: ``(B, 4, 4)`` rest -> posed rigid transforms ``B_j`` (None: rest pose; callers check rigidity).
     muscles: the muscles' batch (same muscle order as at bind; None: the bind-time muscles).
+    fats: this frame's :class:`core.fat.batch.FatBatch` (same fat order as at bind; None: the fats at bind).
     """
     from ...kernels.skin_field import SkinArrays, place_nodes
 
     B, muscles = _placement_inputs(model, bone_transforms, muscles)
+    fats = _fat_inputs(model, fats)
     has_muscles = muscles is not None and muscles.muscle_count > 0
     muscle_arrays = muscles.kernel_arrays() if has_muscles else _no_muscle_arrays()
     cos0, cos1 = np.cos(np.radians(model.settings.contact_angles))
@@ -259,14 +285,37 @@ def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | No
         clean_table=ops.table("clean"), blend_table=ops.table("blend"), cos0=float(cos0), cos1=float(cos1),
         grid_binv=np.empty((model.part_count, 3, 4)), node_bounds=np.empty((len(model.node_kind), 6)),
         chord_dev=np.empty(muscle_arrays.muscle_scalar.shape[0]),
-        axis_along=np.empty((muscle_arrays.axis_points.shape[0], 4)))
+        axis_along=np.empty((muscle_arrays.axis_points.shape[0], 4)),
+        part_fat_start=_part_fat_start(model), part_fat_index=model.part_fat_index, fat_part=model.fat_part,
+        fat_offset=model.fat_offset, fat_axes=np.ascontiguousarray(fats.axes, dtype=np.float64),
+        fat_center=np.ascontiguousarray(fats.center, dtype=np.float64),
+        fat_frame=np.ascontiguousarray(fats.frame, dtype=np.float64), fat_bounds=fats.bounds(model.fat_offset))
     place_nodes(B, model.part_bone, model.grid_corners, model.muscle_part if has_muscles else _NO_PART, arrays,
                 muscle_arrays)
     return SkinPlacement(model=model, grid_binv=arrays.grid_binv, node_bounds=arrays.node_bounds,
-                         muscles=muscles if has_muscles else None, arrays=arrays, muscle_arrays=muscle_arrays)
+                         muscles=muscles if has_muscles else None, arrays=arrays, muscle_arrays=muscle_arrays,
+                         fats=fats)
 
 
 _NO_PART = np.zeros(0, dtype=np.int64)
+
+
+def _part_fat_start(model: SkinField) -> np.ndarray:
+    """``(P+1,)`` the CSR start of each part's fats (all empty for a model bound without fats)."""
+    if model.part_fat_start is None:
+        return np.zeros(model.part_count + 1, dtype=np.int64)
+    return model.part_fat_start
+
+
+def _fat_inputs(model: SkinField, fats):
+    """This frame's fats for :func:`place_skin`, checked against the bind (``ValueError`` with a sentence)."""
+    if fats is None:
+        return model.fats
+    if fats.count != len(model.fat_part):
+        raise ValueError(f"the skin was bound with {len(model.fat_part)} fats, got {fats.count}.")
+    if not (np.isfinite(fats.center).all() and np.isfinite(fats.frame).all()):
+        raise ValueError("a fat's centre or frame contains NaN or infinite values; check the pose.")
+    return fats
 
 
 def _placement_inputs(model: SkinField, bone_transforms, muscles):
@@ -286,7 +335,8 @@ def _placement_inputs(model: SkinField, bone_transforms, muscles):
     return B, muscles
 
 
-def place_reference(model: SkinField, bone_transforms=None, muscles: MuscleBatch | None = None):
+def place_reference(model: SkinField, bone_transforms=None, muscles: MuscleBatch | None = None,
+                    fats: FatBatch | None = None):
     """Numpy reference of :func:`place_skin`'s kernel, for tests: ``(grid_binv (P, 3, 4), node_bounds (T, 6),
     chord_dev (M,))``."""
     from ...kernels.skin_field import node_boxes
@@ -309,6 +359,13 @@ def place_reference(model: SkinField, bone_transforms=None, muscles: MuscleBatch
         np.minimum.at(lows, model.muscle_part[joined], muscles.muscle_bounds[joined, :3] - cut[joined, None])
         np.maximum.at(highs, model.muscle_part[joined], muscles.muscle_bounds[joined, 3:] + cut[joined, None])
         chord_dev = _chord_deviation(muscles)
+    fats = _fat_inputs(model, fats)
+    if fats.count:
+        joined = model.fat_part >= 0
+        fb = fats.bounds(model.fat_offset)
+        lows, highs = boxes[:, :3], boxes[:, 3:]
+        np.minimum.at(lows, model.fat_part[joined], fb[joined, :3])
+        np.maximum.at(highs, model.fat_part[joined], fb[joined, 3:])
     bounds = np.empty((len(model.node_kind), 6))
     node_boxes(boxes, model.node_kind, model.node_part, model.node_left, model.node_right, bounds)
     return grid_binv, bounds, chord_dev
@@ -333,6 +390,8 @@ def _compact_muscles(muscles: MuscleBatch, points, offsets):
     from .hrbf import compact
     from ..muscle.batch import evaluate_muscles
 
+    if muscles is None or not muscles.muscle_count:
+        return np.zeros((len(points), 0)), np.zeros((len(points), 0, 3))
     raw, grads = evaluate_muscles(muscles, points)
     R = muscles.muscle_scalar[:, SCALAR_SUPPORT]
     k, dk = compact(raw + offsets[None, :], R[None, :])
@@ -359,26 +418,44 @@ _SKIN_MUSCLE_DEPTH = 0.053435
 """``K(x) = SKIN_MUSCLE_MAX`` at ``x = f / R = 0.053435`` (thesis eq. 3.1; checked by a test)."""
 
 
-def _muscle_union_at(points, muscles: MuscleBatch, muscle_ids, offsets):
+def _muscle_union_at(points, muscles: MuscleBatch, muscle_ids, offsets, fats: FatBatch | None = None, fat_ids=(),
+                     fat_offset=None):
     """The clean union of the compact fields of ``muscle_ids`` as the skin sees them (with their ``offsets``) at
-    ``points (n, 3)``: the detail operator's ``mu``."""
-    values, _ = _compact_muscles(muscles, points, offsets)
+    ``points (n, 3)``, then of the fats ``fat_ids`` (with their ``fat_offset``): the detail operator's ``mu``."""
     mu = np.zeros(len(points))
-    for k in muscle_ids:
-        mu = ops.lookup(ops.table("clean"), mu, values[:, k])[0]
+    if len(muscle_ids):
+        values, _ = _compact_muscles(muscles, points, offsets)
+        for k in muscle_ids:
+            mu = ops.lookup(ops.table("clean"), mu, values[:, k])[0]
+    for k in fat_ids:
+        fv, _ = compact_fat_reference(points, fats.center[k], fats.frame[k], fats.axes[k], fat_offset[k])
+        mu = ops.lookup(ops.table("clean"), mu, fv)[0]
     return mu
 
 
-def _pull_under_muscles(samples: PartSamples, muscles: MuscleBatch, muscle_ids, offsets):
+def fat_offsets(vertices, fats: FatBatch, fat_part) -> np.ndarray:
+    """``(F,)`` [m]: how far in each fat's surface has to move for the skin to see it at most ``SKIN_MUSCLE_MAX``
+    on every rest vertex, as :func:`muscle_offsets` for the muscles (0 for a fat under the skin)."""
+    out = np.zeros(fats.count)
+    for k in range(fats.count):
+        if fat_part[k] < 0 or not len(vertices):
+            continue
+        raw, _ = fat_field_reference(vertices, fats.center[k], fats.frame[k], fats.axes[k])
+        out[k] = max(float(np.max(_SKIN_MUSCLE_DEPTH * fats.support[k] - raw)), 0.0)
+    return out
+
+
+def _pull_under_muscles(samples: PartSamples, muscles: MuscleBatch, muscle_ids, offsets,
+                        fats: FatBatch | None = None, fat_ids=(), fat_offset=None):
     """Move each mesh sample in along its normal so that at the skin ``blend(K(f_H), mu) = 0.5`` (module
-    docstring): returns the moved sample points ``(N, 3)``."""
+    docstring), ``mu`` the part's muscles and fats: returns the moved sample points ``(N, 3)``."""
     from .hrbf import compact
 
     n_mesh = len(samples.points) - samples.caps
-    if n_mesh <= 0 or not len(muscle_ids):
+    if n_mesh <= 0 or not (len(muscle_ids) or len(fat_ids)):
         return samples.points
     p, nrm = samples.points[:n_mesh], samples.normals[:n_mesh]
-    mu = _muscle_union_at(p, muscles, muscle_ids, offsets)
+    mu = _muscle_union_at(p, muscles, muscle_ids, offsets, fats, fat_ids, fat_offset)
     # HRBF value h in [0, 0.5] with blend(h, mu) = 0.5, by bisection (blend is increasing in h; h = 0.5 if mu is
     # too weak to reach the skin's level, nothing to pull then)
     lo, hi = np.zeros(n_mesh), np.full(n_mesh, 0.5)
@@ -456,12 +533,14 @@ def _build_tree(part_of_bone, parents):
 
 
 def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: MuscleBatch | None = None,
-                    muscle_bones=None, settings: SkinSettings | None = None, bone_names=None) -> SkinField:
+                    muscle_bones=None, settings: SkinSettings | None = None, bone_names=None,
+                    fats: FatBatch | None = None, fat_bones=None) -> SkinField:
     """Bind the implicit skin of a mesh in its rest pose (module docstring).
 
     vertices (V, 3) [m], faces (F, 3) int (triangles), weights (V, B), heads/tails (B, 3) [m] rest bone ends in the
     mesh's space, parents (B,) int (-1: root); muscles: their batch at rest; muscle_bones (M,) int: the bone whose
-    part each muscle joins (-1: none). ``ValueError`` with a plain sentence on bad input.
+    part each muscle joins (-1: none); fats: the fats at rest (:class:`core.fat.batch.FatBatch`), each joining the
+    part of ``fat_bones (F,)`` int (-1: none). ``ValueError`` with a plain sentence on bad input.
     """
     s = settings or SkinSettings()
     v = validation.points(vertices, "mesh vertices", min_count=4)
@@ -511,11 +590,28 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
     np.cumsum([len(x) for x in lists], out=start[1:])
     index = np.concatenate(lists).astype(np.int64) if lists else np.zeros(0, dtype=np.int64)
     offsets = muscle_offsets(v, muscles, muscle_part) if M else np.zeros(0)
+    fats = FatBatch.empty() if fats is None else fats
+    fb = np.full(fats.count, -1, dtype=np.int64) if fat_bones is None else np.asarray(fat_bones, dtype=np.int64)
+    if fb.shape != (fats.count,):
+        raise ValueError(f"fat_bones needs one bone per fat ({fats.count}).")
+    if np.any((fb < -1) | (fb >= B)):
+        raise ValueError("a fat's bone index is out of range.")
+    fat_part = np.where(fb >= 0, owner_part[np.maximum(fb, 0)], -1)
+    for k in np.flatnonzero((fb >= 0) & (fat_part < 0)):
+        name = bone_names[fb[k]] if bone_names is not None else f"bone {fb[k]}"
+        raise ValueError(f"a fat joins the skin of {name}, but neither {name} nor any bone above it owns skin "
+                         f"vertices; hang the fat on another bone.")
+    fat_lists = [np.flatnonzero(fat_part == p) for p in range(len(parts))]
+    fat_start = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in fat_lists], out=fat_start[1:])
+    fat_index = np.concatenate(fat_lists).astype(np.int64) if fat_lists else np.zeros(0, dtype=np.int64)
+    fat_offset = fat_offsets(v, fats, fat_part)
     hrbfs, grids = [], []
     for p, ps in enumerate(parts):
         points = ps.points
-        if s.pull_under_muscles and M and len(lists[p]):
-            points = _pull_under_muscles(ps, muscles, lists[p], offsets)
+        if s.pull_under_muscles and ((M and len(lists[p])) or len(fat_lists[p])):
+            points = _pull_under_muscles(ps, muscles, lists[p] if M else (), offsets, fats, fat_lists[p],
+                                         fat_offset)
         h = fit_hrbf(points, ps.normals)
         hrbfs.append(h)
         grids.append(bake_part_grid(h, ps.radius, points, heads[ps.bone], tails[ps.bone], ps.bone,
@@ -535,4 +631,5 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         grid_offset=grid_offsets, grid_dims=np.array([g.values.shape[:3] for g in grids], dtype=np.int64),
         grid_origin=np.array([g.origin for g in grids]), grid_inv_h=np.array([1.0 / g.spacing for g in grids]),
         muscles=muscles, muscle_offset=offsets, heads=heads, tails=tails, parents=parents,
-        grid_corners=np.stack([g.box[0] + _BOX_CORNERS * (g.box[1] - g.box[0]) for g in grids]))
+        grid_corners=np.stack([g.box[0] + _BOX_CORNERS * (g.box[1] - g.box[0]) for g in grids]),
+        fats=fats, fat_part=fat_part, part_fat_start=fat_start, part_fat_index=fat_index, fat_offset=fat_offset)

@@ -1,0 +1,216 @@
+"""Numba kernels of the fat primitive (thesis ch. 6): its field at a point, joined into a skin part's anatomy
+field, and one frame of its particles' dynamics.
+
+Field (numpy reference ``core/fat/field.py``): ``f = (rho - 1) / |grad rho|`` [m], ``rho = |D^-1 R^T (q - c)|``,
+seen by the skin as ``K((f + o) / R)`` with ``R`` the smallest semi-axis and ``o`` the skin offset.
+
+Dynamics (numpy reference ``core/fat/dynamics.step_reference``): each fat's centre is one particle tied by four
+springs to anchors on its bone, integrated by semi-implicit Euler in substeps, the anchors and bone capsules moving
+linearly from the last frame's place to this frame's within the frame (the springs pull from the anchors at
+a substep's start, the capsules push at its end). Spring ``i`` pulls with
+``-k (|x - a_i| - L_i) (x - a_i) / |x - a_i|``, ``k = 3/4 m omega^2`` (four anchors on a regular tetrahedron give
+``sum d_i d_i^T = 4/3 I``, so small motion oscillates at ``omega`` in every direction); the damping
+``-2 zeta omega m (v - v_anchors)`` acts on the velocity relative to the anchors'. After each substep the centre is
+pushed out of each bone capsule to ``min(r_b + h(n), gap_b)``, ``h(n)`` the ellipsoid's extent towards the capsule and
+``gap_b`` the centre's distance to it at rest, and its velocity towards the capsule is removed.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .blend import table_union
+from .constants import JIT, JIT_FAST
+from .fusiform import _compact
+
+CENTRE_RHO = 1e-12
+"""Below this ellipsoidal radius a query is at the centre: ``f = -min(axes)``, no gradient."""
+FAT_STEP_ANGLE = 0.25
+"""Largest ``omega h`` [rad] of a substep: substeps per frame are ``max(FAT_MIN_SUBSTEPS, ceil(omega dt / this))``."""
+FAT_MIN_SUBSTEPS = 4
+"""Fewest substeps per frame."""
+
+
+@njit(inline="always", **JIT_FAST)
+def fat_point(qx, qy, qz, k, center, frame, axes):
+    """Raw field of fat ``k`` at one point: ``(f, df/dx, df/dy, df/dz)`` [m, 1]; ``center (F, 3)``, ``frame (F, 3, 3)``
+    (columns: the semi-axes' directions), ``axes (F, 3)`` [m]."""
+    dx = qx - center[k, 0]
+    dy = qy - center[k, 1]
+    dz = qz - center[k, 2]
+    y0 = frame[k, 0, 0] * dx + frame[k, 1, 0] * dy + frame[k, 2, 0] * dz
+    y1 = frame[k, 0, 1] * dx + frame[k, 1, 1] * dy + frame[k, 2, 1] * dz
+    y2 = frame[k, 0, 2] * dx + frame[k, 1, 2] * dy + frame[k, 2, 2] * dz
+    i0 = 1.0 / (axes[k, 0] * axes[k, 0])
+    i1 = 1.0 / (axes[k, 1] * axes[k, 1])
+    i2 = 1.0 / (axes[k, 2] * axes[k, 2])
+    rho = math.sqrt(y0 * y0 * i0 + y1 * y1 * i1 + y2 * y2 * i2)
+    if rho < CENTRE_RHO:
+        return -min(axes[k, 0], axes[k, 1], axes[k, 2]), 0.0, 0.0, 0.0
+    g0 = y0 * i0 / rho
+    g1 = y1 * i1 / rho
+    g2 = y2 * i2 / rho
+    n2 = g0 * g0 + g1 * g1 + g2 * g2
+    n = math.sqrt(n2)
+    f = (rho - 1.0) / n
+    # grad f = g / n - (rho - 1) (D^-2 g - n^2 g) / (rho n^3)
+    c = (rho - 1.0) / (rho * n2 * n)
+    h0 = g0 / n - c * (g0 * i0 - n2 * g0)
+    h1 = g1 / n - c * (g1 * i1 - n2 * g1)
+    h2 = g2 / n - c * (g2 * i2 - n2 * g2)
+    gx = frame[k, 0, 0] * h0 + frame[k, 0, 1] * h1 + frame[k, 0, 2] * h2
+    gy = frame[k, 1, 0] * h0 + frame[k, 1, 1] * h1 + frame[k, 1, 2] * h2
+    gz = frame[k, 2, 0] * h0 + frame[k, 2, 1] * h1 + frame[k, 2, 2] * h2
+    return f, gx, gy, gz
+
+
+@njit(**JIT_FAST)
+def fat_field(points, center, frame, axes, out_values, out_grads):
+    """Raw field of one fat at ``points (n, 3)`` [m]: ``center (3,)``, ``frame (3, 3)``, ``axes (3,)``; writes
+    ``out_values (n,)`` [m] and ``out_grads (n, 3)``."""
+    c = center.reshape(1, 3)
+    r = frame.reshape(1, 3, 3)
+    a = axes.reshape(1, 3)
+    for q in range(points.shape[0]):
+        f, gx, gy, gz = fat_point(points[q, 0], points[q, 1], points[q, 2], 0, c, r, a)
+        out_values[q] = f
+        out_grads[q, 0] = gx
+        out_grads[q, 1] = gy
+        out_grads[q, 2] = gz
+
+
+@njit(inline="always", **JIT_FAST)
+def fats_union(p, qx, qy, qz, mu, mx, my, mz, part_fat_start, part_fat_index, fat_center, fat_frame, fat_axes,
+               fat_offset, fat_bounds, clean_table):
+    """Clean-union part ``p``'s fats, each as the skin sees it, ``K((f + o) / R)``, into the anatomy field ``(mu,
+    grad mu)`` of the part's muscles at one point: ``(mu, mx, my, mz)``. ``fat_bounds (F, 6)`` [m]: this frame's
+    world box beyond which a fat's compact field is 0. Takes arrays one by one, as ``kernels/skin_field.py``'s
+    ``_muscles_value`` does (no struct copied per point)."""
+    for j in range(part_fat_start[p], part_fat_start[p + 1]):
+        k = part_fat_index[j]
+        if not (fat_bounds[k, 0] <= qx <= fat_bounds[k, 3] and fat_bounds[k, 1] <= qy <= fat_bounds[k, 4]
+                and fat_bounds[k, 2] <= qz <= fat_bounds[k, 5]):
+            continue
+        R = min(fat_axes[k, 0], fat_axes[k, 1], fat_axes[k, 2])
+        f, gx, gy, gz = fat_point(qx, qy, qz, k, fat_center, fat_frame, fat_axes)
+        f, gx, gy, gz = _compact(f + fat_offset[k], gx, gy, gz, R)
+        if f <= 0.0:
+            continue
+        G, G1, G2 = table_union(clean_table, mu, f)
+        mx = G1 * mx + G2 * gx
+        my = G1 * my + G2 * gy
+        mz = G1 * mz + G2 * gz
+        mu = G
+    return mu, mx, my, mz
+
+
+@njit(**JIT)
+def fat_substeps(omega, dt):
+    """Substeps of a frame of ``dt`` [s] for a natural frequency ``omega`` [rad/s] (module constants)."""
+    return max(FAT_MIN_SUBSTEPS, int(math.ceil(omega * dt / FAT_STEP_ANGLE)))
+
+
+@njit(**JIT_FAST)
+def fat_step(x_in, v_in, anchors0, anchors1, rest_length, omega, zeta, axes, frame, caps0, caps1, cap_radius,
+             rest_gap, dt, x_out, v_out):
+    """One frame of every fat's particle (module docstring). Per fat ``F``, anchor (4), capsule ``C``:
+    ``x_in, v_in (F, 3)`` [m, m/s] the state before; ``anchors0, anchors1 (F, 4, 3)`` [m] the anchors at the last
+    frame and this one; ``rest_length (F, 4)`` [m]; ``omega (F,)`` [rad/s]; ``zeta (F,)``; ``axes (F, 3)`` [m] and
+    ``frame (F, 3, 3)`` this frame's ellipsoid; ``caps0, caps1 (C, 2, 3)`` [m] the capsules' ends at the last frame and
+    this one; ``cap_radius (C,)`` [m]; ``rest_gap (F, C)`` [m] (``inf``: no collision); ``dt`` [s]. Writes ``x_out,
+    v_out (F, 3)``."""
+    F = x_in.shape[0]
+    C = caps0.shape[0]
+    for k in range(F):
+        w = omega[k]
+        n_sub = fat_substeps(w, dt)
+        h = dt / n_sub
+        ks = 0.75 * w * w          # spring constant over mass [1/s^2]
+        cs = 2.0 * zeta[k] * w     # damping over mass [1/s]
+        x0 = x_in[k, 0]
+        x1 = x_in[k, 1]
+        x2 = x_in[k, 2]
+        v0 = v_in[k, 0]
+        v1 = v_in[k, 1]
+        v2 = v_in[k, 2]
+        # the anchors' mean velocity over the frame
+        u0 = 0.0
+        u1 = 0.0
+        u2 = 0.0
+        for i in range(4):
+            u0 += 0.25 * (anchors1[k, i, 0] - anchors0[k, i, 0]) / dt
+            u1 += 0.25 * (anchors1[k, i, 1] - anchors0[k, i, 1]) / dt
+            u2 += 0.25 * (anchors1[k, i, 2] - anchors0[k, i, 2]) / dt
+        for s in range(1, n_sub + 1):
+            t = s / n_sub
+            a0 = -cs * (v0 - u0)
+            a1 = -cs * (v1 - u1)
+            a2 = -cs * (v2 - u2)
+            t0 = (s - 1) / n_sub   # the springs pull from the anchors at the substep's start, where x is
+            for i in range(4):
+                p0 = (1.0 - t0) * anchors0[k, i, 0] + t0 * anchors1[k, i, 0]
+                p1 = (1.0 - t0) * anchors0[k, i, 1] + t0 * anchors1[k, i, 1]
+                p2 = (1.0 - t0) * anchors0[k, i, 2] + t0 * anchors1[k, i, 2]
+                d0 = x0 - p0
+                d1 = x1 - p1
+                d2 = x2 - p2
+                length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+                if length < 1e-12:
+                    continue
+                pull = -ks * (length - rest_length[k, i]) / length
+                a0 += pull * d0
+                a1 += pull * d1
+                a2 += pull * d2
+            v0 += h * a0
+            v1 += h * a1
+            v2 += h * a2
+            x0 += h * v0
+            x1 += h * v1
+            x2 += h * v2
+            for b in range(C):
+                gap = rest_gap[k, b]
+                if not gap < np.inf:
+                    continue
+                e00 = (1.0 - t) * caps0[b, 0, 0] + t * caps1[b, 0, 0]
+                e01 = (1.0 - t) * caps0[b, 0, 1] + t * caps1[b, 0, 1]
+                e02 = (1.0 - t) * caps0[b, 0, 2] + t * caps1[b, 0, 2]
+                s0 = (1.0 - t) * caps0[b, 1, 0] + t * caps1[b, 1, 0] - e00
+                s1 = (1.0 - t) * caps0[b, 1, 1] + t * caps1[b, 1, 1] - e01
+                s2 = (1.0 - t) * caps0[b, 1, 2] + t * caps1[b, 1, 2] - e02
+                ss = s0 * s0 + s1 * s1 + s2 * s2
+                r = 0.0
+                if ss > 1e-24:
+                    r = min(max(((x0 - e00) * s0 + (x1 - e01) * s1 + (x2 - e02) * s2) / ss, 0.0), 1.0)
+                n0 = x0 - e00 - r * s0
+                n1 = x1 - e01 - r * s1
+                n2 = x2 - e02 - r * s2
+                dist = math.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
+                if dist < 1e-12:
+                    continue
+                n0 /= dist
+                n1 /= dist
+                n2 /= dist
+                # the ellipsoid's extent along n: sqrt(sum_j (a_j (e_j . n))^2)
+                ext = 0.0
+                for j in range(3):
+                    c = axes[k, j] * (frame[k, 0, j] * n0 + frame[k, 1, j] * n1 + frame[k, 2, j] * n2)
+                    ext += c * c
+                allowed = min(cap_radius[b] + math.sqrt(ext), gap)
+                if dist >= allowed:
+                    continue
+                x0 += (allowed - dist) * n0
+                x1 += (allowed - dist) * n1
+                x2 += (allowed - dist) * n2
+                vn = (v0 - u0) * n0 + (v1 - u1) * n1 + (v2 - u2) * n2
+                if vn < 0.0:
+                    v0 -= vn * n0
+                    v1 -= vn * n1
+                    v2 -= vn * n2
+        x_out[k, 0] = x0
+        x_out[k, 1] = x1
+        x_out[k, 2] = x2
+        v_out[k, 0] = v0
+        v_out[k, 1] = v1
+        v_out[k, 2] = v2
