@@ -23,9 +23,10 @@ at the sample, so that the composed field is 0.5 on the skin at rest and the ski
 muscle blend.
 
 **Muscle skin offsets.** The skin sees each muscle as ``K((f_M + o) / R)``, moved in by the smallest offset
-``o >= 0`` [m] that keeps it at most ``SKIN_MUSCLE_MAX`` = 0.45 on every rest vertex (:func:`muscle_offsets`, at
-bind). The muscle itself (its simulation, its volume, its collisions) is as placed; a muscle under the skin has
-``o = 0`` and is seen unchanged.
+``o >= 0`` [m] that keeps it at most ``SKIN_MUSCLE_MAX`` = 0.5 on every rest vertex (:func:`muscle_offsets`, at
+bind): a muscle that reaches the rest skin is seen touching it from inside, ``f_M + o >= 0`` on the skin. The muscle
+itself (its simulation, its volume, its collisions) is as placed; a muscle under the skin has ``o = 0`` and is seen
+unchanged.
 
 **Fats** (``core/fat``, thesis ch. 6) join their skin part as the muscles do: each fat's compact field
 ``K((f + o) / R)`` is clean-unioned with the part's muscles before the detail operator, with its own skin offset
@@ -412,10 +413,10 @@ def muscle_offsets(vertices, muscles: MuscleBatch, muscle_part) -> np.ndarray:
     return np.where(muscle_part >= 0, np.maximum(need, 0.0), 0.0)
 
 
-SKIN_MUSCLE_MAX = 0.45
+SKIN_MUSCLE_MAX = 0.5
 """The most a muscle's compact field may be on the rest skin (module docstring)."""
-_SKIN_MUSCLE_DEPTH = 0.053435
-"""``K(x) = SKIN_MUSCLE_MAX`` at ``x = f / R = 0.053435`` (thesis eq. 3.1; checked by a test)."""
+_SKIN_MUSCLE_DEPTH = 0.0
+"""``K(x) = SKIN_MUSCLE_MAX`` at ``x = f / R = 0`` (thesis eq. 3.1; checked by a test)."""
 
 
 def _muscle_union_at(points, muscles: MuscleBatch, muscle_ids, offsets, fats: FatBatch | None = None, fat_ids=(),

@@ -210,3 +210,45 @@ def _fcurves(obj):
 
     import blender_session
     return list(sys.modules[f"{blender_session.ADDON}.blender.animation"].fcurves(obj))
+
+
+FOLLOW_SHARE = 0.7
+"""Least share of the biceps' thinning or swelling that the skin over its top follows (as in the core test,
+tests/core/test_tracking.py); on this arm 0.82 of a 7 mm thinning and 0.89 of a swelling (0.30 and 0.82 when the
+skin saw a muscle through the rest skin at most 0.45 on it)."""
+
+
+def test_the_skin_follows_the_biceps_width_scale(bpy):
+    """The bound arm at its rest frame with a biceps made wide enough to show through the rest skin (as the core
+    arm's does), its *Width Scale* at 1, 0.7 and 1.2: at the vertex where the biceps lies nearest the skin, the skin
+    moves along its normal by at least ``FOLLOW_SHARE`` of the muscle's own change there (its field before minus
+    after at the rest vertex, the simulated axes as they settled)."""
+    import copy
+    import importlib
+
+    import blender_session
+    rig, mesh = animated_arm(bpy)
+    rest = np.array([v.co[:] for v in mesh.data.vertices])
+    rig.implicit_muscles.muscles[0].width *= 1.3
+    bind(bpy, mesh)
+    runtime, batch_module, parts = (importlib.import_module(f"{blender_session.ADDON}.{name}") for name in (
+        "blender.runtime", "core.muscle.batch", "core.skin.parts"))
+    bound = runtime.bound(mesh)
+    biceps = int(np.flatnonzero(bound.source == 0)[0])  # the core fibre of the first muscle, the biceps
+    to_armature = np.linalg.inv(bound.to_mesh)
+    points = rest @ to_armature[:3, :3].T + to_armature[:3, 3]
+    skin, field = {}, {}
+    for scale in (1.0, 0.7, 1.2):
+        rig.implicit_muscles.muscles[0].width_scale = scale
+        bpy.context.scene.frame_set(1)
+        skin[scale] = evaluated(bpy, mesh)
+        field[scale] = batch_module.evaluate_muscles(copy.deepcopy(bound.character.muscle_batch), points)[0][:, biceps]
+    np.testing.assert_allclose(skin[1.0], rest, atol=5e-4)
+    normals = parts.vertex_normals(rest, np.array([p.vertices[:] for p in mesh.data.polygons]))
+    top = int(np.argmin(field[1.0]))  # where the biceps lies nearest the skin
+    assert field[1.0][top] < 0.0  # it shows through the rest skin
+    for scale in (0.7, 1.2):
+        muscle = field[1.0][top] - field[scale][top]  # [m] outward move of the biceps' surface there
+        moved = (skin[scale][top] - skin[1.0][top]) @ normals[top]
+        assert abs(muscle) > 0.002
+        assert moved / muscle > FOLLOW_SHARE, (scale, moved, muscle)

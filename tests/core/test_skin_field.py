@@ -222,7 +222,7 @@ def test_pull_in_lets_a_shrinking_muscle_show(arm):
 
 def test_a_muscle_through_the_rest_skin_is_seen_under_it(arm):
     """A biceps 1.5 times as wide reaches through the rest skin (as an artist's muscle may; the arm character's
-    settled biceps does by 9 mm): the skin sees it moved in just enough that its compact field is at most
+    settled biceps does by 8 mm): the skin sees it moved in just enough that its compact field is at most
     ``SKIN_MUSCLE_MAX`` on every rest vertex, so the pull-in can put the skin at 0.5 and the skin vertices keep
     iso-values near the contact surface's 0.5. Muscles under the skin are not moved."""
     from implicit_muscles.core.skin.hrbf import compact
