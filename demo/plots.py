@@ -81,14 +81,23 @@ def volume_ratios(shot: dict) -> dict:
 def curves(shot: dict, out_dir: Path, dpi: int) -> Path:
     """Panels over the shot's frames: each muscle's volume (% of rest, paper Fig. 13), the skin over the probe
     muscle (median distance from the DQS copy [mm], Implicit Skinning with and without muscles), the skin quality
-    when the shot measured it (share of faces outside the creases turned by more than 45 degrees against the DQS
+    when the shot measured it, the skin over each fat when the shot has fats (median distance from the Implicit
+    Skinning copy [mm]) (share of faces outside the creases turned by more than 45 degrees against the DQS
     copy, ``core/skin/quality.py``), and the muscles copy's time per frame by stage [ms]."""
     plt = _pyplot()
     frames = np.asarray(shot["frames"])
     quality = shot.get("quality") or {}
-    rows = 4 if quality else 3
+    fats = {name: f for name, f in (shot.get("fats") or {}).items() if f["vertices"]}
+    rows = 3 + bool(quality) + bool(fats)
     fig, axes = plt.subplots(rows, 1, figsize=(9.0, 3.2 * rows), dpi=dpi, sharex=True, constrained_layout=True)
     vol, skin, time = axes[0], axes[1], axes[-1]
+    if fats:
+        soft = axes[-2]
+        for name, f in fats.items():
+            soft.plot(frames, f["skin_vs_implicit_mm"], lw=1.4, label=f"{name} ({f['vertices']} vertices)")
+        soft.set_ylabel("distance [mm]")
+        soft.set_title("Soft tissue: the skin over each fat, median distance from the Implicit Skinning copy")
+        soft.legend(fontsize=8, frameon=False)
     if quality:
         turned = axes[2]
         for kind, colour, label in (("implicit", "#2166ac", "Implicit Skinning"),
@@ -139,7 +148,7 @@ def curves(shot: dict, out_dir: Path, dpi: int) -> Path:
     time.set_xlabel("frame")
     time.set_title("Time per frame by stage, the muscles copy (the first frame also settles the muscles)")
     time.legend(fontsize=7, ncol=3, frameon=False, loc="upper right")
-    for ax in (vol, skin, time):
+    for ax in axes:
         ax.grid(alpha=0.3)
     path = out_dir / f"{shot['name']}_curves.png"
     fig.savefig(path, dpi=dpi)

@@ -417,6 +417,8 @@ def shot_summary(shot: dict) -> dict:
         "probe_muscles_vs_dqs_max_mm": float(max(shot["probe"]["muscles_vs_dqs_mm"])),
         "probe_implicit_vs_dqs_max_mm": float(max(shot["probe"]["implicit_vs_dqs_mm"])),
         "probe_muscles_vs_implicit_max_mm": float(max(shot["probe"]["muscles_vs_implicit_mm"])),
+        "fat_skin_vs_implicit_max_mm": {name: float(max(f["skin_vs_implicit_mm"]))
+                                        for name, f in shot.get("fats", {}).items() if f["vertices"]},
         "median_ms": {**stages, "implicit_alone": _median_ms(shot["implicit_total_ms"]),
                       "with_muscles": sum(stages[k] for k in ("pbd", "pose", "field", "tracking")),
                       "blender_frame_three_copies": _median_ms(shot["wall_ms"])},

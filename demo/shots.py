@@ -19,7 +19,8 @@ Shots:
   13,380 vertices, 21 bones) playing 240 frames of the retargeted CMU jump (30 fps). Muscles are added by the
   operator with presets on the left side: biceps, triceps, deltoid, forearm flexors and extensors, gluteus,
   quadriceps, hamstrings, gastrocnemius; handles moved, made tense and mirrored as for BCN_Epileptic below
-  (18 muscles); activation keyed from the joint angles the same way. The README's first picture.
+  (18 muscles); activation keyed from the joint angles the same way. Fats are added by the operator with their
+  presets (belly, buttocks); the curves plot the skin over each. The README's first picture.
 * **character**: BCN_Epileptic (Assimp's test model, ``tools/fetch_character.py``; 3014 vertices, three meshes,
   54 bones) playing its own 80-frame animation. Muscles are added by the operator with presets on the left side:
   biceps, triceps, forearm flexors, quadriceps, hamstrings, gastrocnemius; their handles are moved to the front or
@@ -105,6 +106,7 @@ class CharacterSpec:
     stiffness: float = CHARACTER_STIFFNESS  # every muscle's
     depth: float = HANDLE_DEPTH  # where the handles sit out from the bone, in limb radii
     particles: int | None = None  # every muscle's particle count (None: the operator's)
+    fats: tuple = ()  # (bone, preset) of the fats the artist adds with the operator's presets
 
     def side_bone(self, stem: str, side: str) -> str:
         """The bone ``stem`` on ``side`` ("Left" or "Right")."""
@@ -148,7 +150,8 @@ HUMAN = CharacterSpec(
         ("gastrocnemius", "shin.L", "foot.L", (0.0, 1.0, 0.0), "knee", 0.7, 0.25, 0.15),
     ),
     joints={"elbow": ("upper_arm", "forearm"), "knee": ("thigh", "shin")},
-    bone="{stem}.{s}", probe_mesh="Body.muscles", gap=1.1, stiffness=0.9, depth=0.7, particles=10)
+    bone="{stem}.{s}", probe_mesh="Body.muscles", gap=1.1, stiffness=0.9, depth=0.7, particles=10,
+    fats=(("spine", "belly"), ("pelvis", "buttocks")))
 
 
 @dataclass
@@ -313,6 +316,15 @@ def _character_muscles(bpy, spec, armature, rig_module):
     return items
 
 
+def _character_fats(bpy, spec, armature):
+    """Add the spec's fats with the operator and its presets."""
+    bpy.context.view_layer.objects.active = armature
+    for bone, preset in spec.fats:
+        if bpy.ops.implicit_muscles.add_fat(bone=bone, preset=preset) != {'FINISHED'}:
+            raise RuntimeError(f"add_fat {preset} on {bone}")
+    return [fat.name for fat in armature.implicit_muscles.fats]
+
+
 def _build_character(bpy, spec, shot_name, quick):
     if not spec.path.is_file():
         raise RuntimeError(f"{spec.path.relative_to(REPO)} is missing: run `make character` first; it needs the "
@@ -325,6 +337,7 @@ def _build_character(bpy, spec, shot_name, quick):
             mesh.modifiers["Armature"].use_deform_preserve_volume = True
     armature = variants["muscles"][0]
     items = _character_muscles(bpy, spec, armature, rig_module)
+    fats = _character_fats(bpy, spec, armature)
     scene = bpy.context.scene
     action = armature.animation_data.action
     first, last = (int(round(f)) for f in action.frame_range)
@@ -347,7 +360,7 @@ def _build_character(bpy, spec, shot_name, quick):
     count = 6 if not quick else 2
     sheet = [int(f) for f in np.linspace(first + 4, last - 4, count).round()]
     return Shot(shot_name, spec.title, frames, sheet, variants, "biceps_Left", spec.probe_mesh, crease=None,
-                notes={"muscles": [m.name for m in items]})
+                notes={"muscles": [m.name for m in items], "fats": fats})
 
 
 def build_human(bpy, scenes, blender_rig, quick):
@@ -400,6 +413,19 @@ def _probe_vertices(bound, probe, rest):
     side = (rest - mid) @ outward > -0.5 * muscle.width
     keep = (d < 3.0 * muscle.width) & (t > 0.2) & (t < 0.8) & side
     return np.flatnonzero(keep)
+
+
+FAT_PROBE_SCALE = 1.5
+"""The skin over a fat: the rest vertices inside its ellipsoid grown by this factor."""
+
+
+def _fat_vertices(bound, rest) -> dict:
+    """Fat name -> indices of the rest vertices over it (inside its ellipsoid grown by ``FAT_PROBE_SCALE``)."""
+    out = {}
+    for fat in bound.character.fats:
+        local = (rest - fat.center) @ fat.frame / (FAT_PROBE_SCALE * fat.axes)
+        out[fat.name] = np.flatnonzero((local * local).sum(axis=1) <= 1.0)
+    return out
 
 
 def _quality_meshes(kinds, runtime) -> dict:
@@ -462,12 +488,14 @@ def play(bpy, shot, runtime, playback):
     probe_bound = runtime.bound(probe_obj)
     rest = probe_bound.character.rig.vertices
     probe_index = _probe_vertices(probe_bound, shot.probe, rest)
+    fat_index = _fat_vertices(probe_bound, rest)
     dqs_obj = next(o for o in kinds["dqs"][1] if o.name.split(".")[0] == probe_obj.name.split(".")[0])
     implicit_obj = next(o for o in kinds["implicit"][1] if o.name.split(".")[0] == probe_obj.name.split(".")[0])
     rec = {"frames": [], "wall_ms": [], "stages_ms": {}, "implicit_total_ms": [], "volumes": {}, "finite": True,
            "probe": {"muscle": shot.probe, "mesh": shot.probe_mesh, "vertices": int(len(probe_index)),
                      "muscles_vs_dqs_mm": [], "implicit_vs_dqs_mm": [], "muscles_vs_implicit_mm": []},
-           "fallbacks": [], "quality": {}}
+           "fallbacks": [], "quality": {},
+           "fats": {name: {"vertices": int(len(i)), "skin_vs_implicit_mm": []} for name, i in fat_index.items()}}
     quality = _quality_meshes(kinds, runtime)
     stages = ("read", "pbd", "pose", "field", "tracking", "write")
     lo = {kind: np.full(3, np.inf) for kind in kinds}
@@ -508,6 +536,9 @@ def play(bpy, shot, runtime, playback):
             np.linalg.norm(shown["implicit"][probe_index] - shown["dqs"][probe_index], axis=1))))
         p["muscles_vs_implicit_mm"].append(1e3 * float(np.median(
             np.linalg.norm(shown["muscles"][probe_index] - shown["implicit"][probe_index], axis=1))))
+        for name, index in fat_index.items():
+            rec["fats"][name]["skin_vs_implicit_mm"].append(1e3 * float(np.median(
+                np.linalg.norm(shown["muscles"][index] - shown["implicit"][index], axis=1))))
         for kind, meshes in quality.items():
             _record_quality(rec["quality"].setdefault(kind, {}), meshes, world, kinds, kind)
         rec["frames"].append(f)
