@@ -206,6 +206,34 @@ def test_bit_identical_and_snapshot_restore():
     assert np.array_equal(restored.x, state.x) and np.array_equal(restored.v, state.v)
 
 
+@pytest.mark.parametrize("posed", [False, True])
+def test_held_frames_in_one_launch_are_the_frames_one_by_one(posed):
+    """``PBDSolver.hold`` runs a held pose's frames in one kernel launch (the rest settle does): bit for bit the
+    frames stepped one by one, bone capsule and muscle-muscle contact included, from the unsettled rest axes or
+    from a pose held since the frame before."""
+    model, _ = _capsule_scene(muscle_collisions=True)
+    ends = np.array([[[0.01, 0, 0.01], [0.0, 0, LENGTH]], [[0.05, 0, 0], [0.04, 0.01, LENGTH]]])
+    control = PBDControl(endpoints=ends if posed else None, stiffness=[0.3, 0.6])
+    solver = PBDSolver(model)
+    start = initial_state(model)
+    if posed:  # the pose reached in one frame, then held
+        moved = start.copy()
+        solver.step(start, moved, control, 1 / 24)
+        start = moved
+    one, spare = start.copy(), start.copy()
+    for _ in range(37):
+        solver.step(one, spare, control, 1 / 24)
+        one, spare = spare, one
+    held = start.copy()
+    solver.hold(start, held, control, 1 / 24, 37)
+    assert np.abs(held.x - start.x).max() > 1e-4  # the axes did move
+    assert np.array_equal(held.x, one.x) and np.array_equal(held.v, one.v)
+    assert np.array_equal(held.muscles.axis_points, one.muscles.axis_points)
+    assert np.array_equal(held.muscles.muscle_scalar, one.muscles.muscle_scalar)
+    with pytest.raises(ValueError, match="frames to hold must be at least 1"):
+        solver.hold(start, held, control, 1 / 24, 0)
+
+
 def _icosphere(radius, centre, subdivisions=2):
     t = (1 + 5 ** 0.5) / 2
     v = np.array([[-1, t, 0], [1, t, 0], [-1, -t, 0], [1, -t, 0], [0, -1, t], [0, 1, t], [0, -1, -t], [0, 1, -t],
@@ -399,23 +427,23 @@ def test_rest_state_from_a_stored_settle_is_the_same_and_quick():
     model, cold = rest_state(model)
     hint = (cold.x.copy(), model.particle_s.copy())
     frames = []
-    original_step = PBDSolver.step
+    original = PBDSolver._advance  # frames of step and hold
 
     def counting(self, *args):
-        frames.append(1)
-        return original_step(self, *args)
+        frames.append(args[-1])
+        return original(self, *args)
 
-    PBDSolver.step = counting
+    PBDSolver._advance = counting
     try:
         fresh, _ = _capsule_scene(muscle_collisions=True)
         fresh, warm = rest_state(fresh, start=hint)
-        warm_frames = len(frames)
+        warm_frames = sum(frames)
         frames.clear()
         other, _ = _capsule_scene(muscle_collisions=True)
         _, ignored = rest_state(other, start=(hint[0][:-1], hint[1][:-1]))
-        cold_frames = len(frames)
+        cold_frames = sum(frames)
     finally:
-        PBDSolver.step = original_step
+        PBDSolver._advance = original
     print(f"rest settle: {cold_frames} frames from scratch, {warm_frames} from the stored settle")
     assert np.abs(warm.x - cold.x).max() < WARM_REST_TOL
     np.testing.assert_allclose(fresh.particle_s, model.particle_s, atol=1e-8)
