@@ -246,8 +246,10 @@ def rows_cold_start(d: dict) -> list:
              f"({cold['kernels']} entry kernels and their helpers), then BCN_Epileptic bound ({cold['meshes']} "
              f"meshes, {cold['vertices']:,} vertices"
              + (f", {cold['muscles']} muscles" if "muscles" in cold else "") + ") until its first frame shows",
-             f"{num(cold['compile_s'])} s + {num(cold['bind_first_frame_s'])} s = {num(d['first_frame_cold_s'])} s; "
-             "slowest kernels " + ", ".join(f"`{n}` {num(t)} s" for n, t in slowest)
+             f"{num(cold['compile_s'])} s + {num(cold['bind_first_frame_s'])} s = {num(d['first_frame_cold_s'])} s"
+             + (f" (CPU time {num(cold['compile_cpu_s'])} s + {num(cold['bind_cpu_s'])} s)"
+                if "compile_cpu_s" in cold else "")
+             + "; slowest kernels " + ", ".join(f"`{n}` {num(t)} s" for n, t in slowest)
              + f"; machine load average {d['load_before'].rsplit('load average:', 1)[-1].strip()} at the start",
              f"warm start (cache filled): kernels loaded in {num(warm['compile_s'])} s, bind + first frame "
              f"{num(warm['bind_first_frame_s'])} s",

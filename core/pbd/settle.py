@@ -20,8 +20,12 @@ measures."""
 MEASURED_FRAMES = 8
 """The first frames of each :func:`rest_state` round, each measured: a settle from a stored rest ends within them."""
 STALL_FRAMES = 256
-"""Frames over which :func:`rest_state` compares the largest motion with that of the frames before: when it has
-not fallen, settling stops (about ten seconds at 24 fps)."""
+"""Frames over which :func:`rest_state` compares the largest motion with that of the frames before (about ten
+seconds at 24 fps)."""
+STALL_FALL = 0.5
+"""A round of :func:`rest_state` ends when the largest motion over ``STALL_FRAMES`` frames is more than this times
+that over the ``STALL_FRAMES`` before: a motion that does not halve in 256 frames would not fall from 1e-4 m to the
+tolerance within ``max_frames`` either."""
 
 
 def initial_state(model: PBDModel) -> PBDState:
@@ -53,9 +57,9 @@ def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: i
 
     Frames at ``fps`` hold the rest pose until no particle moves ``tolerance`` [m] in a frame, or the motion stops
     falling (at most ``max_frames``; the frames are measured at most ``HOLD_FRAMES`` apart, the ones between run
-    without Python's per-frame work); then the particles' arc parameters are measured where the particles are and the model is
-    rebuilt with them (:meth:`PBDModel.with_particle_s`: the particle radii ``D_i = w Phi(s_i)`` the contacts use);
-    settling and reparameterising repeat (at most ``REST_ROUNDS``) until no parameter changes by
+    without Python's per-frame work); then the particles' arc parameters are measured where the particles are and
+    the model is rebuilt with them (:meth:`PBDModel.with_particle_s`: the particle radii ``D_i = w Phi(s_i)`` the
+    contacts use); settling and reparameterising repeat (at most ``REST_ROUNDS``) until no parameter changes by
     ``REST_PARAMETER_TOL``, or the largest change is no smaller than the round before's. The returned state has
     zero velocities; step it with a solver of the returned model.
 
@@ -93,9 +97,9 @@ def _hold_until_still(solver: PBDSolver, state: PBDState, spare: PBDState, contr
 
     Each measured frame is a :meth:`PBDSolver.step`: the first ``MEASURED_FRAMES``, then one after 1, 2, 4, ... up
     to ``HOLD_FRAMES`` frames run in one :meth:`PBDSolver.hold` call (bit for bit the same frames). The motion
-    stops falling when the largest motion measured over the last ``STALL_FRAMES`` frames is no smaller than over
-    the ``STALL_FRAMES`` before: axes that keep moving (a particle that jitters against a contact) end there
-    instead of at ``max_frames``.
+    stops falling when the largest motion measured over the last ``STALL_FRAMES`` frames is more than
+    ``STALL_FALL`` times that over the ``STALL_FRAMES`` before: axes that keep moving (a particle that jitters
+    against a contact) end there instead of at ``max_frames``.
 
     The frames run on one kernel thread (numba's setting is per calling thread; restored after): they are small
     (a few hundred particles), and on a busy machine waking a second thread for every kernel launch costs more
@@ -130,7 +134,7 @@ def _frames_until_still(solver, state, spare, control, dt, max_frames, tolerance
         if frames >= 2 * STALL_FRAMES:
             recent = max(m for f, m in checks if f > frames - STALL_FRAMES)
             before = max(m for f, m in checks if frames - 2 * STALL_FRAMES < f <= frames - STALL_FRAMES)
-            if recent >= before:
+            if recent > STALL_FALL * before:
                 break
         if frames >= MEASURED_FRAMES:
             held = max(0, min(2 * held or 1, HOLD_FRAMES, max_frames - frames - 1))

@@ -31,6 +31,18 @@ def test_warm_up_compiles_every_kernel_a_bind_and_its_frames_use():
     assert {name: (before[name], after[name]) for name in after if after[name] != before[name]} == {}
 
 
+SHARED_HELPERS = ("fusiform._field_arrays", "fusiform._project", "fusiform._closest_segment", "axis._one_axis",
+                  "profile._profile_one")
+"""Helpers called from several kernels with arguments of different types (literals, read-only globals, unsigned
+parallel indices): each is compiled for one signature."""
+
+
+def test_helpers_shared_by_several_kernels_are_compiled_once():
+    kernel_cache.warm_up()
+    counts = kernel_cache.compiled_signatures()
+    assert {name: counts[name] for name in SHARED_HELPERS if counts[name] != 1} == {}
+
+
 def test_progress_counts_entry_kernels_up_to_all_of_them():
     seen = []
     result = kernel_cache.warm_up(("skinning",), progress=lambda done, total, name: seen.append((done, total)))

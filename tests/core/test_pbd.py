@@ -234,6 +234,47 @@ def test_held_frames_in_one_launch_are_the_frames_one_by_one(posed):
         solver.hold(start, held, control, 1 / 24, 0)
 
 
+class _ScriptedAxes:
+    """Stands in for a ``PBDSolver`` in the settle's frame loop: frame ``k`` moves one particle by ``motion(k)`` [m]
+    (``hold`` runs its frames one after the other); counts the frames and the measured ones."""
+
+    def __init__(self, motion):
+        self.motion, self.frames, self.measured = motion, 0, 0
+
+    def _frame(self, state_in, state_out):
+        self.frames += 1
+        state_out.x[:] = state_in.x
+        state_out.x[0, 0] += self.motion(self.frames)
+
+    def step(self, state_in, state_out, control, dt):
+        self.measured += 1
+        self._frame(state_in, state_out)
+
+    def hold(self, state_in, state_out, control, dt, frames):
+        for _ in range(frames):
+            self._frame(state_in, state_out)
+            state_in = state_out
+
+
+@pytest.mark.parametrize("motion, frames", [
+    (lambda k: 1e-3 * 0.97 ** k, None),           # comes to rest: ends at the first still frame measured
+    (lambda k: 1e-6 * (1 + 0.5 * (-1) ** k), 2),  # jitters for ever: ends when the motion stops falling
+    (lambda k: 1e-6 * (1 + 1e-3 * k), 2),         # creeps ever faster: the same
+])
+def test_settle_rounds_end_when_still_or_when_the_motion_stops_falling(motion, frames):
+    from implicit_muscles.core.pbd import settle
+
+    model, _ = _capsule_scene()
+    state = initial_state(model)
+    axes = _ScriptedAxes(motion)
+    settle._hold_until_still(axes, state, state.copy(), PBDControl(), 1 / 24, 4000, 1e-11)
+    if frames is None:  # 1e-3 0.97^k < 1e-11 from k = 607 on, measured at most HOLD_FRAMES later
+        assert 607 <= axes.frames <= 607 + settle.HOLD_FRAMES
+    else:
+        assert 2 * settle.STALL_FRAMES <= axes.frames <= 2 * settle.STALL_FRAMES + settle.HOLD_FRAMES
+    assert axes.measured < axes.frames / 10  # the frames between measured ones ran held
+
+
 def _icosphere(radius, centre, subdivisions=2):
     t = (1 + 5 ** 0.5) / 2
     v = np.array([[-1, t, 0], [1, t, 0], [-1, -t, 0], [1, -t, 0], [0, -1, t], [0, 1, t], [0, -1, -t], [0, 1, -t],
