@@ -60,8 +60,7 @@ def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: i
     without Python's per-frame work); then the particles' arc parameters are measured where the particles are and
     the model is rebuilt with them (:meth:`PBDModel.with_particle_s`: the particle radii ``D_i = w Phi(s_i)`` the
     contacts use); settling and reparameterising repeat (at most ``REST_ROUNDS``) until no parameter changes by
-    ``REST_PARAMETER_TOL``, or the largest change is no smaller than the round before's. The returned state has
-    zero velocities; step it with a solver of the returned model.
+    ``REST_PARAMETER_TOL``. The returned state has zero velocities; step it with a solver of the returned model.
 
     ``start``: optional ``(x (P, 3) [m], particle_s (P,))`` of an earlier settle of the same model: settling starts
     there. The same end test applies; a start of the wrong shape or with non-finite values is ignored.
@@ -75,16 +74,14 @@ def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: i
             state.x[:] = x0
             model = model.with_particle_s(s0)
     nxt = state.copy()
-    last_change = np.inf
     for _ in range(REST_ROUNDS):
         solver = PBDSolver(model)
         state, nxt = _hold_until_still(solver, state, nxt, control, 1.0 / fps, max_frames, tolerance)
         s = arc_parameters(model, state.x)
         change = float(np.abs(s - model.particle_s).max())
         model = model.with_particle_s(s)
-        if change < REST_PARAMETER_TOL or change >= last_change:
+        if change < REST_PARAMETER_TOL:
             break
-        last_change = change
     state.v[:] = 0.0
     return model, state
 
