@@ -241,18 +241,21 @@ def rows_cold_start(d: dict) -> list:
     cold, warm, targets = d["cold"], d["warm"], d["targets"]
     slowest = sorted(cold["compile_seconds"].items(), key=lambda kv: -kv[1])[:3]
     blender = _version(cold.get("blender", ""))
-    ok = cold["compile_s"] <= targets["compile_s"] and d["first_frame_cold_s"] <= targets["first_frame_s"]
+    compile_ok = cold["compile_s"] <= targets["compile_s"]
+    first_ok = d["first_frame_cold_s"] <= targets["first_frame_s"]
     return [[f"in Blender{blender}, a fresh install (empty kernel cache), one process: every kernel compiled "
              f"({cold['kernels']} entry kernels and their helpers), then BCN_Epileptic bound ({cold['meshes']} "
              f"meshes, {cold['vertices']:,} vertices"
              + (f", {cold['muscles']} muscles" if "muscles" in cold else "") + ") until its first frame shows",
-             f"{num(cold['compile_s'])} s + {num(cold['bind_first_frame_s'])} s = {num(d['first_frame_cold_s'])} s; "
-             "slowest kernels " + ", ".join(f"`{n}` {num(t)} s" for n, t in slowest)
+             f"{num(cold['compile_s'])} s + {num(cold['bind_first_frame_s'])} s = {num(d['first_frame_cold_s'])} s"
+             + (f" (CPU time {num(cold['compile_cpu_s'])} s + {num(cold['bind_cpu_s'])} s)"
+                if "compile_cpu_s" in cold else "")
+             + "; slowest kernels " + ", ".join(f"`{n}` {num(t)} s" for n, t in slowest)
              + f"; machine load average {d['load_before'].rsplit('load average:', 1)[-1].strip()} at the start",
              f"warm start (cache filled): kernels loaded in {num(warm['compile_s'])} s, bind + first frame "
              f"{num(warm['bind_first_frame_s'])} s",
-             f"compile < {const(targets['compile_s'])} s, first frame < {const(targets['first_frame_s'])} s: "
-             f"{met(ok)}"]]
+             f"compile < {const(targets['compile_s'])} s: {met(compile_ok)}; first frame < "
+             f"{const(targets['first_frame_s'])} s: {met(first_ok)}"]]
 
 
 def rows_display(d: dict) -> list:

@@ -251,9 +251,9 @@ def axis_geometry(mu, end_normals, out_length, out_status):
     for m in prange(n_muscles):
         a = axis_start[m]
         b = axis_start[m + 1]
-        length, status = _one_axis(a, b, mu.axis_points, end_normals, m, mu.axis_cumulative, mu.axis_tangent,
-                                   mu.axis_normal, mu.seg_tangent, mu.seg_length, mu.seg_angle, mu.muscle_bounds,
-                                   defined)
+        length, status = _one_axis(a, b, mu.axis_points, end_normals, np.int64(m), mu.axis_cumulative,
+                                   mu.axis_tangent, mu.axis_normal, mu.seg_tangent, mu.seg_length, mu.seg_angle,
+                                   mu.muscle_bounds, defined)
         out_length[m] = length
         out_status[m] = status
 
@@ -274,9 +274,9 @@ def axis_update(mu, points, end_normals, width_scale, volume, out_length, out_st
         for k in range(a, b):
             for c in range(3):
                 out_points[k, c] = points[k, c]
-        length, status = _one_axis(a, b, out_points, end_normals, m, mu.axis_cumulative, mu.axis_tangent,
-                                   mu.axis_normal, mu.seg_tangent, mu.seg_length, mu.seg_angle, mu.muscle_bounds,
-                                   defined)
+        length, status = _one_axis(a, b, out_points, end_normals, np.int64(m), mu.axis_cumulative,
+                                   mu.axis_tangent, mu.axis_normal, mu.seg_tangent, mu.seg_length, mu.seg_angle,
+                                   mu.muscle_bounds, defined)
         out_length[m] = length
         out_status[m] = status
         if status == STATUS_OK:

@@ -13,7 +13,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
 
 from .constants import (JIT, JIT_FAST_LIBM, JIT_POINT_LIBM, MIN_DISTANCE, MIN_SEGMENT_LENGTH, SCALAR_C0,
                         SCALAR_C1, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT, SCALAR_U, SCALAR_V, SCALAR_WIDTH,
@@ -289,7 +289,19 @@ def _field_one(qx, qy, qz, m, mu, reparam, cut, fcut):
                          mu.muscle_exponent, reparam, cut, fcut, NO_ALONG)
 
 
-@njit(**JIT_POINT_LIBM)
+_F = types.float64
+_F1 = types.Array(_F, 1, "C")
+_F2 = types.Array(_F, 2, "C")
+FIELD_ARRAYS_SIGNATURE = types.UniTuple(_F, 4)(
+    _F, _F, _F, types.int64, types.Array(types.int64, 1, "C"), _F2, _F1, _F2, _F2, _F2, _F1, _F1, _F2,
+    types.Array(types.int64, 2, "C"), types.boolean, _F, _F, types.Array(_F, 2, "C", readonly=True))
+"""The one signature :func:`_field_arrays` is compiled for: ``reparam`` a plain bool and ``along`` read-only, so
+the callers that pass ``True`` (a literal) or the chord ranges of a ``SkinArrays`` (writable) share the compiled
+function with those that pass a run-time flag and ``NO_ALONG`` (a read-only global), instead of compiling it and
+everything it calls three times."""
+
+
+@njit(FIELD_ARRAYS_SIGNATURE, **JIT_POINT_LIBM)
 def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, reparam, cut, fcut, along):
     """:func:`_field_one` on the arrays of a :class:`MuscleArrays`; ``along``: the axes' chord ranges
     (:func:`axis_along`) or 0 rows."""

@@ -103,8 +103,8 @@ def profile_scalars(mu, activation, eccentricity, width_scale, volume, length, t
     (:class:`ProfileTables`). Parallel over muscles."""
     exponents = mu.muscle_exponent
     for m in prange(exponents.shape[0]):
-        _profile_one(m, exponents, activation, eccentricity, volume, width_scale, length[m], tables.normaliser,
-                     tables.k_table, tables.samples, tables.newton, mu.muscle_scalar)
+        _profile_one(np.int64(m), exponents, activation, eccentricity, volume, width_scale, length[m],
+                     tables.normaliser, tables.k_table, tables.samples, tables.newton, mu.muscle_scalar)
 
 
 @njit(parallel=True, **JIT)
@@ -118,5 +118,5 @@ def frame_scalars(mu, points, min_length, activation, eccentricity, width_scale,
     for m in prange(exponents.shape[0]):
         length = max(arc_length(points, axis_start[m], axis_start[m + 1]), min_length)
         out_length[m] = length
-        _profile_one(m, exponents, activation, eccentricity, volume, width_scale, length, tables.normaliser,
+        _profile_one(np.int64(m), exponents, activation, eccentricity, volume, width_scale, length, tables.normaliser,
                      tables.k_table, tables.samples, tables.newton, mu.muscle_scalar)

@@ -161,6 +161,24 @@ class PBDSolver:
         (``kernels/profile.frame_scalars``), the substeps (``kernels/pbd.pbd_substeps``), the axis geometry and
         widths after the frame (``kernels/axis.axis_update``), all writing ``state_out.muscles``.
         """
+        self._advance(state_in, state_out, control, dt, quality, 1)
+
+    def hold(self, state_in: PBDState, state_out: PBDState, control: PBDControl, dt: float, frames: int,
+             quality: EvaluationQuality = RENDER) -> None:
+        """Advance ``frames`` frames of ``dt`` seconds with the same ``control``: bit for bit ``frames`` calls of
+        :meth:`step` (the kinematic inputs reach ``control``'s in the first frame and hold there), without the
+        per-frame work in Python: the inputs are checked once, each frame is two kernel launches (profile scalars,
+        substeps) and the axis geometry and widths are rebuilt once, after the last frame. Errors as :meth:`step`;
+        on an error ``state_out`` keeps ``state_in`` (no frame is applied)."""
+        frames = int(frames)
+        if frames < 1:
+            raise ValueError(f"frames to hold must be at least 1, got {frames}.")
+        self._advance(state_in, state_out, control, dt, quality, frames)
+
+    def _advance(self, state_in: PBDState, state_out: PBDState, control: PBDControl, dt: float,
+                 quality: EvaluationQuality, frames: int) -> None:
+        """:meth:`step` (``frames`` 1) or :meth:`hold`: the inputs checked once, two kernel launches per frame, the
+        axis geometry once after the last frame."""
         from ...kernels.pbd import keep_inside, pbd_substeps
         from ...kernels.profile import frame_scalars
 
@@ -182,10 +200,7 @@ class PBDSolver:
                 x[:], v[:] = saved_x, saved_v
 
         b = state_out.muscles
-        # this frame's profile scalars (activation, eccentricity); the kernel rescales widths per substep
         muscles = b.kernel_arrays()
-        frame_scalars(muscles, x, 1e-12, inputs.activation, eccentricity, inputs.width_scale, b.volume,
-                      profile_tables(), b.length)
         n_sub = quality.substeps(int(s.substeps))
         sub_dt = dt / n_sub
         params = self.params(sub_dt, quality)
@@ -193,23 +208,31 @@ class PBDSolver:
         scratch = self.scratch
         chunks = [(0, n_sub)] if control.skin_field is None or not s.skin_every_substep \
             else [(k, k + 1) for k in range(n_sub)]
-        for k0, k1 in chunks:
-            pbd_substeps(k0, k1, params, model.arrays, frame, x, v, muscles, scratch)
-            if scratch.status.any():
-                bad = int(np.flatnonzero(scratch.status)[0])
+        for f in range(frames):
+            if f == 1:  # from the second frame on, the kinematic inputs hold where the first frame took them
+                frame = frame._replace(end_prev=inputs.endpoints, normal_prev=inputs.normals,
+                                       cap_prev=inputs.capsules, grid_inv_prev=inputs.grid_inverse)
+            # this frame's profile scalars (activation, eccentricity); the kernel rescales widths per substep
+            frame_scalars(muscles, x, 1e-12, inputs.activation, eccentricity, inputs.width_scale, b.volume,
+                          profile_tables(), b.length)
+            for k0, k1 in chunks:
+                pbd_substeps(k0, k1, params, model.arrays, frame, x, v, muscles, scratch)
+                if scratch.status.any():
+                    bad = int(np.flatnonzero(scratch.status)[0])
+                    restore()
+                    raise AxisCollapsed(f"muscle {model.names[bad]}: its axis collapsed to zero length during the "
+                                        f"simulation; check its origin and insertion.")
+                if control.skin_field is not None:
+                    values, grads = control.skin_field(x)
+                    keep_inside(x, v, model.skin_inv_mass, np.ascontiguousarray(values, dtype=np.float64),
+                                np.ascontiguousarray(grads, dtype=np.float64), float(control.skin_iso), sub_dt,
+                                s.skin_max_step)
+            # the kernel counts non-finite coordinates after the last substep; only the skin field can add more
+            self.last_bad_particles = int(scratch.bad_count.sum())
+            if self.last_bad_particles or (control.skin_field is not None and not np.all(np.isfinite(x))):
                 restore()
-                raise AxisCollapsed(f"muscle {model.names[bad]}: its axis collapsed to zero length during the "
-                                    f"simulation; check its origin and insertion.")
-            if control.skin_field is not None:
-                values, grads = control.skin_field(x)
-                keep_inside(x, v, model.skin_inv_mass, np.ascontiguousarray(values, dtype=np.float64),
-                            np.ascontiguousarray(grads, dtype=np.float64), float(control.skin_iso), sub_dt,
-                            s.skin_max_step)
-        # the kernel counts non-finite coordinates after the last substep; only the skin field can add more
-        self.last_bad_particles = int(scratch.bad_count.sum())
-        if self.last_bad_particles or (control.skin_field is not None and not np.all(np.isfinite(x))):
-            restore()
-            raise ValueError("the muscle simulation diverged (non-finite positions); the frame was not applied.")
+                raise ValueError("the muscle simulation diverged (non-finite positions); the frame was not "
+                                 "applied.")
         state_out.endpoints[:] = inputs.endpoints
         state_out.normals[:] = inputs.normals
         state_out.capsules[:] = inputs.capsules

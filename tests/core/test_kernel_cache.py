@@ -31,6 +31,28 @@ def test_warm_up_compiles_every_kernel_a_bind_and_its_frames_use():
     assert {name: (before[name], after[name]) for name in after if after[name] != before[name]} == {}
 
 
+SHARED_HELPERS = ("fusiform._field_arrays", "fusiform._project", "fusiform._closest_segment", "axis._one_axis",
+                  "profile._profile_one")
+"""Helpers called from several kernels with arguments of different types (literals, read-only globals, unsigned
+parallel indices): each is compiled for one signature."""
+
+
+def test_helpers_shared_by_several_kernels_are_compiled_once(tmp_path):
+    """The muscle field, the profiles, the axes and the PBD substeps (with its muscle-muscle contact) compiled into
+    an empty cache by the compile process: one machine-code file per shared helper (numba writes one per signature)."""
+    import implicit_muscles
+
+    args = compile_process.command("implicit_muscles", implicit_muscles.__path__[0], str(tmp_path),
+                                   ("muscles", "dynamics"))
+    run = subprocess.run(args, capture_output=True, text=True, timeout=1200)
+    assert run.returncode == 0, run.stderr
+    files = {}
+    for path in tmp_path.rglob("*.nbc"):
+        name = path.name.split("-")[0]
+        files[name] = files.get(name, 0) + 1
+    assert {name: files.get(name, 0) for name in SHARED_HELPERS if files.get(name, 0) != 1} == {}
+
+
 def test_progress_counts_entry_kernels_up_to_all_of_them():
     seen = []
     result = kernel_cache.warm_up(("skinning",), progress=lambda done, total, name: seen.append((done, total)))

@@ -206,6 +206,75 @@ def test_bit_identical_and_snapshot_restore():
     assert np.array_equal(restored.x, state.x) and np.array_equal(restored.v, state.v)
 
 
+@pytest.mark.parametrize("posed", [False, True])
+def test_held_frames_in_one_launch_are_the_frames_one_by_one(posed):
+    """``PBDSolver.hold`` runs a held pose's frames in one kernel launch (the rest settle does): bit for bit the
+    frames stepped one by one, bone capsule and muscle-muscle contact included, from the unsettled rest axes or
+    from a pose held since the frame before."""
+    model, _ = _capsule_scene(muscle_collisions=True)
+    ends = np.array([[[0.01, 0, 0.01], [0.0, 0, LENGTH]], [[0.05, 0, 0], [0.04, 0.01, LENGTH]]])
+    control = PBDControl(endpoints=ends if posed else None, stiffness=[0.3, 0.6])
+    solver = PBDSolver(model)
+    start = initial_state(model)
+    if posed:  # the pose reached in one frame, then held
+        moved = start.copy()
+        solver.step(start, moved, control, 1 / 24)
+        start = moved
+    one, spare = start.copy(), start.copy()
+    for _ in range(37):
+        solver.step(one, spare, control, 1 / 24)
+        one, spare = spare, one
+    held = start.copy()
+    solver.hold(start, held, control, 1 / 24, 37)
+    assert np.abs(held.x - start.x).max() > 1e-4  # the axes did move
+    assert np.array_equal(held.x, one.x) and np.array_equal(held.v, one.v)
+    assert np.array_equal(held.muscles.axis_points, one.muscles.axis_points)
+    assert np.array_equal(held.muscles.muscle_scalar, one.muscles.muscle_scalar)
+    with pytest.raises(ValueError, match="frames to hold must be at least 1"):
+        solver.hold(start, held, control, 1 / 24, 0)
+
+
+class _ScriptedAxes:
+    """Stands in for a ``PBDSolver`` in the settle's frame loop: frame ``k`` moves one particle by ``motion(k)`` [m]
+    (``hold`` runs its frames one after the other); counts the frames and the measured ones."""
+
+    def __init__(self, motion):
+        self.motion, self.frames, self.measured = motion, 0, 0
+
+    def _frame(self, state_in, state_out):
+        self.frames += 1
+        state_out.x[:] = state_in.x
+        state_out.x[0, 0] += self.motion(self.frames)
+
+    def step(self, state_in, state_out, control, dt):
+        self.measured += 1
+        self._frame(state_in, state_out)
+
+    def hold(self, state_in, state_out, control, dt, frames):
+        for _ in range(frames):
+            self._frame(state_in, state_out)
+            state_in = state_out
+
+
+@pytest.mark.parametrize("motion, frames", [
+    (lambda k: 1e-3 * 0.97 ** k, None),           # comes to rest: ends at the first still frame measured
+    (lambda k: 1e-6 * (1 + 0.5 * (-1) ** k), 2),  # jitters for ever: ends when the motion stops falling
+    (lambda k: 1e-6 * (1 + 1e-3 * k), 2),         # creeps ever faster: the same
+])
+def test_settle_rounds_end_when_still_or_when_the_motion_stops_falling(motion, frames):
+    from implicit_muscles.core.pbd import settle
+
+    model, _ = _capsule_scene()
+    state = initial_state(model)
+    axes = _ScriptedAxes(motion)
+    settle._hold_until_still(axes, state, state.copy(), PBDControl(), 1 / 24, 4000, 1e-11)
+    if frames is None:  # 1e-3 0.97^k < 1e-11 from k = 607 on, measured at most HOLD_FRAMES later
+        assert 607 <= axes.frames <= 607 + settle.HOLD_FRAMES
+    else:
+        assert 2 * settle.STALL_FRAMES <= axes.frames <= 2 * settle.STALL_FRAMES + settle.HOLD_FRAMES
+    assert axes.measured < axes.frames / 10  # the frames between measured ones ran held
+
+
 def _icosphere(radius, centre, subdivisions=2):
     t = (1 + 5 ** 0.5) / 2
     v = np.array([[-1, t, 0], [1, t, 0], [-1, -t, 0], [1, -t, 0], [0, -1, t], [0, 1, t], [0, -1, -t], [0, 1, -t],
@@ -399,23 +468,23 @@ def test_rest_state_from_a_stored_settle_is_the_same_and_quick():
     model, cold = rest_state(model)
     hint = (cold.x.copy(), model.particle_s.copy())
     frames = []
-    original_step = PBDSolver.step
+    original = PBDSolver._advance  # frames of step and hold
 
     def counting(self, *args):
-        frames.append(1)
-        return original_step(self, *args)
+        frames.append(args[-1])
+        return original(self, *args)
 
-    PBDSolver.step = counting
+    PBDSolver._advance = counting
     try:
         fresh, _ = _capsule_scene(muscle_collisions=True)
         fresh, warm = rest_state(fresh, start=hint)
-        warm_frames = len(frames)
+        warm_frames = sum(frames)
         frames.clear()
         other, _ = _capsule_scene(muscle_collisions=True)
         _, ignored = rest_state(other, start=(hint[0][:-1], hint[1][:-1]))
-        cold_frames = len(frames)
+        cold_frames = sum(frames)
     finally:
-        PBDSolver.step = original_step
+        PBDSolver._advance = original
     print(f"rest settle: {cold_frames} frames from scratch, {warm_frames} from the stored settle")
     assert np.abs(warm.x - cold.x).max() < WARM_REST_TOL
     np.testing.assert_allclose(fresh.particle_s, model.particle_s, atol=1e-8)
