@@ -480,6 +480,17 @@ def _pull_under_muscles(samples: PartSamples, muscles: MuscleBatch, muscle_ids, 
     return out
 
 
+def _group_by_part(item_part, part_count: int):
+    """Items (muscles or fats) grouped by the skin part they join: ``(lists, start, index)``, ``lists[p]`` the
+    items of part ``p``, ``index[start[p]:start[p + 1]]`` the same flattened (``start (parts + 1,)``, int64);
+    items of part ``-1`` join none."""
+    lists = [np.flatnonzero(item_part == p) for p in range(part_count)]
+    start = np.zeros(part_count + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in lists], out=start[1:])
+    index = np.concatenate(lists).astype(np.int64) if lists else np.zeros(0, dtype=np.int64)
+    return lists, start, index
+
+
 def _build_tree(part_of_bone, parents):
     """Pre-order arrays of the composition tree (module docstring)."""
     B = len(parents)
@@ -586,10 +597,7 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         name = bone_names[mb[k]] if bone_names is not None else f"bone {mb[k]}"
         raise ValueError(f"muscle {muscles.names[k]} joins the skin of {name}, but neither {name} nor any bone "
                          f"above it owns skin vertices; pick another skin bone for the muscle.")
-    lists = [np.flatnonzero(muscle_part == p) for p in range(len(parts))]
-    start = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in lists], out=start[1:])
-    index = np.concatenate(lists).astype(np.int64) if lists else np.zeros(0, dtype=np.int64)
+    lists, start, index = _group_by_part(muscle_part, len(parts))
     offsets = muscle_offsets(v, muscles, muscle_part) if M else np.zeros(0)
     fats = FatBatch.empty() if fats is None else fats
     fb = np.full(fats.count, -1, dtype=np.int64) if fat_bones is None else np.asarray(fat_bones, dtype=np.int64)
@@ -602,10 +610,7 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         name = bone_names[fb[k]] if bone_names is not None else f"bone {fb[k]}"
         raise ValueError(f"a fat joins the skin of {name}, but neither {name} nor any bone above it owns skin "
                          f"vertices; hang the fat on another bone.")
-    fat_lists = [np.flatnonzero(fat_part == p) for p in range(len(parts))]
-    fat_start = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in fat_lists], out=fat_start[1:])
-    fat_index = np.concatenate(fat_lists).astype(np.int64) if fat_lists else np.zeros(0, dtype=np.int64)
+    fat_lists, fat_start, fat_index = _group_by_part(fat_part, len(parts))
     fat_offset = fat_offsets(v, fats, fat_part)
     hrbfs, grids = [], []
     for p, ps in enumerate(parts):
