@@ -1,5 +1,6 @@
 """The layout rules of DESIGN.md §1 and §3, checked on the source: who may import bpy, relative imports only."""
 import ast
+import subprocess
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -40,8 +41,16 @@ def test_shipped_code_uses_relative_imports_only():
     assert not found, "use relative imports inside the extension:\n" + "\n".join(found)
 
 
-def test_every_shipped_folder_says_what_lives_there():
-    missing = [folder for folder in (*SHIPPED_DIRS, "presets") if not (REPO_ROOT / folder / "README.md").is_file()]
+def _source_folders():
+    """Every folder of the repository that holds a tracked file, hidden folders (``.ci``) aside."""
+    listed = subprocess.run(["git", "ls-files"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    folders = {Path(name).parent for name in listed.splitlines()}
+    return sorted(folder for folder in folders
+                  if folder != Path(".") and not any(part.startswith(".") for part in folder.parts))
+
+
+def test_every_folder_says_what_lives_there():
+    missing = [folder.as_posix() for folder in _source_folders() if not (REPO_ROOT / folder / "README.md").is_file()]
     assert not missing, f"folders without a README.md: {missing}"
 
 
