@@ -11,13 +11,14 @@ from ..blender import joint, rig
 
 def _muscle(op, context):
     """``(armature, muscle)`` the operator works on: muscle ``op.index`` (-1: the active one) of the context's
-    armature (or the active mesh's), or ``(armature, None)``."""
+    armature (or the active mesh's), or ``(armature, None)`` after reporting that there is no such muscle."""
     armature = rig.armature_of(context.object)
-    if armature is None:
-        return None, None
-    props = armature.implicit_muscles
-    index = props.active_index if op.index < 0 else op.index
-    return armature, (props.muscles[index] if 0 <= index < len(props.muscles) else None)
+    props = armature.implicit_muscles if armature is not None else None
+    index = -1 if props is None else (props.active_index if op.index < 0 else op.index)
+    if props is None or not 0 <= index < len(props.muscles):
+        op.report({'ERROR'}, f"There is no muscle number {op.index}.")
+        return armature, None
+    return armature, props.muscles[index]
 
 
 def _poll(cls, context) -> bool:
@@ -47,7 +48,6 @@ class IMPLICIT_MUSCLES_OT_follow_joint(Operator):
     def execute(self, context):
         armature, muscle = _muscle(self, context)
         if muscle is None:
-            self.report({'ERROR'}, f"There is no muscle number {self.index}.")
             return {'CANCELLED'}
         problem = joint.follow_joint(armature, muscle)
         if problem:
@@ -72,7 +72,6 @@ class IMPLICIT_MUSCLES_OT_clear_joint(Operator):
     def execute(self, context):
         _, muscle = _muscle(self, context)
         if muscle is None:
-            self.report({'ERROR'}, f"There is no muscle number {self.index}.")
             return {'CANCELLED'}
         muscle.joint_bone = ""
         return {'FINISHED'}
