@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from .. import validation
 from ..pbd.settings import MUSCLE_DENSITY
 
@@ -11,11 +13,13 @@ from ..pbd.settings import MUSCLE_DENSITY
 class RodSettings:
     """Solver settings.
 
-    substeps: int            substeps per frame, default 20 (more substeps converge the stiff rod better than more
-                             sweeps at the same cost, design notes)
+    substeps: int            substeps per frame at ``reference_fps``, default 20 (more substeps converge the stiff rod
+                             better than more sweeps at the same cost, design notes); other frame rates take as many
+                             as keep the substep length (:meth:`substeps_for`)
     iterations: int          Gauss-Seidel sweeps per substep, alternately forward and backward, default 2
     damping: float           velocity factor mu per reference substep (as the axis solver), default 0.9
-    reference_fps: float     damping is ``mu^(dt / dt_ref)`` with ``dt_ref = 1 / (10 reference_fps)``
+    reference_fps: float     damping is ``mu^(dt / dt_ref)`` with ``dt_ref = 1 / (10 reference_fps)``; the substep
+                             length is ``1 / (substeps reference_fps)``
     tendon_fraction: float   first and last fraction of the rest length that does not contract, default 10 %
     contraction: float       belly segments shorten by this fraction at activation 1 (VIPER §8.2), default 0.2
     volume_compliance: float [1/J]  compliance of the volume constraint, default 0 (incompressible)
@@ -70,3 +74,8 @@ class RodSettings:
     def reference_dt(self) -> float:
         """Substep length [s] at which the damping factor per substep is ``mu``."""
         return 1.0 / (10.0 * self.reference_fps)
+
+    def substeps_for(self, dt: float) -> int:
+        """Substeps of a frame of ``dt`` seconds: the fewest whose length is at most ``1 / (substeps reference_fps)``
+        (the rod's convergence depends on the substep length, so it stays the same across frame rates)."""
+        return max(1, int(np.ceil(dt * self.substeps * self.reference_fps - 1e-9)))

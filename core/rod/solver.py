@@ -81,12 +81,12 @@ class RodSolver:
     def step(self, state_in: RodState, state_out: RodState, control: PBDControl, dt: float,
              substeps: int | None = None) -> None:
         """Advance one frame of ``dt`` seconds from ``state_in`` into ``state_out`` (may be the same object) with
-        ``substeps`` (default: the settings'). ``ValueError`` on bad input; if the result is not finite,
-        ``state_out`` keeps ``state_in`` and ``ValueError`` is raised."""
+        ``substeps`` (default: ``RodSettings.substeps_for(dt)``). ``ValueError`` on bad input; if the result is not
+        finite, ``state_out`` keeps ``state_in`` and ``ValueError`` is raised."""
         from ...kernels.rod import rod_substeps
 
         dt = validation.positive(dt, "frame duration")
-        n_sub = int(substeps or self.model.settings.substeps)
+        n_sub = int(substeps or self.model.settings.substeps_for(dt))
         frame = self.frame(state_in, control)
         saved = state_in if state_out is not state_in else state_in.copy()
         if state_out is not state_in:
