@@ -18,17 +18,18 @@ muscle:
      times ``1 - contraction * activation`` on belly segments; ``alpha = 1 / (EA l0)``;
    - bend/twist per pair of consecutive frames (eqs. 14, 40): ``C = Im(conj(q_a) q_b -+ Omega0)`` (the sign giving
      the shorter difference), ``alpha = l_mid / (4 EI)``;
+   - scale smoothing per segment (eq. 13): ``C = s_b - s_a``, ``alpha = l0 / (smoothing EI)``;
    - volume per segment (eq. 18 in the form of the authors' code): ``C = s_a s_b |x_b - x_a| / l0 - 1``,
      ``alpha = volume_compliance``, moving the scales only (the lengths are the stretch constraints' business;
      design notes: with the position part, Gauss-Seidel leaves a contracted segment at a quarter of its
-     contraction);
-   - scale smoothing per segment (eq. 13): ``C = s_b - s_a``, ``alpha = l0 / (smoothing EI)``;
-   then, on the last sweep, collisions of each inner vertex (a sphere of radius ``r0 s``) with the bone capsules:
+     contraction); last, so the hard constraint holds at the end of the sweep;
+   stretch/shear and volume sweep forward on even sweeps, backward on odd ones (no bias towards one end);
+   then, after the last sweep, collisions of each inner vertex (a sphere of radius ``r0 s``) with the bone capsules:
    ``C = |x - c| - R - r0 s >= 0`` moving the position and the scale by their inverse masses (VIPER's touch
    constraint), followed by tangential friction on the position (kernels/pbd.py ``_push``).
 3. ``v = (x - x_prev) / dt``, ``sv = (s - s_prev) / dt``, ``qd = (q - q_prev) / dt``.
 
-Inverse masses: positions ``1 / m_k`` (0 at the kinematic ends); scales ``2 / (m_k r0_k^2)`` (the radial inertia of
+Inverse masses: positions ``1 / m_k`` (masses by length; 0 at the kinematic ends); scales ``2 / (m_k r0_k^2)`` (the radial inertia of
 a disc, eq. 23); segment frames ``1 / I`` with ``I = m (r^2 / 4 + l^2 / 12)``; anchors 0.
 
 Structs (``P`` vertices, ``M`` muscles, ``F = P + M`` frames, ``B`` capsules):
