@@ -49,7 +49,8 @@ def update_batch(batch: MuscleBatch, model: RodModel, x, s, q, activation=None, 
 
     The width is the rest width ``w0 = width_scale sqrt(V / (pi L0))`` (the scales, not the axis length, carry the
     volume), the cross-section normals follow the frames (:func:`vertex_normals`), the support and reach grow with
-    the largest scale. ``activation``, ``eccentricity``, ``width_scale``: ``(M,)`` or None (0, 0, 1).
+    the largest scale. ``activation``, ``eccentricity``, ``width_scale``: ``(M,)`` or None (0, 0, 1); the activation
+    mixes the profiles as for the axis (paper §5.2): a rod host leaves it at 0, the rod's contraction makes the bulge.
     """
     from ...kernels import profile as kp
 
