@@ -35,6 +35,7 @@ class MuscleArrays(NamedTuple):
     muscle_scalar: np.ndarray    # (M, SCALAR_COUNT) float64: length l, c0, c1, width w, u, v, support R, reach
     muscle_exponent: np.ndarray  # (M, 4) int64: alpha0-1, beta0-1, alpha1-1, beta1-1
     muscle_bounds: np.ndarray    # (M, 6) float64 [m] axis bounding box (min xyz, max xyz)
+    axis_scale: np.ndarray       # (P,) float64 width factor sigma_k at each vertex (1; a VIPER rod's scales)
 
 
 ALONG_SLACK = 1e-9
@@ -285,15 +286,15 @@ def _field_one(qx, qy, qz, m, mu, reparam, cut, fcut):
     as separate arguments, which the compiled call takes in registers instead of copying the struct.
     """
     return _field_arrays(qx, qy, qz, m, mu.axis_start, mu.axis_points, mu.axis_cumulative, mu.axis_tangent,
-                         mu.axis_normal, mu.seg_tangent, mu.seg_length, mu.seg_angle, mu.muscle_scalar,
-                         mu.muscle_exponent, reparam, cut, fcut, NO_ALONG)
+                         mu.axis_normal, mu.seg_tangent, mu.seg_length, mu.seg_angle, mu.axis_scale,
+                         mu.muscle_scalar, mu.muscle_exponent, reparam, cut, fcut, NO_ALONG)
 
 
 _F = types.float64
 _F1 = types.Array(_F, 1, "C")
 _F2 = types.Array(_F, 2, "C")
 FIELD_ARRAYS_SIGNATURE = types.UniTuple(_F, 4)(
-    _F, _F, _F, types.int64, types.Array(types.int64, 1, "C"), _F2, _F1, _F2, _F2, _F2, _F1, _F1, _F2,
+    _F, _F, _F, types.int64, types.Array(types.int64, 1, "C"), _F2, _F1, _F2, _F2, _F2, _F1, _F1, _F1, _F2,
     types.Array(types.int64, 2, "C"), types.boolean, _F, _F, types.Array(_F, 2, "C", readonly=True))
 """The one signature :func:`_field_arrays` is compiled for: ``reparam`` a plain bool and ``along`` read-only, so
 the callers that pass ``True`` (a literal) or the chord ranges of a ``SkinArrays`` (writable) share the compiled
@@ -302,9 +303,10 @@ everything it calls three times."""
 
 
 @njit(FIELD_ARRAYS_SIGNATURE, **JIT_POINT_LIBM)
-def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, reparam, cut, fcut, along):
+def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, sc, scal, expo, reparam, cut, fcut, along):
     """:func:`_field_one` on the arrays of a :class:`MuscleArrays`; ``along``: the axes' chord ranges
-    (:func:`axis_along`) or 0 rows."""
+    (:func:`axis_along`) or 0 rows. The profile is ``Phi_a(s) sigma(s)``, ``sigma`` the vertex scales ``sc``
+    interpolated linearly along each segment (1 for the paper's axis)."""
     start = axis_start[m]
     end = axis_start[m + 1]
     l = scal[m, SCALAR_LENGTH]
@@ -317,15 +319,6 @@ def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, re
     v1, d1, _ = _monomial(expo[m, 2], expo[m, 3], s)
     c0 = scal[m, SCALAR_C0]
     c1 = scal[m, SCALAR_C1]
-    Phi = c0 * v0 + c1 * v1
-    dPhi = c0 * d0 + c1 * d1
-    w = scal[m, SCALAR_WIDTH]
-    v = scal[m, SCALAR_V]
-    near = fcut + w * max(Phi, 0.0) * v + SHAPE_SLACK
-    if near >= 0.0 and d2 >= near * near:
-        return np.inf, 0.0, 0.0, 0.0
-
-    # --- frame at s (core/muscle/field.py: frame_at) ---
     arc = s * l
     k = start
     while k < end - 2 and S[k + 1] <= arc:
@@ -337,6 +330,16 @@ def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, scal, expo, re
     Lk = max(L[k], MIN_SEGMENT_LENGTH)
     beta = min(max((arc - S[k]) / Lk, 0.0), 1.0)
     dbeta = l / Lk
+    sigma = (1.0 - beta) * sc[k] + beta * sc[k + 1]
+    Phi = (c0 * v0 + c1 * v1) * sigma
+    dPhi = (c0 * d0 + c1 * d1) * sigma + (c0 * v0 + c1 * v1) * (sc[k + 1] - sc[k]) * dbeta
+    w = scal[m, SCALAR_WIDTH]
+    v = scal[m, SCALAR_V]
+    near = fcut + w * max(Phi, 0.0) * v + SHAPE_SLACK
+    if near >= 0.0 and d2 >= near * near:
+        return np.inf, 0.0, 0.0, 0.0
+
+    # --- frame at s (core/muscle/field.py: frame_at) ---
     tkx = t[k, 0]
     tky = t[k, 1]
     tkz = t[k, 2]
@@ -503,13 +506,13 @@ def muscle_field(queries, mu, compact, reparam, out_values, out_grads):
     out_values: (Q, M) float64, out_grads: (Q, M, 3) float64.
     """
     _muscle_field(queries, mu.axis_start, mu.axis_points, mu.axis_cumulative, mu.axis_tangent, mu.axis_normal,
-                  mu.seg_tangent, mu.seg_length, mu.seg_angle, mu.muscle_scalar, mu.muscle_exponent, mu.muscle_bounds,
-                  compact, reparam, out_values, out_grads)
+                  mu.seg_tangent, mu.seg_length, mu.seg_angle, mu.axis_scale, mu.muscle_scalar, mu.muscle_exponent,
+                  mu.muscle_bounds, compact, reparam, out_values, out_grads)
 
 
 @njit(parallel=True, **JIT_FAST_LIBM)
 def _muscle_field(queries, axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent,
-                  seg_length, seg_angle, muscle_scalar, muscle_exponent, muscle_bounds, compact, reparam,
+                  seg_length, seg_angle, axis_scale, muscle_scalar, muscle_exponent, muscle_bounds, compact, reparam,
                   out_values, out_grads):
     """:func:`muscle_field` on the arrays of a :class:`MuscleArrays`: a parallel loop reads separate arrays
     faster than the fields of a struct captured by the loop."""
@@ -529,7 +532,8 @@ def _muscle_field(queries, axis_start, axis_points, axis_cumulative, axis_tangen
                     continue
             f, gx, gy, gz = _field_arrays(qx, qy, qz, m, axis_start, axis_points, axis_cumulative,
                                           axis_tangent, axis_normal, seg_tangent, seg_length, seg_angle,
-                                          muscle_scalar, muscle_exponent, reparam, np.inf, np.inf, NO_ALONG)
+                                          axis_scale, muscle_scalar, muscle_exponent, reparam, np.inf, np.inf,
+                                          NO_ALONG)
             if compact:
                 f, gx, gy, gz = _compact(f, gx, gy, gz, muscle_scalar[m, SCALAR_SUPPORT])
             out_values[i, m] = f

@@ -80,8 +80,8 @@ def _muscle_push(i, x, mesh, field, muscles):
                                     field.skin_offset, field.chord_dev, field.axis_along, field.clean_table,
                                     muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
                                     muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent, muscles.seg_length,
-                                    muscles.seg_angle, muscles.muscle_scalar, muscles.muscle_exponent,
-                                    muscles.muscle_bounds)
+                                    muscles.seg_angle, muscles.axis_scale, muscles.muscle_scalar,
+                                    muscles.muscle_exponent, muscles.muscle_bounds)
     if has_fat:
         mu, mx, my, mz = fats_union(p, qx, qy, qz, mu, mx, my, mz, field.part_fat_start, field.part_fat_index,
                                     field.fat_center, field.fat_frame, field.fat_axes, field.fat_offset,

@@ -79,7 +79,7 @@ def _detail(table, h, hx, hy, hz, mu, mx, my, mz):
 @njit(inline="always", **JIT_FAST)
 def _muscles_value(p, qx, qy, qz, part_muscle_start, part_muscle_index, skin_offset, chord_dev, axis_along,
                    clean_table, axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent,
-                   seg_length, seg_angle, muscle_scalar, muscle_exponent, muscle_bounds):
+                   seg_length, seg_angle, axis_scale, muscle_scalar, muscle_exponent, muscle_bounds):
     """The clean union of part ``p``'s muscles' compact fields at one point: ``(f, gx, gy, gz)``. Takes the
     structs' arrays one by one (:class:`SkinArrays`, ``MuscleArrays``): an inlined helper that takes a struct copies
     it, counting references on each of its arrays (design notes: per-point functions count no references)."""
@@ -100,8 +100,8 @@ def _muscles_value(p, qx, qy, qz, part_muscle_start, part_muscle_index, skin_off
         if chord_distance(qx, qy, qz, axis_points, axis_start[m], axis_start[m + 1] - 1) - chord_dev[m] > cut:
             continue
         f, gx, gy, gz = _field_arrays(qx, qy, qz, m, axis_start, axis_points, axis_cumulative, axis_tangent,
-                                      axis_normal, seg_tangent, seg_length, seg_angle, muscle_scalar,
-                                      muscle_exponent, True, cut, R - skin_offset[m], axis_along)
+                                      axis_normal, seg_tangent, seg_length, seg_angle, axis_scale,
+                                      muscle_scalar, muscle_exponent, True, cut, R - skin_offset[m], axis_along)
         f, gx, gy, gz = _compact(f + skin_offset[m], gx, gy, gz, R)
         if f <= 0.0:
             continue
@@ -156,7 +156,8 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
                                                 skin.skin_offset, skin.chord_dev, skin.axis_along, skin.clean_table,
                                                 muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
                                                 muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent,
-                                                muscles.seg_length, muscles.seg_angle, muscles.muscle_scalar,
+                                                muscles.seg_length, muscles.seg_angle, muscles.axis_scale,
+                                                muscles.muscle_scalar,
                                                 muscles.muscle_exponent, muscles.muscle_bounds)
                 if has_fat:  # the part's fats join its muscles' clean union (kernels/fat.py)
                     mu, mx, my, mz = fats_union(p, qx, qy, qz, mu, mx, my, mz, skin.part_fat_start,

@@ -33,7 +33,7 @@ _STATUS_MESSAGES = {
 }
 
 _ARRAY_NAMES = ("axis_start", "axis_points", "axis_cumulative", "axis_tangent", "axis_normal", "seg_tangent",
-                "seg_length", "seg_angle", "muscle_scalar", "muscle_exponent", "muscle_bounds")
+                "seg_length", "seg_angle", "muscle_scalar", "muscle_exponent", "muscle_bounds", "axis_scale")
 """The fields of ``kernels.fusiform.MuscleArrays``, readable on a :class:`MuscleBatch` by the same names."""
 
 
@@ -83,7 +83,8 @@ class MuscleBatch:
         arrays = MuscleArrays(start, np.zeros((total, 3)), np.zeros(total), np.zeros((total, 3)),
                               np.zeros((total, 3)), np.zeros((total, 3)), np.zeros(total), np.zeros(total),
                               np.zeros((count, SCALAR_COUNT)),
-                              np.ascontiguousarray(exponents, dtype=np.int64).reshape(count, 4), np.zeros((count, 6)))
+                              np.ascontiguousarray(exponents, dtype=np.int64).reshape(count, 4), np.zeros((count, 6)),
+                              np.ones(total))
         return cls(arrays, np.asarray(volume, dtype=np.float64).reshape(count).copy(), names, np.zeros(count),
                    np.zeros(count, dtype=np.int64))
 

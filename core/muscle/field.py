@@ -161,8 +161,11 @@ def frame_at(axis: AxisGeometry, s: float):
     return k, h, tk, n, b, dn_perp, db
 
 
-def field(axis: AxisGeometry, profile: MuscleProfile, q, reparameterise: bool = True):
-    """``(f_M(q), grad f_M(q) (3,), branch)`` for one query point ``q (3,)`` [m] (paper eq. 1)."""
+def field(axis: AxisGeometry, profile: MuscleProfile, q, reparameterise: bool = True, scales=None):
+    """``(f_M(q), grad f_M(q) (3,), branch)`` for one query point ``q (3,)`` [m] (paper eq. 1).
+
+    scales: ``(n,)`` width factors ``sigma_k`` at the axis vertices (a VIPER rod's scales, ``core/rod``) or None (1):
+    the profile is ``Phi_a(s) sigma(s)``, ``sigma`` linear along each segment."""
     q = np.asarray(q, dtype=np.float64)
     s, gs, branch = project(axis, q, reparameterise)
     k, h, tk, n, b, dn, db = frame_at(axis, s)
@@ -187,6 +190,11 @@ def field(axis: AxisGeometry, profile: MuscleProfile, q, reparameterise: bool = 
     grad_x = n - gs * (l * np.dot(tk, n)) + gs * np.dot(D, dn)
     grad_y = b - gs * (l * np.dot(tk, b)) + gs * np.dot(D, db)
     Phi, dPhi = profile_value(profile, s)
+    if scales is not None:
+        Lk = max(axis.seg_length[k], MIN_SEGMENT_LENGTH)
+        beta = min(max((s * l - axis.cumulative[k]) / Lk, 0.0), 1.0)
+        sigma = (1.0 - beta) * scales[k] + beta * scales[k + 1]
+        Phi, dPhi = Phi * sigma, dPhi * sigma + Phi * (scales[k + 1] - scales[k]) * l / Lk
     w = profile.width
     value = rho - w * Phi * r
     grad = grad_rho - w * (dPhi * r * gs + Phi * (r_x * grad_x + r_y * grad_y))
@@ -206,14 +214,15 @@ def compact(value: float, grad: np.ndarray, support: float):
 
 
 def evaluate(axis: AxisGeometry, profile: MuscleProfile, points, compact_support: bool = False,
-             reparameterise: bool = True):
-    """Reference batch evaluation: ``values (n,)``, ``grads (n, 3)``, ``branches (n,)`` for ``points (n, 3)`` [m]."""
+             reparameterise: bool = True, scales=None):
+    """Reference batch evaluation: ``values (n,)``, ``grads (n, 3)``, ``branches (n,)`` for ``points (n, 3)`` [m];
+    ``scales`` as :func:`field`."""
     pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
     values = np.empty(len(pts))
     grads = np.empty((len(pts), 3))
     branches = np.empty(len(pts), dtype=np.int64)
     for i, q in enumerate(pts):
-        f, g, br = field(axis, profile, q, reparameterise)
+        f, g, br = field(axis, profile, q, reparameterise, scales)
         if compact_support:
             f, g = compact(f, g, profile.support)
         values[i], grads[i], branches[i] = f, g, br

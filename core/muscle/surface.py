@@ -163,15 +163,26 @@ def field_volume(muscle, cells: int = FIELD_VOLUME_CELLS) -> float:
     is open at an end (alpha or beta = 1) the region also holds the rounded end beyond the axis's end, which the
     mesh closes with a flat cap.
     """
+    from .batch import pack_muscles
+
+    return batch_field_volume(pack_muscles([muscle]), 0, cells)
+
+
+def batch_field_volume(batch, m: int, cells: int = FIELD_VOLUME_CELLS) -> float:
+    """:func:`field_volume` of muscle ``m`` of a :class:`core.muscle.batch.MuscleBatch` (its reach from the
+    batch's scalars)."""
+    from ...kernels.constants import SCALAR_REACH
+    from .batch import evaluate_muscles
+
     if cells < 4:
         raise ValueError("field_volume needs at least 4 cells per side.")
-    axis = np.asarray(muscle.axis, dtype=np.float64)
-    prof = muscle.profile()
-    margin = 1.05 * prof.support * prof.v / prof.u + 1e-9  # the reach w v max(Phi): support R = w u max(Phi)
+    a, b = batch.axis_start[m], batch.axis_start[m + 1]
+    axis = np.asarray(batch.axis_points[a:b], dtype=np.float64)
+    margin = 1.05 * batch.muscle_scalar[m, SCALAR_REACH] + 1e-9  # the reach w v max(Phi)
     lo, hi = axis.min(axis=0) - margin, axis.max(axis=0) + margin
     size = (hi - lo) / cells
     centres = [lo[c] + size[c] * (np.arange(cells) + 0.5) for c in range(3)]
     points = np.stack(np.meshgrid(*centres, indexing="ij"), axis=-1).reshape(-1, 3)
-    values, _ = muscle.field(points)
+    values, _ = evaluate_muscles(batch, points)
     h = float(np.cbrt(np.prod(size)))
-    return float(np.clip(0.5 - values / h, 0.0, 1.0).sum() * np.prod(size))
+    return float(np.clip(0.5 - values[:, m] / h, 0.0, 1.0).sum() * np.prod(size))

@@ -256,8 +256,8 @@ def test_profile_bound_leaves_out_only_points_past_the_cut():
             skipped = 0
             for x in q:
                 args = (x[0], x[1], x[2], 0, a.axis_start, a.axis_points, a.axis_cumulative, a.axis_tangent,
-                        a.axis_normal, a.seg_tangent, a.seg_length, a.seg_angle, a.muscle_scalar, a.muscle_exponent,
-                        True, np.inf)
+                        a.axis_normal, a.seg_tangent, a.seg_length, a.seg_angle, a.axis_scale, a.muscle_scalar,
+                        a.muscle_exponent, True, np.inf)
                 exact = _field_arrays(*args, np.inf, NO_ALONG)
                 got = _field_arrays(*args, fcut, NO_ALONG)
                 if got[0] == np.inf:

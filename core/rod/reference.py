@@ -1,0 +1,159 @@
+"""Plain-numpy reference of the rod substeps (``kernels/rod.py`` does the same in numba, for tests).
+
+Written for reading: one muscle, one constraint at a time, with vectors and quaternion products from
+``core/rod/frames.py`` and the equations of ``kernels/rod.py``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .frames import conj, frame_quaternion, qmul
+
+
+def _d3(q):
+    w, x, y, z = q
+    return np.array([2.0 * (x * z + w * y), 2.0 * (y * z - w * x), w * w - x * x - y * y + z * z])
+
+
+def _anchor(x, i0, i1, n, old):
+    t = x[i1] - x[i0]
+    if np.linalg.norm(t) < 1e-12:
+        return old
+    t = t / np.linalg.norm(t)
+    a = n - (n @ t) * t
+    if np.linalg.norm(a) < 1e-9:
+        tx, ty, tz = t
+        if abs(tx) <= abs(ty) and abs(tx) <= abs(tz):
+            a = np.array([0.0, -tz, ty])
+        elif abs(ty) <= abs(tz):
+            a = np.array([tz, 0.0, -tx])
+        else:
+            a = np.array([-ty, tx, 0.0])
+    q = frame_quaternion(a / np.linalg.norm(a), t)
+    return -q if q @ old < 0.0 else q
+
+
+def substeps(model, params, frame, x, v, s, sv, q, qd, k0, k1):
+    """Run substeps ``k0 .. k1-1`` of ``params.n_sub`` on the state arrays in place (``params``: a
+    ``kernels.rod.RodParams``, ``frame``: a ``kernels.rod.RodFrame``; the model a :class:`core.rod.model.RodModel`)."""
+    dt = params.dt
+    inv_dt2 = 1.0 / dt ** 2
+    w, ws, wq = model.inv_mass, model.scale_inv_mass, model.frame_inv_inertia
+    L0 = model.rest_length
+    for m in range(model.muscle_count):
+        a, b = int(model.axis_start[m]), int(model.axis_start[m + 1])
+        f0, n = a + m, b - a
+        ei, ea = frame.bend_stiffness[m], frame.stretch_stiffness[m]
+        shorten = 1.0 - params.contraction * frame.activation[m]
+        for sub in range(k0, k1):
+            f1 = (sub + 1) / params.n_sub
+            x_prev, s_prev, q_prev = x.copy(), s.copy(), q.copy()
+            lam_st = np.zeros((len(x), 3))
+            lam_v = np.zeros(len(x))
+            lam_sm = np.zeros(len(x))
+            lam_b = np.zeros((len(q), 3))
+            for k in range(a, b):
+                if ws[k] > 0:
+                    sv[k] *= params.damp
+                    s[k] += sv[k] * dt
+                if w[k] > 0:
+                    v[k] = params.damp * v[k] + params.gravity * dt
+                    x[k] = x[k] + v[k] * dt
+            x[a] = frame.end_prev[m, 0] + f1 * (frame.end_cur[m, 0] - frame.end_prev[m, 0])
+            x[b - 1] = frame.end_prev[m, 1] + f1 * (frame.end_cur[m, 1] - frame.end_prev[m, 1])
+            for fi in range(f0, f0 + n + 1):
+                if wq[fi] > 0:
+                    qd[fi] *= params.damp
+                    q[fi] = q[fi] + qd[fi] * dt
+                    q[fi] /= np.linalg.norm(q[fi])
+            nrm = frame.normal_prev[m] + f1 * (frame.normal_cur[m] - frame.normal_prev[m])
+            q[f0] = _anchor(x, a, a + 1, nrm[0], q[f0])
+            q[f0 + n] = _anchor(x, b - 2, b - 1, nrm[1], q[f0 + n])
+            for it in range(params.iterations):
+                order = range(a, b - 1) if it % 2 == 0 else range(b - 2, a - 1, -1)
+                for k in order:  # stretch/shear
+                    if ea <= 0.0:
+                        continue
+                    l0 = L0[k]
+                    length = l0 * shorten if model.belly[k] else l0
+                    alpha = inv_dt2 / (ea * l0)
+                    fi = f0 + 1 + (k - a)
+                    d3 = _d3(q[fi])
+                    C = (x[k + 1] - x[k]) / length - d3
+                    W = w[k] + w[k + 1]
+                    l2 = length ** 2
+                    r = -C - alpha * lam_st[k]
+                    rp = (r @ d3) * d3
+                    g_par = l2 / (W + alpha * l2) if W > 0 else 0.0
+                    dl = rp * g_par + (r - rp) * l2 / (W + 4 * l2 * wq[fi] + alpha * l2)
+                    lam_st[k] += dl
+                    x[k] = x[k] - w[k] * dl / length
+                    x[k + 1] = x[k + 1] + w[k + 1] * dl / length
+                    if wq[fi] > 0:
+                        qe = np.array([q[fi][3], -q[fi][2], q[fi][1], -q[fi][0]])  # q conj(e3)
+                        q[fi] = q[fi] + qmul(np.concatenate([[0.0], -2.0 * wq[fi] * dl]), qe)
+                        q[fi] /= np.linalg.norm(q[fi])
+                for i in range(n):  # bend/twist
+                    fa = f0 + i
+                    if ei <= 0.0 or wq[fa] + wq[fa + 1] <= 0.0:
+                        continue
+                    l_mid = 0.5 * L0[a] if i == 0 else 0.5 * L0[b - 2] if i == n - 1 else \
+                        0.5 * (L0[a + i - 1] + L0[a + i])
+                    alpha = l_mid / (4.0 * ei) * inv_dt2
+                    om = qmul(conj(q[fa]), q[fa + 1])
+                    rest = model.darboux_rest[fa]
+                    d = om - rest if np.sum((om - rest) ** 2) <= np.sum((om + rest) ** 2) else om + rest
+                    dl = (-d[1:] - alpha * lam_b[fa]) / (wq[fa] + wq[fa + 1] + alpha)
+                    lam_b[fa] += dl
+                    qa = q[fa].copy()
+                    p = np.concatenate([[0.0], dl])
+                    if wq[fa] > 0:
+                        q[fa] = q[fa] - wq[fa] * qmul(q[fa + 1], p)
+                        q[fa] /= np.linalg.norm(q[fa])
+                    if wq[fa + 1] > 0:
+                        q[fa + 1] = q[fa + 1] + wq[fa + 1] * qmul(qa, p)
+                        q[fa + 1] /= np.linalg.norm(q[fa + 1])
+                if params.smoothing > 0.0 and ei > 0.0:
+                    for k in range(a, b - 1):  # scale smoothing
+                        alpha = L0[k] / (params.smoothing * ei) * inv_dt2
+                        dl = (-(s[k + 1] - s[k]) - alpha * lam_sm[k]) / (ws[k] + ws[k + 1] + alpha)
+                        lam_sm[k] += dl
+                        s[k] -= ws[k] * dl
+                        s[k + 1] += ws[k + 1] * dl
+                for k in order:  # volume
+                    d = np.linalg.norm(x[k + 1] - x[k])
+                    l0 = L0[k]
+                    ga, gb = s[k + 1] * d / l0, s[k] * d / l0  # dC/ds_a, dC/ds_b (the scales only)
+                    C = s[k] * s[k + 1] * d / l0 - 1.0
+                    alpha = params.volume_compliance * inv_dt2
+                    dl = (-C - alpha * lam_v[k]) / (ws[k] * ga ** 2 + ws[k + 1] * gb ** 2 + alpha)
+                    lam_v[k] += dl
+                    s[k] += ws[k] * ga * dl
+                    s[k + 1] += ws[k + 1] * gb * dl
+            for entry in range(model.cap_start[m], model.cap_start[m + 1]):  # bone capsules (touch)
+                ci = model.cap_index[entry]
+                p0 = frame.cap_prev[ci, 0] + f1 * (frame.cap_cur[ci, 0] - frame.cap_prev[ci, 0])
+                e = frame.cap_prev[ci, 1] + f1 * (frame.cap_cur[ci, 1] - frame.cap_prev[ci, 1]) - p0
+                for k in range(a + 1, b - 1):
+                    if w[k] == 0.0:
+                        continue
+                    t = 0.0 if e @ e == 0 else float(np.clip((x[k] - p0) @ e / (e @ e), 0.0, 1.0))
+                    dvec = x[k] - (p0 + t * e)
+                    dist = np.linalg.norm(dvec)
+                    r0 = model.rest_radius[k]
+                    C = dist - model.cap_radius[entry] - r0 * s[k]
+                    if C < 0.0 and dist > 1e-12:
+                        g = dvec / dist
+                        denom = w[k] + ws[k] * r0 * r0
+                        x[k] = x[k] - C * w[k] / denom * g
+                        dd = x[k] - x_prev[k]
+                        x[k] = x[k] - params.friction * (dd - (dd @ g) * g)
+                        s[k] += ws[k] * r0 * C / denom
+            for k in range(a, b):
+                sv[k] = (s[k] - s_prev[k]) / dt
+                if w[k] > 0:
+                    v[k] = (x[k] - x_prev[k]) / dt
+            for fi in range(f0, f0 + n + 1):
+                if wq[fi] > 0:
+                    sign = 1.0 if q[fi] @ q_prev[fi] >= 0 else -1.0
+                    qd[fi] = (q[fi] - sign * q_prev[fi]) / dt

@@ -1,0 +1,103 @@
+"""VIPER rod dynamics for all muscles of a character (``kernels/rod.py``), shaped like the axis solver
+(``core/pbd/solver.py``): a frozen :class:`core.rod.model.RodModel`, a :class:`core.rod.state.RodState` and the
+axis solver's :class:`core.pbd.control.PBDControl` (endpoints, normals, capsules, activation, stiffness).
+:meth:`RodSolver.step` never writes its input state. Units: metres, seconds, kilograms.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import validation
+from ..pbd.control import PBDControl
+from ..pbd.solver import _frame_array
+from .model import RodModel
+from .state import RodState
+
+
+class RodSolver:
+    """Advances a :class:`RodState` of ``model`` by one frame (:meth:`step`). Holds the scratch arrays."""
+
+    def __init__(self, model: RodModel):
+        from ...kernels.rod import RodScratch  # numba: loaded on first use
+
+        self.model = model
+        P, F, M = model.vertex_count, model.frame_count, model.muscle_count
+        self.scratch = RodScratch(x_prev=np.zeros((P, 3)), s_prev=np.zeros(P), q_prev=np.zeros((F, 4)),
+                                  lam_stretch=np.zeros((P, 3)), lam_bend=np.zeros((F, 3)), lam_volume=np.zeros(P),
+                                  lam_smooth=np.zeros(P), bad_count=np.zeros(M, dtype=np.int64))
+        starts = model.axis_start
+        self._rest_ends = np.ascontiguousarray(np.stack([model.rest_points[starts[:-1]],
+                                                         model.rest_points[starts[1:] - 1]], 1))
+        self._gravity = np.ascontiguousarray(model.settings.gravity, dtype=np.float64)
+
+    def _per_muscle(self, value, name, default, lo, hi) -> np.ndarray:
+        M = self.model.muscle_count
+        if value is None:
+            return np.full(M, default)
+        arr = np.asarray(value, dtype=np.float64).reshape(-1)
+        if arr.size == 1:
+            arr = np.full(M, float(arr[0]))
+        if arr.shape != (M,):
+            raise ValueError(f"{name} needs one value per muscle ({M}), got {arr.size}.")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} contains NaN or infinite values.")
+        if arr.min() < lo or arr.max() > hi:
+            raise ValueError(f"{name} must be from {lo} to {hi}.")
+        return np.ascontiguousarray(arr)
+
+    def params(self, sub_dt: float, n_sub: int):
+        """The kernel's scalar settings (``kernels.rod.RodParams``) for ``n_sub`` substeps of ``sub_dt`` [s]."""
+        from ...kernels.rod import RodParams
+
+        s = self.model.settings
+        return RodParams(n_sub=int(n_sub), dt=float(sub_dt), damp=float(s.damping ** (sub_dt / s.reference_dt)),
+                         iterations=int(s.iterations), gravity=self._gravity, friction=float(s.friction),
+                         contraction=float(s.contraction), volume_compliance=float(s.volume_compliance),
+                         smoothing=float(s.smoothing))
+
+    def frame(self, state_in: RodState, control: PBDControl):
+        """The kernel's frame struct (``kernels.rod.RodFrame``) from ``control`` (checked, ``ValueError`` naming the
+        input) and the previous frame's kinematic targets in ``state_in``."""
+        from ...kernels.rod import RodFrame
+
+        m = self.model
+        M = m.muscle_count
+        activation = self._per_muscle(control.activation, "activation", 0.0, 0.0, 1.0)
+        stiffness = self._per_muscle(control.stiffness, "stiffness", 0.5, 0.0, 1.0)
+        ends = _frame_array(control.endpoints, (M, 2, 3), "endpoints", self._rest_ends)
+        chord = ends[:, 1] - ends[:, 0]
+        span2 = np.einsum("ij,ij->i", chord, chord)
+        if span2.min() <= 1e-18:
+            bad = int(np.flatnonzero(span2 <= 1e-18)[0])
+            raise ValueError(f"muscle {m.names[bad]}: origin and insertion are at the same place in this frame; "
+                             f"check the bones it is attached to.")
+        normals = _frame_array(control.normals, (M, 2, 3), "endpoint normals", m.rest_normals)
+        caps = _frame_array(control.capsules, (m.capsule_count, 2, 3), "bone capsules", m.rest_capsules)
+        ei, ea = m.stiffnesses(stiffness)
+        return RodFrame(bend_stiffness=ei, stretch_stiffness=ea, activation=activation,
+                        end_prev=state_in.endpoints, end_cur=ends, normal_prev=state_in.normals,
+                        normal_cur=normals, cap_prev=state_in.capsules, cap_cur=caps)
+
+    def step(self, state_in: RodState, state_out: RodState, control: PBDControl, dt: float,
+             substeps: int | None = None) -> None:
+        """Advance one frame of ``dt`` seconds from ``state_in`` into ``state_out`` (may be the same object) with
+        ``substeps`` (default: ``RodSettings.substeps_for(dt)``). ``ValueError`` on bad input; if the result is not
+        finite, ``state_out`` keeps ``state_in`` and ``ValueError`` is raised."""
+        from ...kernels.rod import rod_substeps
+
+        dt = validation.positive(dt, "frame duration")
+        n_sub = int(substeps or self.model.settings.substeps_for(dt))
+        frame = self.frame(state_in, control)
+        saved = state_in if state_out is not state_in else state_in.copy()
+        if state_out is not state_in:
+            state_out.assign(state_in)
+        o = state_out
+        rod_substeps(0, n_sub, self.params(dt / n_sub, n_sub), self.model.arrays, frame, o.x, o.v, o.s, o.sv, o.q,
+                     o.qd, self.scratch)
+        if self.scratch.bad_count.any():
+            state_out.assign(saved)
+            raise ValueError("the rod simulation diverged (non-finite positions or scales); the frame was not "
+                             "applied.")
+        o.endpoints[:] = frame.end_cur
+        o.normals[:] = frame.normal_cur
+        o.capsules[:] = frame.cap_cur

@@ -1,0 +1,486 @@
+"""Numba kernels: VIPER rods (Angles et al. 2019, seed 002), the second muscle solver beside the axis (kernels/pbd.py).
+
+A rod of ``n`` vertices carries per vertex a position ``x`` [m] and a scale ``s`` (1 at rest: the local radius is
+``r = r0 s``), per segment an orientation ``q`` (unit quaternion ``(w, x, y, z)``, its third axis ``d3`` along the
+segment), and at each end a kinematic *anchor* frame (its ``d3`` along the end segment, its ``d1`` the bone's
+endpoint normal). Frames of muscle ``m`` are ``frame_start[m] = axis_start[m] + m`` .. ``+ n``: frame 0 the origin
+anchor, frame ``i`` (1 .. n-1) the segment between vertices ``i-1`` and ``i``, frame ``n`` the insertion anchor.
+
+One call runs substeps ``k0 .. k1-1`` of a frame split into ``n_sub`` substeps of ``dt`` seconds. Each substep, per
+muscle:
+
+1. predict (VIPER eqs. 21-23 without external torques): ``v <- mu v + g dt``, ``x <- x + v dt``; ``s <- s + mu sv
+   dt``; ``q <- normalize(q + mu qd dt)``; kinematic ends to their targets at ``f1`` of the frame; anchors from the
+   end segments and the interpolated endpoint normals; every XPBD ``lambda <- 0``.
+2. ``iterations`` Gauss-Seidel sweeps of the XPBD constraints (VIPER eq. 28 with ``beta = 1``,
+   ``dlambda = (-C - alpha~ lambda) / (grad C M^-1 grad C^T + alpha~)``, ``alpha~ = alpha / dt^2``):
+   - stretch/shear per segment (eq. 11): ``C = (x_b - x_a) / l - d3(q)`` (3 components), ``l`` the rest length
+     times ``1 - contraction * activation`` on belly segments; ``alpha = 1 / (EA l0)``;
+   - bend/twist per pair of consecutive frames (eqs. 14, 40): ``C = Im(conj(q_a) q_b -+ Omega0)`` (the sign giving
+     the shorter difference), ``alpha = l_mid / (4 EI)``;
+   - scale smoothing per segment (eq. 13): ``C = s_b - s_a``, ``alpha = l0 / (smoothing EI)``;
+   - volume per segment (eq. 18 in the form of the authors' code): ``C = s_a s_b |x_b - x_a| / l0 - 1``,
+     ``alpha = volume_compliance``, moving the scales only (the lengths are the stretch constraints' business;
+     design notes: with the position part, Gauss-Seidel leaves a contracted segment at a quarter of its
+     contraction); last, so the hard constraint holds at the end of the sweep;
+   stretch/shear and volume sweep forward on even sweeps, backward on odd ones (no bias towards one end);
+   then, after the last sweep, collisions of each inner vertex (a sphere of radius ``r0 s``) with the bone capsules:
+   ``C = |x - c| - R - r0 s >= 0`` moving the position and the scale by their inverse masses (VIPER's touch
+   constraint), followed by tangential friction on the position (kernels/pbd.py ``_push``).
+3. ``v = (x - x_prev) / dt``, ``sv = (s - s_prev) / dt``, ``qd = (q - q_prev) / dt``.
+
+Inverse masses: positions ``1 / m_k`` (masses by length; 0 at the kinematic ends); scales ``2 / (m_k r0_k^2)`` (the radial inertia of
+a disc, eq. 23); segment frames ``1 / I`` with ``I = m (r^2 / 4 + l^2 / 12)``; anchors 0.
+
+Structs (``P`` vertices, ``M`` muscles, ``F = P + M`` frames, ``B`` capsules):
+    x, v: (P, 3)            positions [m], velocities [m/s]
+    s, sv: (P,)             scales, scale velocities [1/s]
+    q, qd: (F, 4)           frames (w, x, y, z) and their rates [1/s]
+    RodParams               scalar settings of the call
+    RodModelArrays          static arrays (masses, rest lengths and radii, rest Darboux vectors, capsule CSR)
+    RodFrame                the frame's inputs (stiffnesses, activation, kinematic targets)
+    RodScratch              per-call scratch (previous values, lambdas) and outputs (non-finite counts)
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .constants import JIT_FAST, MIN_DISTANCE
+from .pbd import _push
+
+
+class RodParams(NamedTuple):
+    """Scalar settings of one :func:`rod_substeps` call (``core/rod/settings.py`` ``RodSettings``)."""
+
+    n_sub: int                 # substeps of the frame
+    dt: float                  # [s] substep length
+    damp: float                # velocity factor per substep (mu^(dt / dt_ref))
+    iterations: int            # Gauss-Seidel sweeps per substep
+    gravity: np.ndarray        # (3,) float64 [m/s^2]
+    friction: float            # eta, tangential displacement removed at a contact
+    contraction: float         # belly segments shorten by this fraction at activation 1
+    volume_compliance: float   # [1/J] alpha of the volume constraint (0: incompressible)
+    smoothing: float           # scale smoothing stiffness as a multiple of EI
+
+
+class RodModelArrays(NamedTuple):
+    """Static arrays of the rod model (``core/rod/model.py`` ``RodModel.arrays``)."""
+
+    axis_start: np.ndarray         # (M+1,) int64 CSR: vertices of each muscle
+    inv_mass: np.ndarray           # (P,) float64 [1/kg], 0 at the kinematic ends
+    scale_inv_mass: np.ndarray     # (P,) float64 [1/(kg m^2)]
+    frame_inv_inertia: np.ndarray  # (F,) float64 [1/(kg m^2)], 0 for the anchors
+    rest_length: np.ndarray        # (P,) float64 [m] rest length of segment (k, k+1); last row of a muscle unused
+    rest_radius: np.ndarray        # (P,) float64 [m] rest radius r0 of each vertex (collisions)
+    belly: np.ndarray              # (P,) bool segment (k, k+1) contracts with the activation
+    darboux_rest: np.ndarray       # (F, 4) float64 conj(q_i) q_{i+1} at rest; last row of a muscle unused
+    cap_start: np.ndarray          # (M+1,) int64 CSR: capsules each muscle collides with
+    cap_index: np.ndarray          # (C,) int64
+    cap_radius: np.ndarray         # (C,) float64 [m]
+
+
+class RodFrame(NamedTuple):
+    """One frame's inputs: stiffnesses, activation and the kinematic targets at the previous and current frame."""
+
+    bend_stiffness: np.ndarray     # (M,) float64 [N m^2] EI (and GJ) of each muscle
+    stretch_stiffness: np.ndarray  # (M,) float64 [N] EA of each muscle
+    activation: np.ndarray         # (M,) float64 in [0, 1]
+    end_prev: np.ndarray           # (M, 2, 3) float64 [m]
+    end_cur: np.ndarray            # (M, 2, 3) float64 [m]
+    normal_prev: np.ndarray        # (M, 2, 3) float64 endpoint normals
+    normal_cur: np.ndarray         # (M, 2, 3) float64
+    cap_prev: np.ndarray           # (B, 2, 3) float64 [m]
+    cap_cur: np.ndarray            # (B, 2, 3) float64 [m]
+
+
+class RodScratch(NamedTuple):
+    """Scratch and outputs of :func:`rod_substeps`."""
+
+    x_prev: np.ndarray     # (P, 3) float64
+    s_prev: np.ndarray     # (P,) float64
+    q_prev: np.ndarray     # (F, 4) float64
+    lam_stretch: np.ndarray  # (P, 3) float64
+    lam_bend: np.ndarray   # (F, 3) float64
+    lam_volume: np.ndarray  # (P,) float64
+    lam_smooth: np.ndarray  # (P,) float64
+    bad_count: np.ndarray  # (M,) int64 non-finite values after the frame's last substep
+
+
+@njit(**JIT_FAST)
+def _qmul(aw, ax, ay, az, bw, bx, by, bz):
+    """Hamilton product ``a b``."""
+    return (aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw)
+
+
+@njit(**JIT_FAST)
+def _normalize_q(q, i):
+    n = math.sqrt(q[i, 0] ** 2 + q[i, 1] ** 2 + q[i, 2] ** 2 + q[i, 3] ** 2)
+    if n > 0.0:
+        for c in range(4):
+            q[i, c] /= n
+
+
+@njit(**JIT_FAST)
+def _frame_quaternion(d1x, d1y, d1z, d3x, d3y, d3z):
+    """Unit quaternion of the rotation with columns ``(d1, d3 x d1, d3)`` (``d1 ⟂ d3``, both unit)."""
+    d2x = d3y * d1z - d3z * d1y
+    d2y = d3z * d1x - d3x * d1z
+    d2z = d3x * d1y - d3y * d1x
+    # rotation matrix R = [d1 d2 d3] (columns); Shepperd's method
+    m00, m01, m02 = d1x, d2x, d3x
+    m10, m11, m12 = d1y, d2y, d3y
+    m20, m21, m22 = d1z, d2z, d3z
+    tr = m00 + m11 + m22
+    if tr > 0.0:
+        t = math.sqrt(tr + 1.0) * 2.0
+        return 0.25 * t, (m21 - m12) / t, (m02 - m20) / t, (m10 - m01) / t
+    if m00 > m11 and m00 > m22:
+        t = math.sqrt(1.0 + m00 - m11 - m22) * 2.0
+        return (m21 - m12) / t, 0.25 * t, (m01 + m10) / t, (m02 + m20) / t
+    if m11 > m22:
+        t = math.sqrt(1.0 + m11 - m00 - m22) * 2.0
+        return (m02 - m20) / t, (m01 + m10) / t, 0.25 * t, (m12 + m21) / t
+    t = math.sqrt(1.0 + m22 - m00 - m11) * 2.0
+    return (m10 - m01) / t, (m02 + m20) / t, (m12 + m21) / t, 0.25 * t
+
+
+@njit(**JIT_FAST)
+def anchor_frame(x, i0, i1, nx, ny, nz, q, fi):
+    """Write into ``q[fi]`` the anchor frame of an end: ``d3`` along ``x[i1] - x[i0]``, ``d1`` the normal ``n``
+    made perpendicular to it (any perpendicular if ``n`` is parallel), the sign closest to the old ``q[fi]``."""
+    tx = x[i1, 0] - x[i0, 0]
+    ty = x[i1, 1] - x[i0, 1]
+    tz = x[i1, 2] - x[i0, 2]
+    tl = math.sqrt(tx * tx + ty * ty + tz * tz)
+    if tl < MIN_DISTANCE:
+        return
+    tx /= tl
+    ty /= tl
+    tz /= tl
+    dn = nx * tx + ny * ty + nz * tz
+    ax = nx - dn * tx
+    ay = ny - dn * ty
+    az = nz - dn * tz
+    al = math.sqrt(ax * ax + ay * ay + az * az)
+    if al < 1e-9:
+        # any perpendicular: the axis least aligned with t, crossed with t
+        if abs(tx) <= abs(ty) and abs(tx) <= abs(tz):
+            ax, ay, az = 0.0, -tz, ty
+        elif abs(ty) <= abs(tz):
+            ax, ay, az = tz, 0.0, -tx
+        else:
+            ax, ay, az = -ty, tx, 0.0
+        al = math.sqrt(ax * ax + ay * ay + az * az)
+    ax /= al
+    ay /= al
+    az /= al
+    w, qx, qy, qz = _frame_quaternion(ax, ay, az, tx, ty, tz)
+    if w * q[fi, 0] + qx * q[fi, 1] + qy * q[fi, 2] + qz * q[fi, 3] < 0.0:
+        w, qx, qy, qz = -w, -qx, -qy, -qz
+    q[fi, 0] = w
+    q[fi, 1] = qx
+    q[fi, 2] = qy
+    q[fi, 3] = qz
+
+
+@njit(**JIT_FAST)
+def _stretch_shear(ia, ib, fi, length, alpha, x, q, lam, li, inv_mass, wq):
+    """Stretch/shear ``C = (x_b - x_a) / l - d3(q)``: Kugelstadt and Schömer 2016 in XPBD form (module doc)."""
+    wa = inv_mass[ia]
+    wb = inv_mass[ib]
+    w = wq[fi]
+    qw, qx, qy, qz = q[fi, 0], q[fi, 1], q[fi, 2], q[fi, 3]
+    d3x = 2.0 * (qx * qz + qw * qy)
+    d3y = 2.0 * (qy * qz - qw * qx)
+    d3z = qw * qw - qx * qx - qy * qy + qz * qz
+    inv_l = 1.0 / length
+    cx = (x[ib, 0] - x[ia, 0]) * inv_l - d3x
+    cy = (x[ib, 1] - x[ia, 1]) * inv_l - d3y
+    cz = (x[ib, 2] - x[ia, 2]) * inv_l - d3z
+    l2 = length * length
+    denom = wa + wb + 4.0 * l2 * w + alpha * l2
+    if denom <= 0.0:
+        return
+    # along d3 the frame cannot help (rotating keeps |d3| = 1): that part's generalized inverse mass has no
+    # 4 l^2 w_q term; across d3 (shear) it has
+    g_par = l2 / (wa + wb + alpha * l2) if wa + wb > 0.0 else 0.0
+    g_perp = l2 / denom
+    rx = -cx - alpha * lam[li, 0]
+    ry = -cy - alpha * lam[li, 1]
+    rz = -cz - alpha * lam[li, 2]
+    rp = rx * d3x + ry * d3y + rz * d3z
+    dlx = rp * d3x * g_par + (rx - rp * d3x) * g_perp
+    dly = rp * d3y * g_par + (ry - rp * d3y) * g_perp
+    dlz = rp * d3z * g_par + (rz - rp * d3z) * g_perp
+    lam[li, 0] += dlx
+    lam[li, 1] += dly
+    lam[li, 2] += dlz
+    # positions: x_a -= w_a dl / l, x_b += w_b dl / l
+    x[ia, 0] -= wa * dlx * inv_l
+    x[ia, 1] -= wa * dly * inv_l
+    x[ia, 2] -= wa * dlz * inv_l
+    x[ib, 0] += wb * dlx * inv_l
+    x[ib, 1] += wb * dly * inv_l
+    x[ib, 2] += wb * dlz * inv_l
+    if w > 0.0:
+        # q += (0, -2 w dl) q conj(e3), with q conj(e3) = (qz, -qy, qx, -qw)
+        ew, ex, ey, ez = qz, -qy, qx, -qw
+        vw, vx, vy, vz = _qmul(0.0, -2.0 * w * dlx, -2.0 * w * dly, -2.0 * w * dlz, ew, ex, ey, ez)
+        q[fi, 0] += vw
+        q[fi, 1] += vx
+        q[fi, 2] += vy
+        q[fi, 3] += vz
+        _normalize_q(q, fi)
+
+
+@njit(**JIT_FAST)
+def _bend_twist(fa, fb, alpha, q, rest, lam, wq):
+    """Bend/twist on the Darboux quaternion ``conj(q_a) q_b`` against its rest value (module doc)."""
+    wa = wq[fa]
+    wb = wq[fb]
+    denom = wa + wb + alpha
+    if wa + wb <= 0.0:
+        return
+    ow, ox, oy, oz = _qmul(q[fa, 0], -q[fa, 1], -q[fa, 2], -q[fa, 3], q[fb, 0], q[fb, 1], q[fb, 2], q[fb, 3])
+    rw, rx, ry, rz = rest[fa, 0], rest[fa, 1], rest[fa, 2], rest[fa, 3]
+    minus = (ow - rw) ** 2 + (ox - rx) ** 2 + (oy - ry) ** 2 + (oz - rz) ** 2
+    plus = (ow + rw) ** 2 + (ox + rx) ** 2 + (oy + ry) ** 2 + (oz + rz) ** 2
+    if minus <= plus:
+        cx, cy, cz = ox - rx, oy - ry, oz - rz
+    else:
+        cx, cy, cz = ox + rx, oy + ry, oz + rz
+    dx = (-cx - alpha * lam[fa, 0]) / denom
+    dy = (-cy - alpha * lam[fa, 1]) / denom
+    dz = (-cz - alpha * lam[fa, 2]) / denom
+    lam[fa, 0] += dx
+    lam[fa, 1] += dy
+    lam[fa, 2] += dz
+    qaw, qax, qay, qaz = q[fa, 0], q[fa, 1], q[fa, 2], q[fa, 3]
+    if wa > 0.0:
+        # q_a -= w_a q_b (0, dl)
+        pw, px, py, pz = _qmul(q[fb, 0], q[fb, 1], q[fb, 2], q[fb, 3], 0.0, dx, dy, dz)
+        q[fa, 0] -= wa * pw
+        q[fa, 1] -= wa * px
+        q[fa, 2] -= wa * py
+        q[fa, 3] -= wa * pz
+        _normalize_q(q, fa)
+    if wb > 0.0:
+        # q_b += w_b q_a (0, dl)
+        pw, px, py, pz = _qmul(qaw, qax, qay, qaz, 0.0, dx, dy, dz)
+        q[fb, 0] += wb * pw
+        q[fb, 1] += wb * px
+        q[fb, 2] += wb * py
+        q[fb, 3] += wb * pz
+        _normalize_q(q, fb)
+
+
+@njit(**JIT_FAST)
+def _volume(ia, ib, l0, alpha, x, s, lam, ws):
+    """Volume ``C = s_a s_b |x_b - x_a| / l0 - 1`` on the scales (module doc)."""
+    nx = x[ib, 0] - x[ia, 0]
+    ny = x[ib, 1] - x[ia, 1]
+    nz = x[ib, 2] - x[ia, 2]
+    d = math.sqrt(nx * nx + ny * ny + nz * nz)
+    if d < MIN_DISTANCE:
+        return
+    sa = s[ia]
+    sb = s[ib]
+    ga = sb * d / l0           # dC/ds_a
+    gb = sa * d / l0           # dC/ds_b
+    C = sa * sb * d / l0 - 1.0
+    denom = ws[ia] * ga * ga + ws[ib] * gb * gb + alpha
+    if denom <= 0.0:
+        return
+    dl = (-C - alpha * lam[ia]) / denom
+    lam[ia] += dl
+    s[ia] += ws[ia] * ga * dl
+    s[ib] += ws[ib] * gb * dl
+
+
+@njit(**JIT_FAST)
+def _smooth(ia, ib, alpha, s, lam, ws):
+    """Scale smoothing ``C = s_b - s_a`` (module doc)."""
+    denom = ws[ia] + ws[ib] + alpha
+    if denom <= 0.0:
+        return
+    dl = (-(s[ib] - s[ia]) - alpha * lam[ia]) / denom
+    lam[ia] += dl
+    s[ia] -= ws[ia] * dl
+    s[ib] += ws[ib] * dl
+
+
+@njit(**JIT_FAST)
+def _touch(k, C, gx, gy, gz, r0, x, x_prev, s, w, ws, friction):
+    """Contact ``C < 0`` of vertex ``k`` along the unit normal ``g``: VIPER's touch constraint on the position and
+    the scale (``dC/dx = g``, ``dC/ds = -r0``), then tangential friction (kernels/pbd.py ``_push``)."""
+    denom = w + ws * r0 * r0
+    if denom <= 0.0:
+        return
+    share = w / denom
+    _push(x, x_prev, k, C, gx, gy, gz, share, friction)
+    s[k] += ws * r0 * C / denom
+
+
+@njit(**JIT_FAST)
+def _collide(m, x, x_prev, s, model, frame, f1, friction):
+    """Inner vertices of muscle ``m`` against its bone capsules, ends interpolated within the frame."""
+    a = model.axis_start[m]
+    b = model.axis_start[m + 1]
+    cap_start = model.cap_start
+    for entry in range(cap_start[m], cap_start[m + 1]):
+        ci = model.cap_index[entry]
+        ax = frame.cap_prev[ci, 0, 0] + f1 * (frame.cap_cur[ci, 0, 0] - frame.cap_prev[ci, 0, 0])
+        ay = frame.cap_prev[ci, 0, 1] + f1 * (frame.cap_cur[ci, 0, 1] - frame.cap_prev[ci, 0, 1])
+        az = frame.cap_prev[ci, 0, 2] + f1 * (frame.cap_cur[ci, 0, 2] - frame.cap_prev[ci, 0, 2])
+        ex = frame.cap_prev[ci, 1, 0] + f1 * (frame.cap_cur[ci, 1, 0] - frame.cap_prev[ci, 1, 0]) - ax
+        ey = frame.cap_prev[ci, 1, 1] + f1 * (frame.cap_cur[ci, 1, 1] - frame.cap_prev[ci, 1, 1]) - ay
+        ez = frame.cap_prev[ci, 1, 2] + f1 * (frame.cap_cur[ci, 1, 2] - frame.cap_prev[ci, 1, 2]) - az
+        e2 = ex * ex + ey * ey + ez * ez
+        R = model.cap_radius[entry]
+        for k in range(a + 1, b - 1):
+            if model.inv_mass[k] == 0.0:
+                continue
+            t = 0.0
+            if e2 > 0.0:
+                t = ((x[k, 0] - ax) * ex + (x[k, 1] - ay) * ey + (x[k, 2] - az) * ez) / e2
+                t = min(max(t, 0.0), 1.0)
+            dx = x[k, 0] - (ax + t * ex)
+            dy = x[k, 1] - (ay + t * ey)
+            dz = x[k, 2] - (az + t * ez)
+            d = math.sqrt(dx * dx + dy * dy + dz * dz)
+            r0 = model.rest_radius[k]
+            C = d - R - r0 * s[k]
+            if C < 0.0 and d > MIN_DISTANCE:
+                _touch(k, C, dx / d, dy / d, dz / d, r0, x, x_prev, s, model.inv_mass[k],
+                       model.scale_inv_mass[k], friction)
+
+
+@njit(**JIT_FAST)
+def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
+    """Run substeps ``k0 .. k1-1`` of ``params.n_sub`` (module docstring) on the rod state, in place.
+
+    ``params``: :class:`RodParams`; ``model``: :class:`RodModelArrays`; ``frame``: :class:`RodFrame`;
+    ``scratch``: :class:`RodScratch` (``bad_count (M,)``: non-finite values after the frame's last substep).
+    Muscles do not interact, so they are solved one after the other; one muscle is a Gauss-Seidel chain.
+    """
+    n_sub = params.n_sub
+    dt = params.dt
+    inv_dt2 = 1.0 / (dt * dt)
+    damp = params.damp
+    axis_start = model.axis_start
+    inv_mass = model.inv_mass
+    ws = model.scale_inv_mass
+    wq = model.frame_inv_inertia
+    rest_length = model.rest_length
+    belly = model.belly
+    x_prev = scratch.x_prev
+    s_prev = scratch.s_prev
+    q_prev = scratch.q_prev
+    for m in range(axis_start.shape[0] - 1):
+        a = axis_start[m]
+        b = axis_start[m + 1]
+        f0 = a + m            # first frame of the muscle
+        n = b - a             # vertices; frames f0 .. f0 + n
+        ei = frame.bend_stiffness[m]
+        ea = frame.stretch_stiffness[m]
+        shorten = 1.0 - params.contraction * frame.activation[m]
+        for sub in range(k0, k1):
+            f1 = (sub + 1) / n_sub
+            # 1. prediction
+            for k in range(a, b):
+                s_prev[k] = s[k]
+                for c in range(3):
+                    x_prev[k, c] = x[k, c]
+                    scratch.lam_stretch[k, c] = 0.0
+                scratch.lam_volume[k] = 0.0
+                scratch.lam_smooth[k] = 0.0
+                if ws[k] > 0.0:
+                    sv[k] *= damp
+                    s[k] += sv[k] * dt
+                if inv_mass[k] > 0.0:
+                    for c in range(3):
+                        v[k, c] = damp * v[k, c] + params.gravity[c] * dt
+                        x[k, c] += v[k, c] * dt
+            for c in range(3):
+                x[a, c] = frame.end_prev[m, 0, c] + f1 * (frame.end_cur[m, 0, c] - frame.end_prev[m, 0, c])
+                x[b - 1, c] = frame.end_prev[m, 1, c] + f1 * (frame.end_cur[m, 1, c] - frame.end_prev[m, 1, c])
+            for fi in range(f0, f0 + n + 1):
+                for c in range(4):
+                    q_prev[fi, c] = q[fi, c]
+                for c in range(3):
+                    scratch.lam_bend[fi, c] = 0.0
+                if wq[fi] > 0.0:
+                    for c in range(4):
+                        qd[fi, c] *= damp
+                        q[fi, c] += qd[fi, c] * dt
+                    _normalize_q(q, fi)
+            for e in range(2):
+                nx = frame.normal_prev[m, e, 0] + f1 * (frame.normal_cur[m, e, 0] - frame.normal_prev[m, e, 0])
+                ny = frame.normal_prev[m, e, 1] + f1 * (frame.normal_cur[m, e, 1] - frame.normal_prev[m, e, 1])
+                nz = frame.normal_prev[m, e, 2] + f1 * (frame.normal_cur[m, e, 2] - frame.normal_prev[m, e, 2])
+                if e == 0:
+                    anchor_frame(x, a, a + 1, nx, ny, nz, q, f0)
+                else:
+                    anchor_frame(x, b - 2, b - 1, nx, ny, nz, q, f0 + n)
+            # 2. constraint sweeps
+            for it in range(params.iterations):
+                for j in range(b - 1 - a):
+                    k = a + j if it % 2 == 0 else b - 2 - j  # symmetric Gauss-Seidel: no bias towards one end
+                    l0 = rest_length[k]
+                    length = l0 * shorten if belly[k] else l0
+                    alpha = 0.0 if ea <= 0.0 else inv_dt2 / (ea * l0)
+                    if ea > 0.0:
+                        _stretch_shear(k, k + 1, f0 + 1 + (k - a), length, alpha, x, q, scratch.lam_stretch, k,
+                                       inv_mass, wq)
+                for i in range(n):
+                    fa = f0 + i
+                    if i == 0:
+                        l_mid = 0.5 * rest_length[a]
+                    elif i == n - 1:
+                        l_mid = 0.5 * rest_length[b - 2]
+                    else:
+                        l_mid = 0.5 * (rest_length[a + i - 1] + rest_length[a + i])
+                    if ei > 0.0:
+                        _bend_twist(fa, fa + 1, l_mid / (4.0 * ei) * inv_dt2, q, model.darboux_rest,
+                                    scratch.lam_bend, wq)
+                if params.smoothing > 0.0 and ei > 0.0:
+                    for k in range(a, b - 1):
+                        _smooth(k, k + 1, rest_length[k] / (params.smoothing * ei) * inv_dt2, s,
+                                scratch.lam_smooth, ws)
+                for j in range(b - 1 - a):
+                    k = a + j if it % 2 == 0 else b - 2 - j
+                    _volume(k, k + 1, rest_length[k], params.volume_compliance * inv_dt2, x, s,
+                            scratch.lam_volume, ws)
+            _collide(m, x, x_prev, s, model, frame, f1, params.friction)
+            # 3. velocities
+            inv_dt = 1.0 / dt
+            for k in range(a, b):
+                sv[k] = (s[k] - s_prev[k]) * inv_dt
+                if inv_mass[k] > 0.0:
+                    for c in range(3):
+                        v[k, c] = (x[k, c] - x_prev[k, c]) * inv_dt
+            for fi in range(f0, f0 + n + 1):
+                if wq[fi] > 0.0:
+                    # the rate of the closer sign (q and -q are one rotation)
+                    dot = 0.0
+                    for c in range(4):
+                        dot += q[fi, c] * q_prev[fi, c]
+                    sign = 1.0 if dot >= 0.0 else -1.0
+                    for c in range(4):
+                        qd[fi, c] = (q[fi, c] - sign * q_prev[fi, c]) * inv_dt
+            if sub == n_sub - 1:
+                bad = 0
+                for k in range(a, b):
+                    if not math.isfinite(s[k]):
+                        bad += 1
+                    for c in range(3):
+                        if not math.isfinite(x[k, c]):
+                            bad += 1
+                scratch.bad_count[m] = bad
