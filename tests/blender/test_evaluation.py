@@ -218,18 +218,23 @@ tests/core/test_tracking.py); on this arm 0.82 of a 7 mm thinning and 0.89 of a 
 skin saw a muscle through the rest skin at most 0.45 on it)."""
 
 
-def test_the_skin_follows_the_biceps_width_scale(bpy):
-    """The bound arm at its rest frame with a biceps made wide enough to show through the rest skin (as the core
-    arm's does), its *Width Scale* at 1, 0.7 and 1.2: at the vertex where the biceps lies nearest the skin, the skin
-    moves along its normal by at least ``FOLLOW_SHARE`` of the muscle's own change there (its field before minus
-    after at the rest vertex, the simulated axes as they settled)."""
+@pytest.mark.parametrize("widen", [
+    1.3, pytest.param(1.0, marks=pytest.mark.xfail(strict=True, reason=(
+        "issue 20 item 3, not met: a muscle under the skin is hardly followed (docs/design-notes.md, Tried: the "
+        "skin following the muscle's change)")))])
+def test_the_skin_follows_the_biceps_width_scale(bpy, widen):
+    """The bound arm at its rest frame, its biceps' *Width Scale* at 1, 0.7 and 1.2: at the vertex where the biceps
+    lies nearest the skin, the skin moves along its normal by at least ``FOLLOW_SHARE`` of the muscle's own change
+    there (its field before minus after at the rest vertex, the simulated axes as they settled). ``widen`` 1.3: a
+    biceps wide enough to show through the rest skin (as the core arm's does); 1: the arm's own, 3 mm under it at
+    its top (main follows 3 % of its thinning and at most 63 % of its swelling)."""
     import copy
     import importlib
 
     import blender_session
     rig, mesh = animated_arm(bpy)
     rest = np.array([v.co[:] for v in mesh.data.vertices])
-    rig.implicit_muscles.muscles[0].width *= 1.3
+    rig.implicit_muscles.muscles[0].width *= widen
     bind(bpy, mesh)
     runtime, batch_module, parts = (importlib.import_module(f"{blender_session.ADDON}.{name}") for name in (
         "blender.runtime", "core.muscle.batch", "core.skin.parts"))
@@ -246,7 +251,7 @@ def test_the_skin_follows_the_biceps_width_scale(bpy):
     np.testing.assert_allclose(skin[1.0], rest, atol=5e-4)
     normals = parts.vertex_normals(rest, np.array([p.vertices[:] for p in mesh.data.polygons]))
     top = int(np.argmin(field[1.0]))  # where the biceps lies nearest the skin
-    assert field[1.0][top] < 0.0  # it shows through the rest skin
+    assert (field[1.0][top] < 0.0) == (widen > 1.0)  # it shows through the rest skin, or lies under it
     for scale in (0.7, 1.2):
         muscle = field[1.0][top] - field[scale][top]  # [m] outward move of the biceps' surface there
         moved = (skin[scale][top] - skin[1.0][top]) @ normals[top]
