@@ -19,9 +19,9 @@ Shots:
   13,380 vertices, 21 bones) playing 240 frames of the retargeted CMU jump (30 fps). Muscles are added by the
   operator with presets on the left side: biceps, triceps, deltoid, forearm flexors and extensors, gluteus,
   quadriceps, hamstrings, gastrocnemius; handles moved, made tense and mirrored as for BCN_Epileptic below
-  (18 muscles); activation keyed from the joint angles the same way. The README's first picture. A character
-  spec may list fats (``CharacterSpec.fats``), added by the operator with their presets; the curves then plot the
-  skin over each (none of the shots has them yet: design notes, "Fat primitive").
+  (18 muscles); activation keyed from the joint angles the same way. Fats are added by the operator with their
+  presets (belly on the spine, buttocks on the pelvis); the curves plot the skin over each against the Implicit
+  Skinning copy. The README's first picture.
 * **character**: BCN_Epileptic (Assimp's test model, ``tools/fetch_character.py``; 3014 vertices, three meshes,
   54 bones) playing its own 80-frame animation. Muscles are added by the operator with presets on the left side:
   biceps, triceps, forearm flexors, quadriceps, hamstrings, gastrocnemius; their handles are moved to the front or
@@ -151,7 +151,8 @@ HUMAN = CharacterSpec(
         ("gastrocnemius", "shin.L", "foot.L", (0.0, 1.0, 0.0), "knee", 0.7, 0.25, 0.15),
     ),
     joints={"elbow": ("upper_arm", "forearm"), "knee": ("thigh", "shin")},
-    bone="{stem}.{s}", probe_mesh="Body.muscles", gap=1.1, stiffness=0.9, depth=0.7, particles=10)
+    bone="{stem}.{s}", probe_mesh="Body.muscles", gap=1.1, stiffness=0.9, depth=0.7, particles=10,
+    fats=(("spine", "belly"), ("pelvis", "buttocks")))
 
 
 @dataclass

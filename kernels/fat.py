@@ -12,7 +12,10 @@ a substep's start, the capsules push at its end). Spring ``i`` pulls with
 ``sum d_i d_i^T = 4/3 I``, so small motion oscillates at ``omega`` in every direction); the damping
 ``-2 zeta omega m (v - v_anchors)`` acts on the velocity relative to the anchors'. After each substep the centre is
 pushed out of each bone capsule to ``min(r_b + h(n), gap_b)``, ``h(n)`` the ellipsoid's extent towards the capsule and
-``gap_b`` the centre's distance to it at rest, and its velocity towards the capsule is removed.
+``gap_b`` the centre's distance to it at rest, and its velocity towards the capsule is removed. Before that, the
+centre is kept within its travel ``l`` [m] of where its bone carries it (the anchors' mean, which is the rest centre
+moved by the bone): beyond it, it is put back on that sphere and its velocity away from it, relative to the anchors',
+is removed (the tissue at full stretch stops with its bone).
 """
 from __future__ import annotations
 
@@ -114,13 +117,13 @@ def fat_substeps(omega, dt):
 
 @njit(**JIT_FAST)
 def fat_step(x_in, v_in, anchors0, anchors1, rest_length, omega, zeta, axes, frame, caps0, caps1, cap_radius,
-             rest_gap, dt, x_out, v_out):
+             rest_gap, travel, dt, x_out, v_out):
     """One frame of every fat's particle (module docstring). Per fat ``F``, anchor (4), capsule ``C``:
     ``x_in, v_in (F, 3)`` [m, m/s] the state before; ``anchors0, anchors1 (F, 4, 3)`` [m] the anchors at the last
     frame and this one; ``rest_length (F, 4)`` [m]; ``omega (F,)`` [rad/s]; ``zeta (F,)``; ``axes (F, 3)`` [m] and
     ``frame (F, 3, 3)`` this frame's ellipsoid; ``caps0, caps1 (C, 2, 3)`` [m] the capsules' ends at the last frame and
-    this one; ``cap_radius (C,)`` [m]; ``rest_gap (F, C)`` [m] (``inf``: no collision); ``dt`` [s]. Writes ``x_out,
-    v_out (F, 3)``."""
+    this one; ``cap_radius (C,)`` [m]; ``rest_gap (F, C)`` [m] (``inf``: no collision); ``travel (F,)`` [m] how far
+    each centre may leave where its bone carries it; ``dt`` [s]. Writes ``x_out, v_out (F, 3)``."""
     F = x_in.shape[0]
     C = caps0.shape[0]
     for k in range(F):
@@ -169,6 +172,30 @@ def fat_step(x_in, v_in, anchors0, anchors1, rest_length, omega, zeta, axes, fra
             x0 += h * v0
             x1 += h * v1
             x2 += h * v2
+            # the travel: within travel[k] of the anchors' mean at the substep's end
+            c0 = 0.0
+            c1 = 0.0
+            c2 = 0.0
+            for i in range(4):
+                c0 += 0.25 * ((1.0 - t) * anchors0[k, i, 0] + t * anchors1[k, i, 0])
+                c1 += 0.25 * ((1.0 - t) * anchors0[k, i, 1] + t * anchors1[k, i, 1])
+                c2 += 0.25 * ((1.0 - t) * anchors0[k, i, 2] + t * anchors1[k, i, 2])
+            r0 = x0 - c0
+            r1 = x1 - c1
+            r2 = x2 - c2
+            away = math.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
+            if away > travel[k]:
+                r0 /= away
+                r1 /= away
+                r2 /= away
+                x0 = c0 + travel[k] * r0
+                x1 = c1 + travel[k] * r1
+                x2 = c2 + travel[k] * r2
+                vr = (v0 - u0) * r0 + (v1 - u1) * r1 + (v2 - u2) * r2
+                if vr > 0.0:
+                    v0 -= vr * r0
+                    v1 -= vr * r1
+                    v2 -= vr * r2
             for b in range(C):
                 gap = rest_gap[k, b]
                 if not gap < np.inf:

@@ -47,6 +47,19 @@ def test_every_output_exists(demo):
         assert stems == sorted(f"{mesh}_{kind}" for mesh in names for kind in ("implicit", "muscles")), shot
 
 
+FAT_SKIN_MM = 0.5
+"""The skin over each of the human's fats moves away from the Implicit Skinning copy by more than this [mm] at some
+frame (median over the vertices over the fat): the fat's jiggle reaches the skin."""
+
+
+def test_the_humans_fats_move_the_skin(demo):
+    _, report, _ = demo
+    moved = report["shots"]["human"]["fat_skin_vs_implicit_max_mm"]
+    assert sorted(moved) == ["belly", "buttocks"]
+    for name, mm in moved.items():
+        assert mm > FAT_SKIN_MM, (name, mm)
+
+
 @pytest.mark.parametrize("shot", SHOTS)
 def test_shots_are_finite_keep_volume_and_the_muscles_show(demo, shot):
     """No NaN, no fallback; every muscle within 3 % of its rest volume on every frame; the skin over the biceps

@@ -11,6 +11,10 @@ by four springs to kinematic anchors on its bone; model, state, control and solv
 * :class:`FatSolver`: ``step(state_in, state_out, control, dt)`` runs ``kernels/fat.fat_step`` and never writes
   ``state_in``; :func:`step_reference` is its numpy reference.
 
+A fat's centre never leaves where its bone carries it by more than its travel, ``TRAVEL`` times its smallest
+semi-axis: soft springs on a fast body (a jump's take-off and landing) would otherwise leave it tens of centimetres
+behind, through the skin and into other limbs (design notes, "The fat's travel").
+
 Stiffness has one meaning, a natural frequency: ``stiffness_frequency(s) = 0.5 * 16**s`` Hz (0.5 Hz at 0, 2 Hz at
 0.5, 8 Hz at 1), whatever the fat's size and mass; damping is the damping ratio (0 undamped, 1 critical).
 """
@@ -25,6 +29,8 @@ FREQUENCY_LOW = 0.5
 """[Hz] the natural frequency at stiffness 0."""
 FREQUENCY_HIGH = 8.0
 """[Hz] the natural frequency at stiffness 1."""
+TRAVEL = 0.5
+"""How far a fat's centre may leave where its bone carries it, in its smallest semi-axes."""
 _TETRAHEDRON = np.array([[1.0, 1.0, 1.0], [1.0, -1.0, -1.0], [-1.0, 1.0, -1.0], [-1.0, -1.0, 1.0]]) / np.sqrt(3.0)
 """The anchors' unit directions from the centre in the fat's frame: ``sum d d^T = 4/3 I``."""
 
@@ -45,6 +51,7 @@ class FatModel:
     anchors: (F, 4, 3) float64 [m] rest anchors; rest_length: (F, 4) float64 [m]
     capsules: (C, 2, 3) float64 [m] rest bone capsules, capsule ``b`` on bone ``b``; capsule_radius: (C,) float64 [m]
     rest_gap: (F, C) float64 [m] each rest centre's distance to each capsule's segment (``inf``: no collision)
+    travel: (F,) float64 [m] how far each centre may leave where its bone carries it (``TRAVEL`` smallest semi-axes)
     names: list of str
     """
 
@@ -58,6 +65,7 @@ class FatModel:
     capsules: np.ndarray
     capsule_radius: np.ndarray
     rest_gap: np.ndarray
+    travel: np.ndarray
     names: list
 
     @property
@@ -169,7 +177,7 @@ def build_fat_model(fats, bones, capsules=None, capsule_radius=None, collide_bon
     gap = np.where(collide[:, None] & (radius[None, :] > 0.0), gap, np.inf)
     return FatModel(bone=bone, center=center, frame=frame, axes=axes, mass=np.array([f.mass for f in fats]),
                     anchors=anchors, rest_length=rest_length, capsules=caps, capsule_radius=radius, rest_gap=gap,
-                    names=[f.name for f in fats])
+                    travel=TRAVEL * axes.min(axis=1), names=[f.name for f in fats])
 
 
 def segment_distance(points, capsules):
@@ -198,7 +206,7 @@ class FatSolver:
         omega = 2.0 * np.pi * stiffness_frequency(control.stiffness)
         fat_step(state_in.x, state_in.v, state_in.anchors, control.anchors, m.rest_length, omega,
                  np.ascontiguousarray(control.damping), m.axes, control.frame, state_in.capsules, control.capsules,
-                 m.capsule_radius, m.rest_gap, float(dt), state_out.x, state_out.v)
+                 m.capsule_radius, m.rest_gap, m.travel, float(dt), state_out.x, state_out.v)
         np.copyto(state_out.anchors, control.anchors)
         np.copyto(state_out.capsules, control.capsules)
         np.copyto(state_out.frame, control.frame)
@@ -226,6 +234,12 @@ def step_reference(model: FatModel, state: FatState, control: FatControl, dt: fl
             acc = force.sum(axis=0) - 2.0 * control.damping[k] * omega[k] * (v[k] - u[k])
             v[k] = v[k] + h * acc
             x[k] = x[k] + h * v[k]
+            carried = ((1 - t) * state.anchors[k] + t * control.anchors[k]).mean(axis=0)
+            away = np.linalg.norm(x[k] - carried)
+            if away > model.travel[k]:
+                r = (x[k] - carried) / away
+                x[k] = carried + model.travel[k] * r
+                v[k] = v[k] - max(np.dot(v[k] - u[k], r), 0.0) * r
             caps = (1 - t) * state.capsules + t * control.capsules
             for b in np.flatnonzero(np.isfinite(model.rest_gap[k])):
                 a, e = caps[b]

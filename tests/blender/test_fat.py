@@ -77,8 +77,9 @@ def test_a_bound_fat_keeps_the_rest_mesh_jiggles_the_skin_and_bakes_as_played(bp
     for f in range(1, 21):
         scene.frame_set(f)
         live[f] = evaluated(bpy, mesh)
-    # held from frame 6: the jiggling fat keeps moving the skin over it, and only there
-    steps = np.linalg.norm(live[12] - live[11], axis=1)
+    # held from frame 6: the jiggling fat keeps moving the skin over it, and only there (each vertex's largest step
+    # between two held frames: a single pair may fall on the fat's turning point, where it barely moves)
+    steps = np.max([np.linalg.norm(live[f + 1] - live[f], axis=1) for f in range(8, 20)], axis=0)
     assert steps.max() > MOVES_SKIN
     moved = rest[steps > 0.2 * steps.max()]
     fat = rig.implicit_muscles.fats[0]
@@ -145,7 +146,7 @@ def test_the_viewport_draws_the_fat_where_it_is(bpy):
     np.testing.assert_allclose(drawn_centre(), pose[:], atol=1e-5)
     bind(bpy, mesh)
     scene.frame_set(1)
-    scene.frame_set(9)  # a quarter of its period (2 Hz) after the jerk: far from its bone's place
+    scene.frame_set(7)  # just after the jerk: at its travel (7 mm) from its bone's place
     pose = rig.pose.bones["shoulder"].matrix @ Vector(fat.center)
     simulated = _module("blender.runtime").bound(mesh).character.fat_batch.center[0]
     assert np.linalg.norm(simulated - np.array(pose[:])) > 5e-3
