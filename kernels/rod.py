@@ -12,18 +12,25 @@ muscle:
 1. predict (VIPER eqs. 21-23 without external torques): ``v <- mu v + g dt``, ``x <- x + v dt``; ``s <- s + mu sv
    dt``; ``q <- normalize(q + mu qd dt)``; kinematic ends to their targets at ``f1`` of the frame; anchors from the
    end segments and the interpolated endpoint normals; every XPBD ``lambda <- 0``.
-2. ``iterations`` Gauss-Seidel sweeps of the XPBD constraints (VIPER eq. 28 with ``beta = 1``,
-   ``dlambda = (-C - alpha~ lambda) / (grad C M^-1 grad C^T + alpha~)``, ``alpha~ = alpha / dt^2``):
+2. ``iterations`` sweeps. Each first takes one linearized global XPBD step (VIPER eq. 28 with ``beta = 1`` in its
+   global form) of the rod's stretch/shear and bend/twist rows together: ``(J W J^T + alpha~) dlambda = -C -
+   alpha~ lambda``, ``alpha~ = alpha / dt^2``, ``W`` the inverse masses and inertias; the rows grouped per block
+   ``k`` (bend ``k``, stretch of segment ``k``) couple only neighbouring blocks, so the system is block-tridiagonal
+   (6x6 blocks) and is solved exactly by a block Cholesky (Thomas) pass; then ``x += W J^T dlambda`` and each
+   frame turns by ``W J^T dlambda`` (world-frame turn ``dtheta``: ``q <- normalize(q + 1/2 (0, dtheta) q)``):
    - stretch/shear per segment (eq. 11): ``C = (x_b - x_a) / l - d3(q)`` (3 components), ``l`` the rest length
-     times ``1 - contraction * activation`` on belly segments; ``alpha = 1 / (EA l0)``;
+     times ``1 - contraction * activation`` on belly segments; ``alpha = 1 / (EA l0)``; ``dC/dtheta = [d3]x``;
    - bend/twist per pair of consecutive frames (eqs. 14, 40): ``C = Im(conj(q_a) q_b -+ Omega0)`` (the sign giving
-     the shorter difference), ``alpha = l_mid / (4 EI)``;
+     the shorter difference), ``alpha = l_mid / (4 EI)``; ``dC/dtheta_b = -dC/dtheta_a = 1/2 (w I - [v]x) R_a^T``
+     with ``(w, v) = conj(q_a) q_b``; a pair with an anchor keeps only its twist row (the rod is pinned at its
+     ends, free to swing);
+   then, Gauss-Seidel on the scales:
    - scale smoothing per segment (eq. 13): ``C = s_b - s_a``, ``alpha = l0 / (smoothing EI)``;
    - volume per segment (eq. 18 in the form of the authors' code): ``C = s_a s_b |x_b - x_a| / l0 - 1``,
      ``alpha = volume_compliance``, moving the scales only (the lengths are the stretch constraints' business;
      design notes: with the position part, Gauss-Seidel leaves a contracted segment at a quarter of its
-     contraction); last, so the hard constraint holds at the end of the sweep;
-   stretch/shear and volume sweep forward on even sweeps, backward on odd ones (no bias towards one end);
+     contraction); last, so the hard constraint holds at the end of the sweep; forward on even sweeps,
+     backward on odd ones (no bias towards one end);
    then, after the last sweep, collisions of each inner vertex (a sphere of radius ``r0 s``) with the bone capsules:
    ``C = |x - c| - R - r0 s >= 0`` moving the position and the scale by their inverse masses (VIPER's touch
    constraint), followed by tangential friction on the position (kernels/pbd.py ``_push``).
@@ -59,7 +66,7 @@ class RodParams(NamedTuple):
     n_sub: int                 # substeps of the frame
     dt: float                  # [s] substep length
     damp: float                # velocity factor per substep (mu^(dt / dt_ref))
-    iterations: int            # Gauss-Seidel sweeps per substep
+    iterations: int            # sweeps per substep (direct solve, then the scales)
     gravity: np.ndarray        # (3,) float64 [m/s^2]
     friction: float            # eta, tangential displacement removed at a contact
     contraction: float         # belly segments shorten by this fraction at activation 1
@@ -525,7 +532,7 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
 
     ``params``: :class:`RodParams`; ``model``: :class:`RodModelArrays`; ``frame``: :class:`RodFrame`;
     ``scratch``: :class:`RodScratch` (``bad_count (M,)``: non-finite values after the frame's last substep).
-    Muscles do not interact, so they are solved one after the other; one muscle is a Gauss-Seidel chain.
+    Muscles do not interact, so they are solved one after the other; one muscle is one banded system.
     """
     n_sub = params.n_sub
     dt = params.dt
