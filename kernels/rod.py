@@ -12,18 +12,25 @@ muscle:
 1. predict (VIPER eqs. 21-23 without external torques): ``v <- mu v + g dt``, ``x <- x + v dt``; ``s <- s + mu sv
    dt``; ``q <- normalize(q + mu qd dt)``; kinematic ends to their targets at ``f1`` of the frame; anchors from the
    end segments and the interpolated endpoint normals; every XPBD ``lambda <- 0``.
-2. ``iterations`` Gauss-Seidel sweeps of the XPBD constraints (VIPER eq. 28 with ``beta = 1``,
-   ``dlambda = (-C - alpha~ lambda) / (grad C M^-1 grad C^T + alpha~)``, ``alpha~ = alpha / dt^2``):
+2. ``iterations`` sweeps. Each first takes one linearized global XPBD step (VIPER eq. 28 with ``beta = 1`` in its
+   global form) of the rod's stretch/shear and bend/twist rows together: ``(J W J^T + alpha~) dlambda = -C -
+   alpha~ lambda``, ``alpha~ = alpha / dt^2``, ``W`` the inverse masses and inertias; the rows grouped per block
+   ``k`` (bend ``k``, stretch of segment ``k``) couple only neighbouring blocks, so the system is block-tridiagonal
+   (6x6 blocks) and is solved exactly by a block Cholesky (Thomas) pass; then ``x += W J^T dlambda`` and each
+   frame turns by ``W J^T dlambda`` (world-frame turn ``dtheta``: ``q <- normalize(q + 1/2 (0, dtheta) q)``):
    - stretch/shear per segment (eq. 11): ``C = (x_b - x_a) / l - d3(q)`` (3 components), ``l`` the rest length
-     times ``1 - contraction * activation`` on belly segments; ``alpha = 1 / (EA l0)``;
+     times ``1 - contraction * activation`` on belly segments; ``alpha = 1 / (EA l0)``; ``dC/dtheta = [d3]x``;
    - bend/twist per pair of consecutive frames (eqs. 14, 40): ``C = Im(conj(q_a) q_b -+ Omega0)`` (the sign giving
-     the shorter difference), ``alpha = l_mid / (4 EI)``;
+     the shorter difference), ``alpha = l_mid / (4 EI)``; ``dC/dtheta_b = -dC/dtheta_a = 1/2 (w I - [v]x) R_a^T``
+     with ``(w, v) = conj(q_a) q_b``; a pair with an anchor keeps only its twist row (the rod is pinned at its
+     ends, free to swing);
+   then, Gauss-Seidel on the scales:
    - scale smoothing per segment (eq. 13): ``C = s_b - s_a``, ``alpha = l0 / (smoothing EI)``;
    - volume per segment (eq. 18 in the form of the authors' code): ``C = s_a s_b |x_b - x_a| / l0 - 1``,
      ``alpha = volume_compliance``, moving the scales only (the lengths are the stretch constraints' business;
      design notes: with the position part, Gauss-Seidel leaves a contracted segment at a quarter of its
-     contraction); last, so the hard constraint holds at the end of the sweep;
-   stretch/shear and volume sweep forward on even sweeps, backward on odd ones (no bias towards one end);
+     contraction); last, so the hard constraint holds at the end of the sweep; forward on even sweeps,
+     backward on odd ones (no bias towards one end);
    then, after the last sweep, collisions of each inner vertex (a sphere of radius ``r0 s``) with the bone capsules:
    ``C = |x - c| - R - r0 s >= 0`` moving the position and the scale by their inverse masses (VIPER's touch
    constraint), followed by tangential friction on the position (kernels/pbd.py ``_push``).
@@ -59,7 +66,7 @@ class RodParams(NamedTuple):
     n_sub: int                 # substeps of the frame
     dt: float                  # [s] substep length
     damp: float                # velocity factor per substep (mu^(dt / dt_ref))
-    iterations: int            # Gauss-Seidel sweeps per substep
+    iterations: int            # sweeps per substep (direct solve, then the scales)
     gravity: np.ndarray        # (3,) float64 [m/s^2]
     friction: float            # eta, tangential displacement removed at a contact
     contraction: float         # belly segments shorten by this fraction at activation 1
@@ -191,97 +198,6 @@ def anchor_frame(x, i0, i1, nx, ny, nz, q, fi):
 
 
 @njit(**JIT_FAST)
-def _stretch_shear(ia, ib, fi, length, alpha, x, q, lam, li, inv_mass, wq):
-    """Stretch/shear ``C = (x_b - x_a) / l - d3(q)``: Kugelstadt and Schömer 2016 in XPBD form (module doc)."""
-    wa = inv_mass[ia]
-    wb = inv_mass[ib]
-    w = wq[fi]
-    qw, qx, qy, qz = q[fi, 0], q[fi, 1], q[fi, 2], q[fi, 3]
-    d3x = 2.0 * (qx * qz + qw * qy)
-    d3y = 2.0 * (qy * qz - qw * qx)
-    d3z = qw * qw - qx * qx - qy * qy + qz * qz
-    inv_l = 1.0 / length
-    cx = (x[ib, 0] - x[ia, 0]) * inv_l - d3x
-    cy = (x[ib, 1] - x[ia, 1]) * inv_l - d3y
-    cz = (x[ib, 2] - x[ia, 2]) * inv_l - d3z
-    l2 = length * length
-    denom = wa + wb + 4.0 * l2 * w + alpha * l2
-    if denom <= 0.0:
-        return
-    # along d3 the frame cannot help (rotating keeps |d3| = 1): that part's generalized inverse mass has no
-    # 4 l^2 w_q term; across d3 (shear) it has
-    g_par = l2 / (wa + wb + alpha * l2) if wa + wb > 0.0 else 0.0
-    g_perp = l2 / denom
-    rx = -cx - alpha * lam[li, 0]
-    ry = -cy - alpha * lam[li, 1]
-    rz = -cz - alpha * lam[li, 2]
-    rp = rx * d3x + ry * d3y + rz * d3z
-    dlx = rp * d3x * g_par + (rx - rp * d3x) * g_perp
-    dly = rp * d3y * g_par + (ry - rp * d3y) * g_perp
-    dlz = rp * d3z * g_par + (rz - rp * d3z) * g_perp
-    lam[li, 0] += dlx
-    lam[li, 1] += dly
-    lam[li, 2] += dlz
-    # positions: x_a -= w_a dl / l, x_b += w_b dl / l
-    x[ia, 0] -= wa * dlx * inv_l
-    x[ia, 1] -= wa * dly * inv_l
-    x[ia, 2] -= wa * dlz * inv_l
-    x[ib, 0] += wb * dlx * inv_l
-    x[ib, 1] += wb * dly * inv_l
-    x[ib, 2] += wb * dlz * inv_l
-    if w > 0.0:
-        # q += (0, -2 w dl) q conj(e3), with q conj(e3) = (qz, -qy, qx, -qw)
-        ew, ex, ey, ez = qz, -qy, qx, -qw
-        vw, vx, vy, vz = _qmul(0.0, -2.0 * w * dlx, -2.0 * w * dly, -2.0 * w * dlz, ew, ex, ey, ez)
-        q[fi, 0] += vw
-        q[fi, 1] += vx
-        q[fi, 2] += vy
-        q[fi, 3] += vz
-        _normalize_q(q, fi)
-
-
-@njit(**JIT_FAST)
-def _bend_twist(fa, fb, alpha, q, rest, lam, wq):
-    """Bend/twist on the Darboux quaternion ``conj(q_a) q_b`` against its rest value (module doc)."""
-    wa = wq[fa]
-    wb = wq[fb]
-    denom = wa + wb + alpha
-    if wa + wb <= 0.0:
-        return
-    ow, ox, oy, oz = _qmul(q[fa, 0], -q[fa, 1], -q[fa, 2], -q[fa, 3], q[fb, 0], q[fb, 1], q[fb, 2], q[fb, 3])
-    rw, rx, ry, rz = rest[fa, 0], rest[fa, 1], rest[fa, 2], rest[fa, 3]
-    minus = (ow - rw) ** 2 + (ox - rx) ** 2 + (oy - ry) ** 2 + (oz - rz) ** 2
-    plus = (ow + rw) ** 2 + (ox + rx) ** 2 + (oy + ry) ** 2 + (oz + rz) ** 2
-    if minus <= plus:
-        cx, cy, cz = ox - rx, oy - ry, oz - rz
-    else:
-        cx, cy, cz = ox + rx, oy + ry, oz + rz
-    dx = (-cx - alpha * lam[fa, 0]) / denom
-    dy = (-cy - alpha * lam[fa, 1]) / denom
-    dz = (-cz - alpha * lam[fa, 2]) / denom
-    lam[fa, 0] += dx
-    lam[fa, 1] += dy
-    lam[fa, 2] += dz
-    qaw, qax, qay, qaz = q[fa, 0], q[fa, 1], q[fa, 2], q[fa, 3]
-    if wa > 0.0:
-        # q_a -= w_a q_b (0, dl)
-        pw, px, py, pz = _qmul(q[fb, 0], q[fb, 1], q[fb, 2], q[fb, 3], 0.0, dx, dy, dz)
-        q[fa, 0] -= wa * pw
-        q[fa, 1] -= wa * px
-        q[fa, 2] -= wa * py
-        q[fa, 3] -= wa * pz
-        _normalize_q(q, fa)
-    if wb > 0.0:
-        # q_b += w_b q_a (0, dl)
-        pw, px, py, pz = _qmul(qaw, qax, qay, qaz, 0.0, dx, dy, dz)
-        q[fb, 0] += wb * pw
-        q[fb, 1] += wb * px
-        q[fb, 2] += wb * py
-        q[fb, 3] += wb * pz
-        _normalize_q(q, fb)
-
-
-@njit(**JIT_FAST)
 def _volume(ia, ib, l0, alpha, x, s, lam, ws):
     """Volume ``C = s_a s_b |x_b - x_a| / l0 - 1`` on the scales (module doc)."""
     nx = x[ib, 0] - x[ia, 0]
@@ -363,12 +279,260 @@ def _collide(m, x, x_prev, s, model, frame, f1, friction):
 
 
 @njit(**JIT_FAST)
+def _chol6(A, k):
+    """In place: the lower Cholesky factor of the symmetric positive (semi-)definite 6x6 ``A[k]``, the diagonal
+    holding the inverse pivots; a pivot below ``1e-12`` of its diagonal (a direction no constraint can move) gets
+    the inverse 0, so that row's multiplier is 0."""
+    for j in range(6):
+        d = A[k, j, j]
+        for p in range(j):
+            d -= A[k, j, p] * A[k, j, p]
+        scale = abs(A[k, j, j])
+        if d > 1e-12 * scale and d > 0.0:
+            inv = 1.0 / math.sqrt(d)
+        else:
+            inv = 0.0
+        A[k, j, j] = inv
+        for i in range(j + 1, 6):
+            s = A[k, i, j]
+            for p in range(j):
+                s -= A[k, i, p] * A[k, j, p]
+            A[k, i, j] = s * inv
+        for i in range(j):
+            A[k, i, j] = 0.0  # upper part unused
+
+
+@njit(**JIT_FAST)
+def _chol6_solve(L, k, b):
+    """In place: ``b <- A^-1 b`` for ``A[k]`` factored by :func:`_chol6` (``b`` a 6-vector)."""
+    for i in range(6):
+        s = b[i]
+        for p in range(i):
+            s -= L[k, i, p] * b[p]
+        b[i] = s * L[k, i, i]
+    for i in range(5, -1, -1):
+        s = b[i]
+        for p in range(i + 1, 6):
+            s -= L[k, p, i] * b[p]
+        b[i] = s * L[k, i, i]
+
+
+@njit(**JIT_FAST)
+def _direct_solve(a, b, f0, shorten, ei, ea, inv_dt2, x, q, model, lam_s, lam_b, J, D, U, r, dx, dth, col):
+    """One linearized global XPBD step of the stretch/shear and bend/twist constraints of one rod (module doc):
+    ``(J W J^T + alpha~) dlambda = -C - alpha~ lambda``, block-tridiagonal along the rod, solved by a block
+    Cholesky (Thomas) pass; then ``x += W_x J^T dlambda``, frames turned by ``W_q J^T dlambda``."""
+    n = b - a
+    w = model.inv_mass
+    wq = model.frame_inv_inertia
+    L0 = model.rest_length
+    # 1. rows and Jacobians: block k = (bend k between frames k, k+1; stretch of segment k with frame k+1) over the
+    #    dofs (x_k, x_k+1, theta_k, theta_k+1); the last block has no segment (its stretch rows are inert)
+    for k in range(n):
+        for i in range(6):
+            r[k, i] = 0.0
+            for j in range(12):
+                J[k, i, j] = 0.0
+            for j in range(6):
+                D[k, i, j] = 0.0
+                U[k, i, j] = 0.0
+        fa = f0 + k
+        fb = fa + 1
+        if k == 0:
+            l_mid = 0.5 * L0[a]
+        elif k == n - 1:
+            l_mid = 0.5 * L0[b - 2]
+        else:
+            l_mid = 0.5 * (L0[a + k - 1] + L0[a + k])
+        if ei > 0.0 and wq[fa] + wq[fb] > 0.0:
+            alpha = l_mid / (4.0 * ei) * inv_dt2
+            aw, ax_, ay, az = q[fa, 0], q[fa, 1], q[fa, 2], q[fa, 3]
+            ow, ox, oy, oz = _qmul(aw, -ax_, -ay, -az, q[fb, 0], q[fb, 1], q[fb, 2], q[fb, 3])
+            rw, rx, ry, rz = model.darboux_rest[fa, 0], model.darboux_rest[fa, 1], model.darboux_rest[fa, 2], \
+                model.darboux_rest[fa, 3]
+            minus = (ow - rw) ** 2 + (ox - rx) ** 2 + (oy - ry) ** 2 + (oz - rz) ** 2
+            plus = (ow + rw) ** 2 + (ox + rx) ** 2 + (oy + ry) ** 2 + (oz + rz) ** 2
+            if minus <= plus:
+                cx, cy, cz = ox - rx, oy - ry, oz - rz
+            else:
+                cx, cy, cz = ox + rx, oy + ry, oz + rz
+            r[k, 0] = -cx - alpha * lam_b[fa, 0]
+            r[k, 1] = -cy - alpha * lam_b[fa, 1]
+            r[k, 2] = -cz - alpha * lam_b[fa, 2]
+            D[k, 0, 0] = alpha
+            D[k, 1, 1] = alpha
+            D[k, 2, 2] = alpha
+            # dIm(Omega)/dtheta_b = G = 1/2 (w I - [v]x) R_a^T (world-frame turns), dtheta_a: -G
+            R00 = 1.0 - 2.0 * (ay * ay + az * az)
+            R01 = 2.0 * (ax_ * ay - aw * az)
+            R02 = 2.0 * (ax_ * az + aw * ay)
+            R10 = 2.0 * (ax_ * ay + aw * az)
+            R11 = 1.0 - 2.0 * (ax_ * ax_ + az * az)
+            R12 = 2.0 * (ay * az - aw * ax_)
+            R20 = 2.0 * (ax_ * az - aw * ay)
+            R21 = 2.0 * (ay * az + aw * ax_)
+            R22 = 1.0 - 2.0 * (ax_ * ax_ + ay * ay)
+            # M = w I - [v]x with v = (ox, oy, oz)
+            M00, M01, M02 = ow, oz, -oy
+            M10, M11, M12 = -oz, ow, ox
+            M20, M21, M22 = oy, -ox, ow
+            # G = 1/2 M R^T: G[i, j] = 1/2 sum_p M[i, p] R[j, p]
+            for i in range(3):
+                if i == 0:
+                    m0, m1, m2 = M00, M01, M02
+                elif i == 1:
+                    m0, m1, m2 = M10, M11, M12
+                else:
+                    m0, m1, m2 = M20, M21, M22
+                g0 = 0.5 * (m0 * R00 + m1 * R01 + m2 * R02)
+                g1 = 0.5 * (m0 * R10 + m1 * R11 + m2 * R12)
+                g2 = 0.5 * (m0 * R20 + m1 * R21 + m2 * R22)
+                J[k, i, 6] = -g0
+                J[k, i, 7] = -g1
+                J[k, i, 8] = -g2
+                J[k, i, 9] = g0
+                J[k, i, 10] = g1
+                J[k, i, 11] = g2
+            if k == 0 or k == n - 1:
+                # an anchor couples twist only (the rod is pinned, free to swing): its bending rows are inert
+                for i in range(2):
+                    r[k, i] = 0.0
+                    D[k, i, i] = 1.0
+                    for j in range(12):
+                        J[k, i, j] = 0.0
+        else:
+            for i in range(3):
+                D[k, i, i] = 1.0  # inert rows: dlambda = 0
+        if k < n - 1 and ea > 0.0:
+            ia = a + k
+            l0 = L0[ia]
+            length = l0 * shorten if model.belly[ia] else l0
+            alpha = inv_dt2 / (ea * l0)
+            qw, qx, qy, qz = q[fb, 0], q[fb, 1], q[fb, 2], q[fb, 3]
+            d3x = 2.0 * (qx * qz + qw * qy)
+            d3y = 2.0 * (qy * qz - qw * qx)
+            d3z = qw * qw - qx * qx - qy * qy + qz * qz
+            inv_l = 1.0 / length
+            r[k, 3] = -((x[ia + 1, 0] - x[ia, 0]) * inv_l - d3x) - alpha * lam_s[ia, 0]
+            r[k, 4] = -((x[ia + 1, 1] - x[ia, 1]) * inv_l - d3y) - alpha * lam_s[ia, 1]
+            r[k, 5] = -((x[ia + 1, 2] - x[ia, 2]) * inv_l - d3z) - alpha * lam_s[ia, 2]
+            for i in range(3):
+                D[k, 3 + i, 3 + i] = alpha
+                J[k, 3 + i, i] = -inv_l
+                J[k, 3 + i, 3 + i] = inv_l
+            # dC/dtheta_b = [d3]x (a turn dtheta moves d3 by dtheta x d3)
+            J[k, 3, 10] = -d3z
+            J[k, 3, 11] = d3y
+            J[k, 4, 9] = d3z
+            J[k, 4, 11] = -d3x
+            J[k, 5, 9] = -d3y
+            J[k, 5, 10] = d3x
+        else:
+            for i in range(3, 6):
+                D[k, i, i] = 1.0
+    # 2. D_k = J_k W_k J_k^T + alpha~, U_k = J_k W J_k+1^T over the shared dofs (x_k+1, theta_k+1)
+    for k in range(n):
+        wx0 = w[a + k]
+        wx1 = w[a + k + 1] if k < n - 1 else 0.0
+        wq0 = wq[f0 + k]
+        wq1 = wq[f0 + k + 1]
+        for i in range(6):
+            for j in range(i, 6):
+                s = 0.0
+                for c in range(3):
+                    s += wx0 * J[k, i, c] * J[k, j, c] + wx1 * J[k, i, 3 + c] * J[k, j, 3 + c] \
+                        + wq0 * J[k, i, 6 + c] * J[k, j, 6 + c] + wq1 * J[k, i, 9 + c] * J[k, j, 9 + c]
+                D[k, i, j] += s
+                if j != i:
+                    D[k, j, i] = D[k, i, j]
+        if k < n - 1:
+            for i in range(6):
+                for j in range(6):
+                    s = 0.0
+                    for c in range(3):
+                        s += wx1 * J[k, i, 3 + c] * J[k + 1, j, c] + wq1 * J[k, i, 9 + c] * J[k + 1, j, 6 + c]
+                    U[k, i, j] = s
+    # 3. block Thomas: D'_k = D_k - U_k-1^T D'_k-1^-1 U_k-1, r'_k = r_k - U_k-1^T D'_k-1^-1 r'_k-1
+    for k in range(n):
+        if k > 0:
+            for j in range(6):  # columns of D'_k-1^-1 U_k-1, one at a time
+                for i in range(6):
+                    col[i] = U[k - 1, i, j]
+                _chol6_solve(D, k - 1, col)
+                for i in range(j, 6):
+                    s = 0.0
+                    for p in range(6):
+                        s += U[k - 1, p, i] * col[p]
+                    D[k, i, j] -= s
+                    D[k, j, i] = D[k, i, j]
+            for i in range(6):
+                col[i] = r[k - 1, i]
+            _chol6_solve(D, k - 1, col)
+            for i in range(6):
+                s = 0.0
+                for p in range(6):
+                    s += U[k - 1, p, i] * col[p]
+                r[k, i] -= s
+        _chol6(D, k)
+    for k in range(n - 1, -1, -1):
+        if k < n - 1:
+            for i in range(6):
+                s = 0.0
+                for p in range(6):
+                    s += U[k, i, p] * r[k + 1, p]
+                r[k, i] -= s
+        _chol6_solve(D, k, r[k])
+    # 4. lambda += dlambda, dofs moved by W J^T dlambda
+    for k in range(n + 1):
+        for c in range(3):
+            dx[k, c] = 0.0
+            dth[k, c] = 0.0
+    for k in range(n):
+        for c in range(3):
+            lam_b[f0 + k, c] += r[k, c]
+            if k < n - 1:
+                lam_s[a + k, c] += r[k, 3 + c]
+        for c in range(3):
+            s0 = 0.0
+            s1 = 0.0
+            t0 = 0.0
+            t1 = 0.0
+            for i in range(6):
+                z = r[k, i]
+                s0 += J[k, i, c] * z
+                s1 += J[k, i, 3 + c] * z
+                t0 += J[k, i, 6 + c] * z
+                t1 += J[k, i, 9 + c] * z
+            dx[k, c] += s0
+            dx[k + 1, c] += s1
+            dth[k, c] += t0
+            dth[k + 1, c] += t1
+    for k in range(n):
+        wk = w[a + k]
+        if wk > 0.0:
+            for c in range(3):
+                x[a + k, c] += wk * dx[k, c]
+    for k in range(n + 1):
+        fi = f0 + k
+        wk = wq[fi]
+        if wk > 0.0:
+            # q <- normalize(q + 1/2 (0, dtheta) q)
+            pw, px, py, pz = _qmul(0.0, 0.5 * wk * dth[k, 0], 0.5 * wk * dth[k, 1], 0.5 * wk * dth[k, 2],
+                                   q[fi, 0], q[fi, 1], q[fi, 2], q[fi, 3])
+            q[fi, 0] += pw
+            q[fi, 1] += px
+            q[fi, 2] += py
+            q[fi, 3] += pz
+            _normalize_q(q, fi)
+
+
+@njit(**JIT_FAST)
 def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
     """Run substeps ``k0 .. k1-1`` of ``params.n_sub`` (module docstring) on the rod state, in place.
 
     ``params``: :class:`RodParams`; ``model``: :class:`RodModelArrays`; ``frame``: :class:`RodFrame`;
     ``scratch``: :class:`RodScratch` (``bad_count (M,)``: non-finite values after the frame's last substep).
-    Muscles do not interact, so they are solved one after the other; one muscle is a Gauss-Seidel chain.
+    Muscles do not interact, so they are solved one after the other; one muscle is one banded system.
     """
     n_sub = params.n_sub
     dt = params.dt
@@ -383,6 +547,16 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
     x_prev = scratch.x_prev
     s_prev = scratch.s_prev
     q_prev = scratch.q_prev
+    n_max = 1
+    for m in range(axis_start.shape[0] - 1):
+        n_max = max(n_max, axis_start[m + 1] - axis_start[m])
+    J = np.zeros((n_max, 6, 12))
+    D = np.zeros((n_max, 6, 6))
+    U = np.zeros((n_max, 6, 6))
+    r = np.zeros((n_max, 6))
+    dx = np.zeros((n_max + 1, 3))
+    dth = np.zeros((n_max + 1, 3))
+    col = np.zeros(6)
     for m in range(axis_start.shape[0] - 1):
         a = axis_start[m]
         b = axis_start[m + 1]
@@ -431,25 +605,8 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
                     anchor_frame(x, b - 2, b - 1, nx, ny, nz, q, f0 + n)
             # 2. constraint sweeps
             for it in range(params.iterations):
-                for j in range(b - 1 - a):
-                    k = a + j if it % 2 == 0 else b - 2 - j  # symmetric Gauss-Seidel: no bias towards one end
-                    l0 = rest_length[k]
-                    length = l0 * shorten if belly[k] else l0
-                    alpha = 0.0 if ea <= 0.0 else inv_dt2 / (ea * l0)
-                    if ea > 0.0:
-                        _stretch_shear(k, k + 1, f0 + 1 + (k - a), length, alpha, x, q, scratch.lam_stretch, k,
-                                       inv_mass, wq)
-                for i in range(n):
-                    fa = f0 + i
-                    if i == 0:
-                        l_mid = 0.5 * rest_length[a]
-                    elif i == n - 1:
-                        l_mid = 0.5 * rest_length[b - 2]
-                    else:
-                        l_mid = 0.5 * (rest_length[a + i - 1] + rest_length[a + i])
-                    if ei > 0.0:
-                        _bend_twist(fa, fa + 1, l_mid / (4.0 * ei) * inv_dt2, q, model.darboux_rest,
-                                    scratch.lam_bend, wq)
+                _direct_solve(a, b, f0, shorten, ei, ea, inv_dt2, x, q, model, scratch.lam_stretch,
+                              scratch.lam_bend, J, D, U, r, dx, dth, col)
                 if params.smoothing > 0.0 and ei > 0.0:
                     for k in range(a, b - 1):
                         _smooth(k, k + 1, rest_length[k] / (params.smoothing * ei) * inv_dt2, s,

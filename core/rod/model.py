@@ -49,7 +49,8 @@ class RodModel:
     darboux_rest: (F, 4)              conj(q_i) q_{i+1} at rest; last row of a muscle unused
     belly: (P,) bool                  segment (k, k+1) contracts with the activation (not a tendon)
     rest_span: (M,) [m]               rest arc length L
-    line_density: (M,) [kg/m]         mass of the inner vertices per unit rest length (mu)
+    line_density: (M,) [kg/m]         mass per unit rest length (mu): the muscle's mass over L (the lumped
+                                      vertex masses are mu times their half segments)
     core_radius: (M,) [m]             w0 = sqrt(V / (pi L)), the radius of the equivalent cylinder
     volume: (M,) [m^3]
     rest_normals: (M, 2, 3)           endpoint normals at rest
@@ -181,8 +182,7 @@ def build_rod_model(muscles: Sequence, settings: RodSettings | None = None, caps
         rest_radius[a:b] = r0
         r = np.maximum(r0, max(settings.min_mass_fraction, 1e-6) * r0.max())
         h = 0.5 * (np.concatenate([seg, [0.0]]) + np.concatenate([[0.0], seg]))  # half segments around a vertex
-        # masses by length alone (not by cross-section as the axis's): Gauss-Seidel leaves a residual strain that
-        # follows the mass ratios, so uneven masses would stretch a uniformly pulled rod unevenly (design notes)
+        # masses by length alone (not by cross-section as the axis's): a uniform beam of density mu (design notes)
         mass[a:b] = muscle.volume * settings.density * h / h.sum()
         inv_mass[a + 1:b - 1] = 1.0 / mass[a + 1:b - 1]
         scale_inv_mass[a:b] = 2.0 / (mass[a:b] * r * r)
@@ -204,7 +204,7 @@ def build_rod_model(muscles: Sequence, settings: RodSettings | None = None, caps
         mid = 0.5 * (s[:-1] + s[1:])
         belly[a:b - 1] = (mid >= settings.tendon_fraction) & (mid <= 1.0 - settings.tendon_fraction)
         span[i] = cum[-1]
-        line_density[i] = mass[a + 1:b - 1].sum() / cum[-1]
+        line_density[i] = mass[a:b].sum() / cum[-1]  # the beam's density, the kinematic ends' share included
         core_radius[i] = np.sqrt(muscle.volume / (np.pi * cum[-1]))
 
     caps = np.zeros((0, 2, 3)) if capsules is None else np.asarray(capsules, dtype=np.float64).reshape(-1, 2, 3)

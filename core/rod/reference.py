@@ -33,6 +33,75 @@ def _anchor(x, i0, i1, n, old):
     return -q if q @ old < 0.0 else q
 
 
+def _skew(v):
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+def _rotation(q):
+    w, x, y, z = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def _direct(model, a, b, f0, shorten, ei, ea, inv_dt2, x, q, lam_st, lam_b):
+    """One linearized global XPBD step of stretch/shear and bend/twist of one rod, as a dense system:
+    ``(J W J^T + alpha~) dlambda = -C - alpha~ lambda`` over all its rows (the kernel solves the same system
+    block-tridiagonally). Dofs: the ``n`` positions, then the ``n + 1`` frames' world-frame turns."""
+    n = b - a
+    w, wq, L0 = model.inv_mass, model.frame_inv_inertia, model.rest_length
+    rows = 3 * n + 3 * (n - 1)
+    J = np.zeros((rows, 3 * n + 3 * (n + 1)))
+    rhs = np.zeros(rows)
+    alpha = np.ones(rows)  # inert rows: J = 0, alpha = 1, rhs = 0
+    th = 3 * n  # first turn column
+    for i in range(n):  # bend/twist between frames i, i+1: rows 3i .. 3i+2
+        fa = f0 + i
+        if ei <= 0.0 or wq[fa] + wq[fa + 1] <= 0.0:
+            continue
+        l_mid = 0.5 * L0[a] if i == 0 else 0.5 * L0[b - 2] if i == n - 1 else 0.5 * (L0[a + i - 1] + L0[a + i])
+        al = l_mid / (4.0 * ei) * inv_dt2
+        om = qmul(conj(q[fa]), q[fa + 1])
+        rest = model.darboux_rest[fa]
+        d = om - rest if np.sum((om - rest) ** 2) <= np.sum((om + rest) ** 2) else om + rest
+        G = 0.5 * (om[0] * np.eye(3) - _skew(om[1:])) @ _rotation(q[fa]).T
+        live = [2] if i in (0, n - 1) else [0, 1, 2]  # an anchor couples twist only
+        for c in live:
+            row = 3 * i + c
+            J[row, th + 3 * i:th + 3 * i + 3] = -G[c]
+            J[row, th + 3 * i + 3:th + 3 * i + 6] = G[c]
+            rhs[row] = -d[1 + c] - al * lam_b[fa, c]
+            alpha[row] = al
+    for k in range(a, b - 1):  # stretch/shear of segment k with frame k+1: rows 3n + 3(k - a) ..
+        if ea <= 0.0:
+            continue
+        j = k - a
+        row = 3 * n + 3 * j
+        length = L0[k] * shorten if model.belly[k] else L0[k]
+        al = inv_dt2 / (ea * L0[k])
+        d3 = _d3(q[f0 + 1 + j])
+        C = (x[k + 1] - x[k]) / length - d3
+        J[row:row + 3, 3 * j:3 * j + 3] = -np.eye(3) / length
+        J[row:row + 3, 3 * j + 3:3 * j + 6] = np.eye(3) / length
+        J[row:row + 3, th + 3 * (j + 1):th + 3 * (j + 1) + 3] = _skew(d3)
+        rhs[row:row + 3] = -C - al * lam_st[k]
+        alpha[row:row + 3] = al
+    W = np.concatenate([np.repeat(w[a:b], 3), np.repeat(wq[f0:f0 + n + 1], 3)])
+    dlam = np.linalg.solve(J @ (W[:, None] * J.T) + np.diag(alpha), rhs)
+    for i in range(n):
+        lam_b[f0 + i] += dlam[3 * i:3 * i + 3]
+    for j in range(n - 1):
+        lam_st[a + j] += dlam[3 * n + 3 * j:3 * n + 3 * j + 3]
+    move = W * (J.T @ dlam)
+    x[a:b] += move[:th].reshape(n, 3)
+    turn = move[th:].reshape(n + 1, 3)
+    for i in range(n + 1):
+        fi = f0 + i
+        if wq[fi] > 0:
+            q[fi] = q[fi] + qmul(np.concatenate([[0.0], 0.5 * turn[i]]), q[fi])
+            q[fi] /= np.linalg.norm(q[fi])
+
+
 def substeps(model, params, frame, x, v, s, sv, q, qd, k0, k1):
     """Run substeps ``k0 .. k1-1`` of ``params.n_sub`` on the state arrays in place (``params``: a
     ``kernels.rod.RodParams``, ``frame``: a ``kernels.rod.RodFrame``; the model a :class:`core.rod.model.RodModel`)."""
@@ -71,48 +140,7 @@ def substeps(model, params, frame, x, v, s, sv, q, qd, k0, k1):
             q[f0 + n] = _anchor(x, b - 2, b - 1, nrm[1], q[f0 + n])
             for it in range(params.iterations):
                 order = range(a, b - 1) if it % 2 == 0 else range(b - 2, a - 1, -1)
-                for k in order:  # stretch/shear
-                    if ea <= 0.0:
-                        continue
-                    l0 = L0[k]
-                    length = l0 * shorten if model.belly[k] else l0
-                    alpha = inv_dt2 / (ea * l0)
-                    fi = f0 + 1 + (k - a)
-                    d3 = _d3(q[fi])
-                    C = (x[k + 1] - x[k]) / length - d3
-                    W = w[k] + w[k + 1]
-                    l2 = length ** 2
-                    r = -C - alpha * lam_st[k]
-                    rp = (r @ d3) * d3
-                    g_par = l2 / (W + alpha * l2) if W > 0 else 0.0
-                    dl = rp * g_par + (r - rp) * l2 / (W + 4 * l2 * wq[fi] + alpha * l2)
-                    lam_st[k] += dl
-                    x[k] = x[k] - w[k] * dl / length
-                    x[k + 1] = x[k + 1] + w[k + 1] * dl / length
-                    if wq[fi] > 0:
-                        qe = np.array([q[fi][3], -q[fi][2], q[fi][1], -q[fi][0]])  # q conj(e3)
-                        q[fi] = q[fi] + qmul(np.concatenate([[0.0], -2.0 * wq[fi] * dl]), qe)
-                        q[fi] /= np.linalg.norm(q[fi])
-                for i in range(n):  # bend/twist
-                    fa = f0 + i
-                    if ei <= 0.0 or wq[fa] + wq[fa + 1] <= 0.0:
-                        continue
-                    l_mid = 0.5 * L0[a] if i == 0 else 0.5 * L0[b - 2] if i == n - 1 else \
-                        0.5 * (L0[a + i - 1] + L0[a + i])
-                    alpha = l_mid / (4.0 * ei) * inv_dt2
-                    om = qmul(conj(q[fa]), q[fa + 1])
-                    rest = model.darboux_rest[fa]
-                    d = om - rest if np.sum((om - rest) ** 2) <= np.sum((om + rest) ** 2) else om + rest
-                    dl = (-d[1:] - alpha * lam_b[fa]) / (wq[fa] + wq[fa + 1] + alpha)
-                    lam_b[fa] += dl
-                    qa = q[fa].copy()
-                    p = np.concatenate([[0.0], dl])
-                    if wq[fa] > 0:
-                        q[fa] = q[fa] - wq[fa] * qmul(q[fa + 1], p)
-                        q[fa] /= np.linalg.norm(q[fa])
-                    if wq[fa + 1] > 0:
-                        q[fa + 1] = q[fa + 1] + wq[fa + 1] * qmul(qa, p)
-                        q[fa + 1] /= np.linalg.norm(q[fa + 1])
+                _direct(model, a, b, f0, shorten, ei, ea, inv_dt2, x, q, lam_st, lam_b)
                 if params.smoothing > 0.0 and ei > 0.0:
                     for k in range(a, b - 1):  # scale smoothing
                         alpha = L0[k] / (params.smoothing * ei) * inv_dt2

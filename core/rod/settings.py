@@ -13,10 +13,11 @@ from ..pbd.settings import MUSCLE_DENSITY
 class RodSettings:
     """Solver settings.
 
-    substeps: int            substeps per frame at ``reference_fps``, default 20 (more substeps converge the stiff rod
-                             better than more sweeps at the same cost, design notes); other frame rates take as many
-                             as keep the substep length (:meth:`substeps_for`)
-    iterations: int          Gauss-Seidel sweeps per substep, alternately forward and backward, default 2
+    substeps: int            substeps per frame at ``reference_fps``, default 20 (the substep length sets the implicit
+                             step's frequency error, design notes); other frame rates take as many as keep the
+                             substep length (:meth:`substeps_for`)
+    iterations: int          sweeps per substep (each a direct solve of stretch/shear and bend/twist, then the
+                             scales' Gauss-Seidel, alternately forward and backward), default 1
     damping: float           velocity factor mu per reference substep (as the axis solver), default 0.9
     reference_fps: float     damping is ``mu^(dt / dt_ref)`` with ``dt_ref = 1 / (10 reference_fps)``; the substep
                              length is ``1 / (substeps reference_fps)``
@@ -32,7 +33,7 @@ class RodSettings:
     """
 
     substeps: int = 20
-    iterations: int = 2
+    iterations: int = 1
     damping: float = 0.9
     reference_fps: float = 24.0
     tendon_fraction: float = 0.1
