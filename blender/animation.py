@@ -2,8 +2,8 @@
 (DESIGN.md §3), and read the keys for the frame cache.
 
 Keys on a collection item use index paths (``implicit_muscles.muscles[3].activation``): when muscle 3 moves to
-index 2 its F-curves and drivers must be renamed too, or the animation jumps to another muscle.
-``remap_muscle_indices`` does it in every action and slot that animates the armature (its active action and its NLA
+index 2 its F-curves and drivers must be renamed too, or the animation jumps to another muscle (fats alike).
+``remap_indices`` does it in every action and slot that animates the armature (its active action and its NLA
 strips' actions), in its drivers and in every driver variable of the file that reads a muscle. Works with the
 legacy action API (Blender 4.2: ``action.fcurves``) and slotted actions (4.4+, the only API in 5.0: the channel
 bags of the slot, in each layer and strip). ``fcurves`` gives the curves of the active action's slot and the
@@ -16,7 +16,14 @@ import re
 import numpy as np
 from bpy.utils import escape_identifier
 
-PATH = re.compile(r"^implicit_muscles\.muscles\[(\d+)\](.*)$")
+
+def item_path(collection: str) -> re.Pattern:
+    """The data path of an item of the rig's ``collection`` (``"muscles"``, ``"fats"``) and the rest of the path:
+    ``implicit_muscles.fats[2].stiffness`` gives ``("2", ".stiffness")``."""
+    return re.compile(rf"^implicit_muscles\.{collection}\[(\d+)\](.*)$")
+
+
+PATH = item_path("muscles")
 
 
 def fcurves(obj) -> list:
@@ -84,17 +91,18 @@ def curve_lists(action, slot) -> list:
             for bag in getattr(strip, "channelbags", ()) if bag.slot_handle == slot.handle]
 
 
-def _muscle_curves(obj) -> list:
-    """``(owner ID, collection, F-curve, muscle index, rest of the path)`` of every F-curve and driver of ``obj``
-    that animates a muscle, each once: the keys in every action and slot that animates it (``actions_of``), then
-    its drivers."""
+def _item_curves(obj, collection: str) -> list:
+    """``(owner ID, collection, F-curve, item index, rest of the path)`` of every F-curve and driver of ``obj``
+    that animates an item of its ``collection``, each once: the keys in every action and slot that animates it
+    (``actions_of``), then its drivers."""
+    path = item_path(collection)
     lists = [(action, curves) for action, slot in actions_of(obj) for curves in curve_lists(action, slot)]
     if obj.animation_data is not None:
         lists.append((obj, obj.animation_data.drivers))
     out, seen = [], set()
     for owner, curves in lists:
         for fc in curves:
-            m = PATH.match(fc.data_path)
+            m = path.match(fc.data_path)
             if m and fc.as_pointer() not in seen:
                 seen.add(fc.as_pointer())
                 out.append((owner, curves, fc, int(m.group(1)), m.group(2)))
@@ -115,9 +123,10 @@ def _data_with_drivers():
                 yield tree
 
 
-def _muscle_readers(obj) -> list:
-    """``(owner ID, driver F-curve, driver target, muscle index, rest of the path)`` of every driver variable in the
-    file that reads a muscle of ``obj``."""
+def _item_readers(obj, collection: str) -> list:
+    """``(owner ID, driver F-curve, driver target, item index, rest of the path)`` of every driver variable in the
+    file that reads an item of ``obj``'s ``collection``."""
+    path = item_path(collection)
     out = []
     for owner in _data_with_drivers():
         ad = owner.animation_data
@@ -126,7 +135,7 @@ def _muscle_readers(obj) -> list:
         for fc in ad.drivers:
             for var in fc.driver.variables:
                 for target in var.targets:
-                    m = PATH.match(target.data_path) if target.id == obj else None
+                    m = path.match(target.data_path) if target.id == obj else None
                     if m:
                         out.append((owner, fc, target, int(m.group(1)), m.group(2)))
     return out
@@ -142,39 +151,50 @@ def _library_problem(owners) -> str:
     return ""
 
 
-def remap_muscle_indices(obj, mapping: dict) -> list:
-    """Give the keys and drivers of muscle ``old`` of ``obj`` the index ``mapping[old]`` (``None``: the muscle is
-    being removed), wherever they are: its F-curves in every action and slot that animates ``obj``
-    (``actions_of``) and its drivers are renamed, or deleted for a removed muscle, and every driver variable in
-    the file that reads it is pointed at its new index (at a removed muscle's name, so it reads nothing and its
-    driver shows an error). Call it before the list changes. Raises ValueError, having changed nothing, when one of
-    them comes from a library. Returns the drivers left reading a removed muscle (``"Gauge: location[2]"``). Renames
-    go through a temporary name so swaps do not collide."""
-    curves = [c for c in _muscle_curves(obj) if c[3] in mapping]
+def remap_indices(obj, mapping: dict, collection: str = "muscles") -> list:
+    """Give the keys and drivers of item ``old`` of ``obj``'s ``collection`` (``"muscles"``, ``"fats"``) the index
+    ``mapping[old]`` (``None``: the item is being removed), wherever they are: its F-curves in every action and slot
+    that animates ``obj`` (``actions_of``) and its drivers are renamed, or deleted for a removed item, and every
+    driver variable in the file that reads it is pointed at its new index (at a removed item's name, so it reads
+    nothing and its driver shows an error). Call it before the list changes. Raises ValueError, having changed
+    nothing, when one of them comes from a library. Returns the drivers left reading a removed item
+    (``"Gauge: location[2]"``). Renames go through a temporary name so swaps do not collide."""
+    curves = [c for c in _item_curves(obj, collection) if c[3] in mapping]
     deleted = {c[2].as_pointer() for c in curves if mapping[c[3]] is None}
-    readers = [r for r in _muscle_readers(obj) if r[3] in mapping and r[1].as_pointer() not in deleted]
+    readers = [r for r in _item_readers(obj, collection) if r[3] in mapping and r[1].as_pointer() not in deleted]
     problem = _library_problem([c[0] for c in curves] + [r[0] for r in readers])
     if problem:
         raise ValueError(problem)
+    items = getattr(obj.implicit_muscles, collection)
     orphans = []
     for owner, fc, target, old, rest in readers:
         if mapping[old] is None:
-            name = escape_identifier(obj.implicit_muscles.muscles[old].name)
-            target.data_path = f'implicit_muscles.muscles["{name}"]{rest}'
+            name = escape_identifier(items[old].name)
+            target.data_path = f'implicit_muscles.{collection}["{name}"]{rest}'
             orphan = f"{owner.name}: {fc.data_path}[{fc.array_index}]"
             if orphan not in orphans:
                 orphans.append(orphan)
         else:
-            target.data_path = f"implicit_muscles.muscles[{mapping[old]}]{rest}"
+            target.data_path = f"implicit_muscles.{collection}[{mapping[old]}]{rest}"
     for _, _, fc, old, rest in curves:
         if mapping[old] is not None:
             fc.data_path = f"implicit_muscles.__moving__[{mapping[old]}]{rest}"
-    for _, collection, fc, old, rest in curves:
+    for _, curve_list, fc, old, rest in curves:
         if mapping[old] is None:
-            collection.remove(fc)
+            curve_list.remove(fc)
         else:
-            fc.data_path = f"implicit_muscles.muscles[{mapping[old]}]{rest}"
+            fc.data_path = f"implicit_muscles.{collection}[{mapping[old]}]{rest}"
     return orphans
+
+
+def remap_muscle_indices(obj, mapping: dict) -> list:
+    """:func:`remap_indices` of the rig's muscles."""
+    return remap_indices(obj, mapping, "muscles")
+
+
+def removal_mapping(index: int, count: int) -> dict:
+    """The ``remap_indices`` mapping that removes item ``index`` of ``count``: it goes, the later ones move down."""
+    return {index: None, **{k: k - 1 for k in range(index + 1, count)}}
 
 
 KEY_FIELDS = ("co", "handle_left", "handle_right")

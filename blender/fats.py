@@ -9,8 +9,6 @@ radii (``rig.limb_radius``), so it lies clear of the bone's capsule (a quarter o
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 from mathutils import Vector
 
@@ -26,7 +24,6 @@ PRESETS = {
 """The shipped fat presets (module docstring)."""
 SETUP_IGNORED = {"rna_type", "name", "stiffness", "damping"}
 """Fat properties that may change without a new bind (animated values, the name)."""
-PATH = re.compile(r"^implicit_muscles\.fats\[(\d+)\](.*)$")
 
 
 def preset_key(name: str) -> str:
@@ -107,30 +104,6 @@ def digest_into(h, armature) -> None:
             value = bones.find(fat.bone) if name == "bone" else getattr(fat, name)
             h.update(repr(tuple(value) if hasattr(value, "__len__") and not isinstance(value, str) else value)
                      .encode())
-
-
-def remove_fat_keys(armature, index: int) -> None:
-    """Delete fat ``index``'s F-curves and drivers on ``armature`` (every action and slot that animates it) and move
-    the later fats' keys down one index, before the fat is removed from the list."""
-    from . import animation
-
-    lists = [curves for action, slot in animation.actions_of(armature)
-             for curves in animation.curve_lists(action, slot)]
-    if armature.animation_data is not None:
-        lists.append(armature.animation_data.drivers)
-    moving = []
-    for curves in lists:
-        for fc in list(curves):
-            m = PATH.match(fc.data_path)
-            if not m or int(m.group(1)) < index:
-                continue
-            if int(m.group(1)) == index:
-                curves.remove(fc)
-            else:  # through a temporary name, so that no two curves share a path on the way
-                fc.data_path = f"implicit_muscles.__moving_fats__[{int(m.group(1)) - 1}]{m.group(2)}"
-                moving.append(fc)
-    for fc in moving:
-        fc.data_path = fc.data_path.replace("implicit_muscles.__moving_fats__", "implicit_muscles.fats", 1)
 
 
 FAT_COLOR = np.array((0.95, 0.78, 0.45), dtype=np.float32)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bpy.props import IntProperty, StringProperty
 from bpy.types import Operator
 
-from ..blender import fats, rig
+from ..blender import animation, fats, rig
 from ..blender.mirror import unique_name
 
 
@@ -83,13 +83,21 @@ class IMPLICIT_MUSCLES_OT_remove_fat(Operator):
             self.report({'ERROR'}, f"There is no fat number {index}.")
             return {'CANCELLED'}
         name = props.fats[index].name
-        fats.remove_fat_keys(armature, index)
+        try:
+            orphans = animation.remap_indices(armature, animation.removal_mapping(index, len(props.fats)), "fats")
+        except ValueError as ex:
+            self.report({'ERROR'}, str(ex))
+            return {'CANCELLED'}
         props.fats.remove(index)
         props.active_fat_index = min(index, max(len(props.fats) - 1, 0))
         armature.update_tag()
         from ..blender import runtime
         runtime.on_setup_changed(armature)
-        self.report({'INFO'}, f"Removed {name}.")
+        if orphans:
+            self.report({'WARNING'}, f"Removed {name}; these drivers read it and now read nothing: "
+                                     f"{', '.join(orphans)}.")
+        else:
+            self.report({'INFO'}, f"Removed {name}.")
         return {'FINISHED'}
 
 

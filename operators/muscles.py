@@ -135,10 +135,8 @@ class IMPLICIT_MUSCLES_OT_remove_muscle(Operator):
             self.report({'ERROR'}, f"There is no muscle number {index}.")
             return {'CANCELLED'}
         name = props.muscles[index].name
-        mapping = {index: None}
-        mapping.update({k: k - 1 for k in range(index + 1, len(props.muscles))})
         try:
-            orphans = animation.remap_muscle_indices(armature, mapping)
+            orphans = animation.remap_muscle_indices(armature, animation.removal_mapping(index, len(props.muscles)))
         except ValueError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}

@@ -44,6 +44,29 @@ def test_presets_place_and_size_the_fat_relative_to_the_limb(bpy):
     assert ops.remove_fat(index=0) == {'FINISHED'} and [f.name for f in fats][0] == "chest"
 
 
+
+def test_removing_a_fat_moves_the_later_fats_keys_and_drivers_down(bpy):
+    rig, _ = make_arm(bpy)
+    ops = bpy.ops.implicit_muscles
+    for preset in ("belly", "chest", "thigh"):
+        assert ops.add_fat(bone="shoulder", preset=preset) == {'FINISHED'}
+    fats = rig.implicit_muscles.fats
+    for index, value in ((0, 0.2), (2, 0.8)):
+        fats[index].stiffness = value
+        rig.keyframe_insert(f"implicit_muscles.fats[{index}].stiffness", frame=1)
+    gauge = bpy.data.objects.new("Gauge", None)
+    bpy.context.scene.collection.objects.link(gauge)
+    var = gauge.driver_add("location", 2).driver.variables.new()
+    var.targets[0].id = rig
+    var.targets[0].data_path = "implicit_muscles.fats[2].damping"
+    assert ops.remove_fat(index=0) == {'FINISHED'}
+    animation = _module("blender.animation")
+    paths = sorted(fc.data_path for fc in animation.fcurves(rig))
+    assert paths == ["implicit_muscles.fats[1].stiffness"]  # fat 0's key went with it, fat 2's moved to index 1
+    assert var.targets[0].data_path == "implicit_muscles.fats[1].damping"
+    bpy.context.scene.frame_set(1)
+    assert [f.name for f in fats] == ["chest", "thigh"] and fats[1].stiffness == pytest.approx(0.8)
+
 def _jerked_arm(bpy):
     """The arm with a thigh-preset fat on its upper arm, keyed stiffness; the whole arm jerked 3 cm along the
     upper arm's local Z between frames 4 and 6, then held to frame 30."""
