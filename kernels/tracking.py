@@ -280,12 +280,13 @@ def contact_gap(o, b, val, grad):
     return 0.0
 
 
-@njit(**JIT_POINT)
+@njit(inline="always", **JIT_POINT)
 def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, evaluations, val, grad, nodes, field, muscles):
     """Land vertex ``i`` (at ``p[i]``, where ``val, grad`` were evaluated) on the contact surface ``h = f_o - f_b
     = 0`` of leaves ``o`` and ``b``: at most ``steps`` Newton steps along ``grad h``, until a step is shorter than
     ``tol`` [m]. The vertex stops there (STATE_CONTACT), its anchor and normal are the contact surface's, so the
-    ARAP sweeps slide it on that surface. ``evaluations[i]`` counts the field evaluations."""
+    ARAP sweeps slide it on that surface. ``evaluations[i]`` counts the field evaluations. Inlined into its two
+callers (it runs for the few vertices that passed a contact): no function of its own to compile."""
     y0 = p[i, 0]
     y1 = p[i, 1]
     y2 = p[i, 2]
