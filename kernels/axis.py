@@ -1,7 +1,8 @@
 """Numba kernels: axis geometry of many muscles at once (arc lengths, tangents, control normals, bounds).
 
 The axes' part of paper §5.1 for all muscles of a character after every PBD step (paper §6: each muscle updates
-its control normals and its width from the new axis length). Parallel over muscles; one scratch array per call.
+its control normals and its width from the new axis length). Serial over muscles (a few microseconds each); one
+scratch array per call.
 
 Muscles come as one :class:`kernels.fusiform.MuscleArrays` ``mu``: the kernels read ``mu.axis_start (M+1,) int64``
 and ``mu.axis_points (P, 3) float64 [m]`` and write the other per-point arrays and ``mu.muscle_bounds``.
