@@ -1,7 +1,8 @@
 """Numba kernels: axis geometry of many muscles at once (arc lengths, tangents, control normals, bounds).
 
 The axes' part of paper §5.1 for all muscles of a character after every PBD step (paper §6: each muscle updates
-its control normals and its width from the new axis length). Parallel over muscles; one scratch array per call.
+its control normals and its width from the new axis length). Serial over muscles (a few microseconds each); one
+scratch array per call.
 
 Muscles come as one :class:`kernels.fusiform.MuscleArrays` ``mu``: the kernels read ``mu.axis_start (M+1,) int64``
 and ``mu.axis_points (P, 3) float64 [m]`` and write the other per-point arrays and ``mu.muscle_bounds``.
@@ -17,7 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .fusiform import set_width, volume_width
 from .constants import (DEGENERATE_NORMAL, JIT, MIN_SEGMENT_LENGTH, SCALAR_LENGTH, SLERP_SMALL_ANGLE,
@@ -242,13 +243,14 @@ def _one_axis(a, b, P, end_normals, m, cum, T, N, seg_t, seg_l, seg_a, bounds, d
     return length, STATUS_OK
 
 
-@njit(parallel=True, **JIT)
+@njit(**JIT)
 def axis_geometry(mu, end_normals, out_length, out_status):
-    """Geometry of every muscle axis of ``mu`` from ``mu.axis_points`` (see the module docstring)."""
+    """Geometry of every muscle axis of ``mu`` from ``mu.axis_points`` (see the module docstring). Serial: a few
+    microseconds per muscle."""
     axis_start = mu.axis_start
     n_muscles = axis_start.shape[0] - 1
     defined = np.empty(mu.axis_points.shape[0], dtype=np.bool_)
-    for m in prange(n_muscles):
+    for m in range(n_muscles):
         a = axis_start[m]
         b = axis_start[m + 1]
         length, status = _one_axis(a, b, mu.axis_points, end_normals, np.int64(m), mu.axis_cumulative,
@@ -258,17 +260,17 @@ def axis_geometry(mu, end_normals, out_length, out_status):
         out_status[m] = status
 
 
-@njit(parallel=True, **JIT)
+@njit(**JIT)
 def axis_update(mu, points, end_normals, width_scale, volume, out_length, out_status):
     """After a PBD frame (paper §6): copy ``points (P, 3)`` [m] into ``mu.axis_points``, rebuild every axis's
     geometry as :func:`axis_geometry`, and rescale each muscle's width, support and reach in ``mu.muscle_scalar``
     to its new length ``l`` by the volume law ``w = width_scale sqrt(V / (pi l))`` (``width_scale (M,)``,
     ``volume (M,)`` [m^3]); ``SCALAR_LENGTH`` becomes ``l``. Muscles whose status is not ``STATUS_OK`` keep their
-    scalars. One parallel pass over muscles."""
+    scalars. One serial pass over muscles."""
     axis_start, out_points, out_scalar = mu.axis_start, mu.axis_points, mu.muscle_scalar
     n_muscles = axis_start.shape[0] - 1
     defined = np.empty(points.shape[0], dtype=np.bool_)
-    for m in prange(n_muscles):
+    for m in range(n_muscles):
         a = axis_start[m]
         b = axis_start[m + 1]
         for k in range(a, b):

@@ -144,6 +144,6 @@ def limit_correction(x, start, start_gap, mesh, field, muscles, c0, c1, hold):
     for _ in range(mesh.sweeps):
         _sweep(src, dst, hold, mesh.ring_start, mesh.ring_neighbour)
         src, dst = dst, src
-    for i in prange(V):
+    for i in range(V):
         for c in range(3):
             x[i, c] = start[i, c] + src[i, c]

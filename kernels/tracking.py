@@ -21,7 +21,7 @@ CONTACT LANDING (ours; the thesis has only the gradient-angle stop). A projectio
 has passed a contact surface (:func:`beyond_contact`: inside the other part where its field is the larger, the two
 gradients facing each other) and if so lands it on that surface by Newton steps on ``h = f_own - f_other``
 (:func:`_land`): it stops there with the surface's tangent plane, which the ARAP sweeps keep it on. Once more after
-the loop (:func:`_land_pass`). The leaves' values and gradients are the ones :func:`evaluate_point` computes.
+the loop (the landing pass). The leaves' values and gradients are the ones :func:`evaluate_point` computes.
 """
 from __future__ import annotations
 
@@ -280,12 +280,13 @@ def contact_gap(o, b, val, grad):
     return 0.0
 
 
-@njit(**JIT_POINT)
+@njit(inline="always", **JIT_POINT)
 def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, evaluations, val, grad, nodes, field, muscles):
     """Land vertex ``i`` (at ``p[i]``, where ``val, grad`` were evaluated) on the contact surface ``h = f_o - f_b
     = 0`` of leaves ``o`` and ``b``: at most ``steps`` Newton steps along ``grad h``, until a step is shorter than
     ``tol`` [m]. The vertex stops there (STATE_CONTACT), its anchor and normal are the contact surface's, so the
-    ARAP sweeps slide it on that surface. ``evaluations[i]`` counts the field evaluations."""
+    ARAP sweeps slide it on that surface. ``evaluations[i]`` counts the field evaluations. Inlined into its two
+callers (it runs for the few vertices that passed a contact): no function of its own to compile."""
     y0 = p[i, 0]
     y1 = p[i, 1]
     y2 = p[i, 2]
@@ -316,42 +317,18 @@ def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, evaluations, 
     state[i] = STATE_CONTACT
 
 
-@njit(parallel=True, **JIT_FAST)
-def _land_pass(x, mesh, field, muscles, prm, scr, work, n_work):
-    """Land every vertex of ``work[:n_work]`` (the active ones) that has passed a contact surface (:func:`_land`),
-    in place in ``x``."""
-    T = field.node_kind.shape[0]
-    landable = mesh.landable
-    own_leaf = mesh.own_leaf
-    evaluations = scr.evaluations
-    for chunk in prange((n_work + CHUNK - 1) // CHUNK):
-        val = np.empty(T)
-        grad = np.empty((T, 3))
-        nodes = np.empty(T, dtype=np.bool_)
-        for w in range(chunk * CHUNK, min(n_work, (chunk + 1) * CHUNK)):
-            i = work[w]
-            if landable[i]:
-                evaluate_point(x[i, 0], x[i, 1], x[i, 2], val, grad, nodes, field, muscles)
-                evaluations[i] += 1
-                b = beyond_contact(own_leaf[i], mesh.leaf_nodes, prm.cos_land, val, grad, nodes)
-                if b >= 0:
-                    _land(i, own_leaf[i], b, prm.land_steps, prm.trust, prm.max_step, x, scr.anchor, scr.normal,
-                          scr.state, evaluations, val, grad, nodes, field, muscles)
-
-
-@njit(parallel=True, **JIT_FAST)
+@njit(**JIT_FAST)
 def contact_passed(points, own_leaf, leaf_nodes, cos_land, field, muscles, out):
     """``out (n,)`` bool: whether each point, a vertex of leaf ``own_leaf[n]``, has passed a contact surface
-    (:func:`beyond_contact`); ``field``, ``muscles``: the ``SkinArrays`` and ``MuscleArrays``."""
-    n = points.shape[0]
+    (:func:`beyond_contact`); ``field``, ``muscles``: the ``SkinArrays`` and ``MuscleArrays``. Serial: it runs once
+    per bind."""
     T = field.node_kind.shape[0]
-    for chunk in prange((n + CHUNK - 1) // CHUNK):
-        val = np.empty(T)
-        grad = np.empty((T, 3))
-        nodes = np.empty(T, dtype=np.bool_)
-        for q in range(chunk * CHUNK, min(n, (chunk + 1) * CHUNK)):
-            evaluate_point(points[q, 0], points[q, 1], points[q, 2], val, grad, nodes, field, muscles)
-            out[q] = beyond_contact(own_leaf[q], leaf_nodes, cos_land, val, grad, nodes) >= 0
+    val = np.empty(T)
+    grad = np.empty((T, 3))
+    nodes = np.empty(T, dtype=np.bool_)
+    for q in range(points.shape[0]):
+        evaluate_point(points[q, 0], points[q, 1], points[q, 2], val, grad, nodes, field, muscles)
+        out[q] = beyond_contact(own_leaf[q], leaf_nodes, cos_land, val, grad, nodes) >= 0
 
 
 @njit(**JIT_POINT)
@@ -437,7 +414,12 @@ def _relax(src, dst, mesh, scr, moves, work, n_work):
 def track(x, rot, mesh, field, muscles, params, scratch):
     """One frame of tracking (module docstring): ``x (V, 3)`` [m] in place, ``rot (V, 3, 3)``, ``mesh`` a
     :class:`TrackMesh`, ``field`` and ``muscles`` the ``SkinArrays`` and ``MuscleArrays``, ``params`` a
-    :class:`TrackParams`, ``scratch`` a :class:`TrackScratch`. Returns the number of final ARAP sweeps run."""
+    :class:`TrackParams`, ``scratch`` a :class:`TrackScratch`. Returns the number of final ARAP sweeps run.
+
+    Every field evaluation is in one parallel loop, run once per phase: phase 0 the start pass over every vertex,
+    phases ``1 .. N`` the ``N`` projections of the active vertices (each followed by an ARAP sweep), phase
+    ``N + 1`` the landing pass. numba compiles each parallel loop into a function of its own, into which it links
+    the whole skin field: one loop compiles it once (design notes, *Compile time*)."""
     prm = params
     scr = scratch
     iso = mesh.iso
@@ -452,82 +434,91 @@ def track(x, rot, mesh, field, muscles, params, scratch):
     lambdas = prm.lambdas
     own_leaf = mesh.own_leaf
     leaf_nodes = mesh.leaf_nodes
+    landable = mesh.landable
     cos_land = prm.cos_land
     start_value = scr.start_value  # arrays a parallel loop writes are taken out of their struct first
     start_grad = scr.start_grad
     start_gap = scr.start_gap
     evaluations = scr.evaluations
+    rotated = scr.rotated
     V = x.shape[0]
     T = field.node_kind.shape[0]
-    n_chunks = (V + CHUNK - 1) // CHUNK
-    # which vertices need work: off their iso-value at the start, then `dilation` rings around them
-    for chunk in prange(n_chunks):
-        val = np.empty(T)
-        grad = np.empty((T, 3))
-        nodes = np.empty(T, dtype=np.bool_)
-        for i in range(chunk * CHUNK, min(V, (chunk + 1) * CHUNK)):
-            f, gx, gy, gz = evaluate_point(x[i, 0], x[i, 1], x[i, 2], val, grad, nodes, field, muscles)
-            active[i] = abs(f - iso[i]) >= eps
-            evaluations[i] = 1
-            start_value[i] = f
-            start_grad[i, 0] = gx
-            start_grad[i, 1] = gy
-            start_grad[i, 2] = gz
-            o = own_leaf[i]
-            b = beyond_contact(o, leaf_nodes, cos_land, val, grad, nodes)
-            start_gap[i] = contact_gap(o, b, val, grad) if b >= 0 else -1.0
-    flag = np.empty(V, dtype=np.bool_)
-    for _ in range(prm.dilation):
-        for i in prange(V):
-            on = active[i]
-            if not on:
-                for k in range(ring_start[i], ring_start[i + 1]):
-                    if active[ring_neighbour[k]]:
-                        on = True
-                        break
-            flag[i] = on
-        for i in prange(V):
-            active[i] = flag[i]
-    for i in prange(V):
-        if mesh.pinned[i]:
-            active[i] = False
-    # the active vertices as a list, so that the threads share them evenly (they gather at the joints)
+    N = lambdas.shape[0]
     work = np.empty(V, dtype=np.int64)
     n_work = np.int64(0)
-    for i in range(V):
-        if active[i]:
-            work[n_work] = i
-            n_work += 1
     moves = np.zeros(V)
+    flag = np.empty(V, dtype=np.bool_)
     quiet2 = prm.quiet * prm.quiet
-    for i in prange(V):
-        state[i] = STATE_FREE
-        for c in range(3):
-            p[i, c] = x[i, c]
-            anchor[i, c] = x[i, c]
-            normal[i, c] = 0.0
-    for w in range(n_work):
-        moves[work[w]] = np.inf
-    rotated = scr.rotated
-    for w in prange(n_work):
-        _rotated(work[w], rot, mesh, rotated)
-    for n in range(lambdas.shape[0]):
-        for chunk in prange((n_work + CHUNK - 1) // CHUNK):
+    for phase in range(N + 2):
+        n_items = V if phase == 0 else n_work
+        for chunk in prange((n_items + CHUNK - 1) // CHUNK):
             val = np.empty(T)
             grad = np.empty((T, 3))
             nodes = np.empty(T, dtype=np.bool_)
-            for w in range(chunk * CHUNK, min(n_work, (chunk + 1) * CHUNK)):
-                i = work[w]
-                if state[i] == STATE_CONTACT or (state[i] == STATE_ON_ISO and moves[i] < quiet2):
-                    # stopped at a contact, or on its iso-value and barely moved by the last sweep: no new step
-                    for c in range(3):
-                        p[i, c] = x[i, c]
+            for w in range(chunk * CHUNK, min(n_items, (chunk + 1) * CHUNK)):
+                if phase == 0:
+                    # the start pass: which vertices need work (off their iso-value), the field kept for the
+                    # first projection and the limited correction
+                    f, gx, gy, gz = evaluate_point(x[w, 0], x[w, 1], x[w, 2], val, grad, nodes, field, muscles)
+                    active[w] = abs(f - iso[w]) >= eps
+                    evaluations[w] = 1
+                    start_value[w] = f
+                    start_grad[w, 0] = gx
+                    start_grad[w, 1] = gy
+                    start_grad[w, 2] = gz
+                    o = own_leaf[w]
+                    b = beyond_contact(o, leaf_nodes, cos_land, val, grad, nodes)
+                    start_gap[w] = contact_gap(o, b, val, grad) if b >= 0 else -1.0
                     continue
-                _project(i, x, lambdas[n], n == 0, mesh, field, muscles, prm, scr, val, grad, nodes)
-        _relax(p, x, mesh, scr, moves, work, n_work)
-    # a sweep can carry a vertex across a contact surface after its last projection: land those once more, so the
-    # final sweeps slide them on it
-    _land_pass(x, mesh, field, muscles, prm, scr, work, n_work)
+                i = work[w]
+                if phase == 1:
+                    _rotated(i, rot, mesh, rotated)  # fixed for the frame, read by the sweeps after this phase
+                if phase <= N:
+                    if state[i] == STATE_CONTACT or (state[i] == STATE_ON_ISO and moves[i] < quiet2):
+                        # stopped at a contact, or on its iso-value and barely moved by the last sweep: no new step
+                        for c in range(3):
+                            p[i, c] = x[i, c]
+                        continue
+                    _project(i, x, lambdas[phase - 1], phase == 1, mesh, field, muscles, prm, scr, val, grad,
+                             nodes)
+                elif landable[i]:
+                    # a sweep can carry a vertex across a contact surface after its last projection: land those
+                    # once more, so the final sweeps slide them on it
+                    evaluate_point(x[i, 0], x[i, 1], x[i, 2], val, grad, nodes, field, muscles)
+                    evaluations[i] += 1
+                    b = beyond_contact(own_leaf[i], leaf_nodes, cos_land, val, grad, nodes)
+                    if b >= 0:
+                        _land(i, own_leaf[i], b, prm.land_steps, prm.trust, prm.max_step, x, anchor, normal,
+                              state, evaluations, val, grad, nodes, field, muscles)
+        if phase == 0:
+            # `dilation` rings around the vertices off their iso-value, less the pinned ones
+            for _ in range(prm.dilation):
+                for i in range(V):
+                    on = active[i]
+                    if not on:
+                        for k in range(ring_start[i], ring_start[i + 1]):
+                            if active[ring_neighbour[k]]:
+                                on = True
+                                break
+                    flag[i] = on
+                for i in range(V):
+                    active[i] = flag[i]
+            for i in range(V):
+                if mesh.pinned[i]:
+                    active[i] = False
+            # the active vertices as a list, so that the threads share them evenly (they gather at the joints)
+            for i in range(V):
+                state[i] = STATE_FREE
+                for c in range(3):
+                    p[i, c] = x[i, c]
+                    anchor[i, c] = x[i, c]
+                    normal[i, c] = 0.0
+                if active[i]:
+                    work[n_work] = i
+                    n_work += 1
+                    moves[i] = np.inf
+        elif phase <= N:
+            _relax(p, x, mesh, scr, moves, work, n_work)
     sweeps = 0
     for sweep in range(prm.final_sweeps):
         src, dst = (x, p) if sweep % 2 == 0 else (p, x)
@@ -539,7 +530,7 @@ def track(x, rot, mesh, field, muscles, params, scratch):
         if math.sqrt(largest) < prm.final_tol:
             break
     if sweeps % 2 == 1:
-        for w in prange(n_work):
+        for w in range(n_work):
             i = work[w]
             for c in range(3):
                 x[i, c] = p[i, c]
