@@ -2,6 +2,8 @@
 their own tension with the rig at rest (:func:`rest_state`, the simulation's start)."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..muscle.batch import MuscleBatch
@@ -51,6 +53,20 @@ def arc_parameters(model: PBDModel, x) -> np.ndarray:
     return s
 
 
+SETTLE_DAMPING_RATIO = 0.1
+"""XPBD damping ratio while settling. The rest is an equilibrium, which damping does not move; stiffness-proportional
+damping also slows the axes' slow slide along themselves to it (as ``1 / beta``), so the settle runs lightly damped
+and the implicit step's own damping ends the swinging."""
+
+
+def _settling(model: PBDModel) -> PBDModel:
+    """``model`` with the damping it settles with (``SETTLE_DAMPING_RATIO`` in XPBD mode; PBD mode unchanged)."""
+    if not model.settings.xpbd:
+        return model
+    return dataclasses.replace(model, settings=dataclasses.replace(model.settings,
+                                                                   damping_ratio=SETTLE_DAMPING_RATIO))
+
+
 def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: int = 4000,
                tolerance: float = 1e-11, start=None) -> tuple[PBDModel, PBDState]:
     """The equilibrium of the axes under their own tension with the rig at rest: ``(settled model, state)``.
@@ -75,7 +91,7 @@ def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: i
             model = model.with_particle_s(s0)
     nxt = state.copy()
     for _ in range(REST_ROUNDS):
-        solver = PBDSolver(model)
+        solver = PBDSolver(_settling(model))
         state, nxt = _hold_until_still(solver, state, nxt, control, 1.0 / fps, max_frames, tolerance)
         s = arc_parameters(model, state.x)
         change = float(np.abs(s - model.particle_s).max())
