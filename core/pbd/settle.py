@@ -2,8 +2,6 @@
 their own tension with the rig at rest (:func:`rest_state`, the simulation's start)."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from ..muscle.batch import MuscleBatch
@@ -53,20 +51,6 @@ def arc_parameters(model: PBDModel, x) -> np.ndarray:
     return s
 
 
-SETTLE_DAMPING_RATIO = 0.1
-"""XPBD damping ratio while settling. The rest is an equilibrium, which damping does not move; stiffness-proportional
-damping also slows the axes' slow slide along themselves to it (as ``1 / beta``), so the settle runs lightly damped
-and the implicit step's own damping ends the swinging."""
-
-
-def _settling(model: PBDModel) -> PBDModel:
-    """``model`` with the damping it settles with (``SETTLE_DAMPING_RATIO`` in XPBD mode; PBD mode unchanged)."""
-    if not model.settings.xpbd:
-        return model
-    return dataclasses.replace(model, settings=dataclasses.replace(model.settings,
-                                                                   damping_ratio=SETTLE_DAMPING_RATIO))
-
-
 def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: int = 4000,
                tolerance: float = 1e-11, start=None) -> tuple[PBDModel, PBDState]:
     """The equilibrium of the axes under their own tension with the rig at rest: ``(settled model, state)``.
@@ -76,7 +60,10 @@ def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: i
     without Python's per-frame work); then the particles' arc parameters are measured where the particles are and
     the model is rebuilt with them (:meth:`PBDModel.with_particle_s`: the particle radii ``D_i = w Phi(s_i)`` the
     contacts use); settling and reparameterising repeat (at most ``REST_ROUNDS``) until no parameter changes by
-    ``REST_PARAMETER_TOL``. The returned state has zero velocities; step it with a solver of the returned model.
+    ``REST_PARAMETER_TOL``. The frames are the model's own (its damping too): where a contact holds a particle,
+    the rest is where the spring step and the contact's push balance, which moves with the damping, so a rest
+    settled with other damping is not a rest of the run. The returned state has zero velocities; step it with a
+    solver of the returned model.
 
     ``start``: optional ``(x (P, 3) [m], particle_s (P,))`` of an earlier settle of the same model: settling starts
     there. The same end test applies; a start of the wrong shape or with non-finite values is ignored.
@@ -91,7 +78,7 @@ def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: i
             model = model.with_particle_s(s0)
     nxt = state.copy()
     for _ in range(REST_ROUNDS):
-        solver = PBDSolver(_settling(model))
+        solver = PBDSolver(model)
         state, nxt = _hold_until_still(solver, state, nxt, control, 1.0 / fps, max_frames, tolerance)
         s = arc_parameters(model, state.x)
         change = float(np.abs(s - model.particle_s).max())
