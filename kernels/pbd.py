@@ -189,12 +189,16 @@ def stiffness_frequency(k):
 
 @njit(**JIT_FAST)
 def _compliance(k, length, mode_unit):
-    """XPBD compliance ``alpha = l lambda_1 / omega(k)^2`` [m/N] of a constraint of length ``l`` at build."""
+    """XPBD compliance ``alpha = l lambda_1 / omega(k)^2`` [m/N] of a constraint of length ``l`` at build; infinite
+    (no spring) where ``omega^2`` is 0 in floating point (``k`` under about 1e-200)."""
     f = stiffness_frequency(k)
     if f == math.inf:
         return 0.0
     omega = 2.0 * math.pi * f
-    return length * mode_unit / (omega * omega)
+    omega2 = omega * omega
+    if omega2 == 0.0:
+        return math.inf
+    return length * mode_unit / omega2
 
 
 @njit(**JIT_FAST)
@@ -223,6 +227,8 @@ def _constraint_gains(m, model, frame, params, gain, alpha, compliance):
         if W > 0.0 and stiff > 0.0:
             if xpbd:
                 a_k = _compliance(stiff, spring_length[k], mode_unit)
+                if a_k == math.inf:  # too loose to hold anything: off
+                    continue
                 if a_k > 0.0:
                     compliance[k] = a_k
                     continue
@@ -244,9 +250,12 @@ def stiffness_damping(k, damping_ratio, dt):
     if f == 0.0 or f == math.inf:
         return 0.0
     omega = 2.0 * math.pi * f
+    omega2 = omega * omega
+    if omega2 == 0.0:  # no spring (``_compliance``): nothing to damp
+        return 0.0
     x = omega * dt
     c = 2.0 * (damping_ratio * omega - math.log1p(x * x) / (2.0 * dt))
-    return max(c, 0.0) / (omega * omega)
+    return max(c, 0.0) / omega2
 
 
 @njit(**JIT_FAST)
