@@ -54,7 +54,12 @@ CREASE_RINGS = 3
 """Rings around the vertices stopped at a contact surface whose offsets (shape keys) lose their normal component
 fully, and over how many more rings that fades (:meth:`MuscledCharacter.offset_turns`)."""
 START_SETTLE_FRAMES = 24
-"""PBD frames :meth:`MuscledCharacter.settle` holds the first pose of a shot (1 s at 24 fps)."""
+"""PBD frames :meth:`MuscledCharacter.settle` holds the first pose of a shot at least (1 s at 24 fps)."""
+START_SETTLE_MAX_FRAMES = 120
+"""PBD frames :meth:`MuscledCharacter.settle` holds the first pose of a shot at most (5 s at 24 fps)."""
+START_SETTLE_STILL = 1e-5
+"""[m] :meth:`MuscledCharacter.settle` ends (after ``START_SETTLE_FRAMES``) at the first frame that moves no muscle
+particle this far."""
 KEEP_INSIDE_ISO = 0.4
 """Iso-value of the skin's parts without the muscles (compact convention) inside which the muscle axes are kept
 (paper §6.3, muscle-skin collision); ``None`` turns the constraint off."""
@@ -228,14 +233,19 @@ class MuscledCharacter:
 
     def settle(self, bone_transforms, activation=None, stiffness=None, width_scale=None, eccentricity=None,
                frames: int = START_SETTLE_FRAMES, dt: float = 1.0 / 24.0, inputs: MuscleInputs | None = None,
-               quality: EvaluationQuality = RENDER, fat_inputs: FatInputs | None = None) -> None:
-        """Let the muscles come to rest in this pose: placed in it (:meth:`place`), then ``frames`` PBD frames at
-        ``dt`` [s] holding the pose, then every velocity zeroed (the first frame of a shot, which is rarely the
-        rest pose). ``inputs`` (:meth:`inputs`) or the separate animated values; ``quality`` as in :meth:`frame`."""
+               quality: EvaluationQuality = RENDER, fat_inputs: FatInputs | None = None,
+               max_frames: int = START_SETTLE_MAX_FRAMES, still: float = START_SETTLE_STILL) -> None:
+        """Let the muscles come to rest in this pose: placed in it (:meth:`place`), then PBD frames at ``dt`` [s]
+        holding the pose, at least ``frames`` and then until one moves no muscle particle ``still`` [m] (at most
+        ``max_frames`` in all), then every velocity zeroed (the first frame of a shot, which is rarely the rest
+        pose). ``inputs`` (:meth:`inputs`) or the separate animated values; ``quality`` as in :meth:`frame`."""
         inputs = self._inputs(inputs, activation, stiffness, width_scale, eccentricity)
         self.place(bone_transforms, inputs=inputs)
-        for _ in range(frames):
+        for f in range(max(int(frames), int(max_frames))):
+            before = self._state.x.copy() if f >= frames - 1 else None
             self.step_muscles(bone_transforms, dt=dt, inputs=inputs, quality=quality, fat_inputs=fat_inputs)
+            if before is not None and (len(before) == 0 or np.abs(self._state.x - before).max() < still):
+                break
         self._state.v[:] = 0.0
         if self.fat_model is not None:
             self._fat_state.v[:] = 0.0

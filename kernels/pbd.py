@@ -8,14 +8,15 @@ One call runs substeps ``k0 .. k1-1`` of a frame split into ``n_sub`` substeps o
    comes from this snapshot, so the result does not depend on thread scheduling (bit-identical runs).
 2. for each muscle, in Gauss-Seidel order (paper §6.1):
    - kinematic endpoints move to their targets, interpolated within the frame;
-   - inner particles: ``v <- mu v + g dt``, ``p <- p + v dt`` (thesis §5.2.1);
-   - ``iterations`` times: distance constraints ``C = |p_k p_{k+1}| - d0`` along the axis (tendons: first and
-     last 10 % of the rest length, ``d0`` = rest length, stiffness ``k_t``; belly: ``d0`` = 2 % of the rest length,
-     stiffness ``k`` of the muscle); on the last sweep, collisions ``C = f(p) - D_i >= 0`` against bone capsules,
-     bone distance grids and the other muscles of its contact set except those of its overlap group (``f_M`` of
-     the snapshot; each side takes half; skipped without evaluating the field when box and chord bounds put the
-     particle farther than ``reach + D_i`` from their axis), each contact followed by tangential friction
-     ``dp <- dp - eta dp_T``
+   - inner particles: damping (PBD mode, below), ``v <- v + g dt``, ``p <- p + v dt`` (thesis §5.2.1);
+   - distance constraints ``C = |p_k p_{k+1}| - d0`` along the axis (tendons: first and last 10 % of the rest
+     length, ``d0`` = rest length, stiffness ``k_t``; belly: ``d0`` = 2 % of the rest length, stiffness ``k`` of
+     the muscle): PBD mode, ``iterations`` Gauss-Seidel sweeps; XPBD mode, the elastic ones in one implicit spring
+     step (:func:`_spring_solve`), then sweeps of the rigid ones (``k = 1``); after the last sweep, collisions
+     ``C = f(p) - D_i >= 0`` against bone capsules, bone distance grids and the other muscles of its contact set
+     except those of its overlap group (``f_M`` of the snapshot; each side takes half; skipped without evaluating
+     the field when box and chord bounds put the particle farther than ``reach + D_i`` from their axis), each
+     contact followed by tangential friction ``dp <- dp - eta dp_T``
      (thesis §5.3.3, on the substep displacement);
    - ``v <- (p - p_prev) / dt``.
    Muscles read nothing live of each other within a substep (only the snapshot), so a parallel task integrates
@@ -23,17 +24,22 @@ One call runs substeps ``k0 .. k1-1`` of a frame split into ``n_sub`` substeps o
    chains in flight together, each particle corrected in the same order as muscle after muscle, sweep after
    sweep), then their collisions and velocities.
 
-PBD mode (paper): a constraint moves its particles by ``k C / (w_i + w_j)``; damping ``mu`` per substep.
-XPBD mode (Macklin et al. 2016): per-constraint ``lambda``, ``alpha~ = alpha / dt^2``,
-``dlambda = (-C - alpha~ lambda) / (w_i + w_j + alpha~)``; damping ``mu^(dt/dt_ref)``. The artist's ``k`` maps to
-the compliance ``alpha = q / (1 - q) w_ref dt_ref^2`` with ``q = (1-k)^n_ref``, ``w_ref = 2 / (mean inner particle
-mass)`` of the muscle and ``n_ref`` the reference iteration count: on one constraint between two average particles,
-PBD with ``n_ref`` sweeps leaves ``(1-k)^n_ref`` of the error per substep and XPBD leaves ``alpha~ / (W + alpha~)``,
-the same at ``dt = dt_ref`` (10 substeps of a 24 fps frame; ``n_ref = 1`` by default: the first sweep of each
-substep matches). Away from it XPBD keeps the same physical stiffness and damping while PBD does not, and more
-sweeps make PBD stiffer while XPBD only converges closer to its compliance (the limitation of paper §8.6). The
-compliance does not depend on the particles' own masses. ``k = 0`` disables a constraint, ``k = 1`` makes it
-rigid.
+PBD mode (paper): a constraint moves its particles by ``k C / (w_i + w_j)`` per sweep; damping ``v <- mu v`` per
+substep. Its stiffness depends on the particle count, the substeps and the sweeps (paper §8.6).
+
+XPBD mode (Macklin et al. 2016, default): per-constraint ``lambda``, ``alpha~ = alpha / dt^2``,
+``dlambda = (-C - alpha~ lambda) / (w_i + w_j + alpha~)``. The artist's ``k`` is a natural frequency: the belly's
+first mode swings at ``f(k) = F_HALF (k / (1 - k))^F_EXPONENT`` (:func:`stiffness_frequency`: 2 Hz at 0.1, 10 Hz at
+0.5, 19 Hz at 0.7; 0 off, 1 rigid). The belly is a uniform spring chain of stiffness ``S`` (segment ``k``:
+``S / l_k``, its length at build), so its first mode is ``omega^2 = S lambda_1`` with ``lambda_1`` the model's
+``mode_unit`` (``core/pbd/model.py``, ``first_mode_unit``: masses and segment lengths of that axis);
+``S = omega(k)^2 / lambda_1`` and ``alpha_k = l_k lambda_1 / omega(k)^2``. Tendons take the same form with
+``f(k_t)``; sideways they are held by the belly's tension like the belly itself, which ``lambda_1`` counts.
+Neither the particle count nor the substeps nor the frame rate enter the mapping. The springs are taken
+implicitly, the whole axis at once (:func:`_spring_solve`), so the mapping holds for 3 or 60 particles.
+Damping is Rayleigh's, proportional to the stiffness (:func:`stiffness_damping`): the first mode decays at ``zeta
+omega`` (``zeta`` the damping ratio), higher modes faster, and a motion the bones carry not at all: a loose muscle
+rings on after the bones stop, a tense one settles within a few of its short periods.
 
 Structs (``P`` particles, ``M`` muscles, ``B`` capsules, ``G`` grids), positions [m], velocities [m/s]:
     x, v: (P, 3)          state, updated in place
@@ -68,11 +74,10 @@ class PBDParams(NamedTuple):
 
     n_sub: int                 # substeps of the frame
     dt: float                  # [s] substep length
-    dt_ref: float              # [s] reference substep length (XPBD stiffness mapping, damping)
     xpbd: bool                 # XPBD (True) or plain PBD
     iterations: int            # Gauss-Seidel sweeps per substep
-    reference_iterations: int  # n_ref of the XPBD stiffness mapping
-    damping: float             # mu, velocity factor per reference substep
+    damping: float             # PBD: mu, velocity factor per substep
+    damping_ratio: float       # XPBD: zeta, fraction of critical damping of the first mode
     gravity: np.ndarray        # (3,) float64 [m/s^2]
     friction: float            # eta, tangential displacement removed at a contact
     tendon_stiffness: float    # k_t in [0, 1]
@@ -83,7 +88,8 @@ class PBDModelArrays(NamedTuple):
 
     axis_start: np.ndarray      # (M+1,) int64 CSR: particles of each muscle
     inv_mass: np.ndarray        # (P,) float64 [1/kg], 0 for kinematic endpoints
-    w_ref: np.ndarray           # (M,) float64 [1/kg] XPBD reference inverse mass sum of each muscle
+    mode_unit: np.ndarray       # (M,) float64 [1/(kg m)] lambda_1 of the XPBD stiffness mapping
+    spring_length: np.ndarray   # (P,) float64 [m] length of constraint (k, k+1) at build
     particle_s: np.ndarray      # (P,) float64 rest arc-length parameter of each particle
     rest_length: np.ndarray     # (P,) float64 [m] rest length of constraint (k, k+1); last row of a muscle unused
     tendon: np.ndarray          # (P,) bool constraint (k, k+1) is a tendon
@@ -164,48 +170,99 @@ def _push(x, x_prev, k, cx, gx, gy, gz, share, friction):
     x[k, 2] -= friction * (dz - dn * nz)
 
 
+F_HALF = 10.0
+"""[Hz] natural frequency of a muscle of stiffness 0.5 in XPBD mode (:func:`stiffness_frequency`)."""
+F_EXPONENT = 0.75
+"""Exponent of ``k / (1 - k)`` in :func:`stiffness_frequency`."""
+
+
 @njit(**JIT_FAST)
-def _constraint_gains(m, model, frame, params, gain, alpha):
+def stiffness_frequency(k):
+    """XPBD: natural frequency [Hz] of the first mode of a belly of stiffness ``k`` in [0, 1): ``F_HALF (k / (1 -
+    k))^F_EXPONENT`` (module docstring). ``k <= 0``: 0; ``k >= 1``: infinite."""
+    if k <= 0.0:
+        return 0.0
+    if k >= 1.0:
+        return math.inf
+    return F_HALF * (k / (1.0 - k)) ** F_EXPONENT
+
+
+@njit(**JIT_FAST)
+def _compliance(k, length, mode_unit):
+    """XPBD compliance ``alpha = l lambda_1 / omega(k)^2`` [m/N] of a constraint of length ``l`` at build; infinite
+    (no spring) where ``omega^2`` is 0 in floating point (``k`` under about 1e-200)."""
+    f = stiffness_frequency(k)
+    if f == math.inf:
+        return 0.0
+    omega = 2.0 * math.pi * f
+    omega2 = omega * omega
+    if omega2 == 0.0:
+        return math.inf
+    return length * mode_unit / omega2
+
+
+@njit(**JIT_FAST)
+def _constraint_gains(m, model, frame, params, gain, alpha, compliance):
     """Per distance constraint ``k`` of muscle ``m``, what does not change within a frame: PBD
-    ``gain = k / (w_i + w_j)``; XPBD ``alpha~`` (module docstring) and ``gain = 1 / (w_i + w_j + alpha~)``.
-    ``gain = 0``: the constraint is off (both ends kinematic, or stiffness 0). ``gain, alpha (P,)``."""
+    ``gain = k / (w_i + w_j)``; XPBD ``alpha~ = alpha / dt^2`` (module docstring) and ``gain = 1 / (w_i + w_j +
+    alpha~)``, except that a constraint that is not rigid goes to the spring solve (``compliance = alpha`` [m/N],
+    ``gain = 0``, :func:`_spring_solve`). ``gain = 0``: no sweep for it (both ends kinematic, stiffness 0, or in
+    the spring solve).
+    ``gain, alpha, compliance (P,)``."""
     inv_mass = model.inv_mass
-    w_ref = model.w_ref
+    mode_unit = model.mode_unit[m]
+    spring_length = model.spring_length
     tendon = model.tendon
     axis_start = model.axis_start
     tendon_stiffness = params.tendon_stiffness
     xpbd = params.xpbd
-    reference_iterations = params.reference_iterations
-    dt = params.dt
-    dt_ref = params.dt_ref
+    inv_dt2 = 1.0 / (params.dt * params.dt)
     kb = frame.belly_stiffness[m]
-    alpha_t = 0.0
-    alpha_b = 0.0
-    if xpbd:
-        scale = w_ref[m] * (dt_ref / dt) ** 2
-        if tendon_stiffness > 0.0:
-            q = (1.0 - tendon_stiffness) ** reference_iterations
-            alpha_t = q / (1.0 - q) * scale
-        if kb > 0.0:
-            q = (1.0 - kb) ** reference_iterations
-            alpha_b = q / (1.0 - q) * scale
     for k in range(axis_start[m], axis_start[m + 1] - 1):
         W = inv_mass[k] + inv_mass[k + 1]
         stiff = tendon_stiffness if tendon[k] else kb
         gain[k] = 0.0
         alpha[k] = 0.0
+        compliance[k] = 0.0
         if W > 0.0 and stiff > 0.0:
             if xpbd:
-                alpha[k] = alpha_t if tendon[k] else alpha_b
+                a_k = _compliance(stiff, spring_length[k], mode_unit)
+                if a_k == math.inf:  # too loose to hold anything: off
+                    continue
+                if a_k > 0.0:
+                    compliance[k] = a_k
+                    continue
+                alpha[k] = a_k * inv_dt2
                 gain[k] = 1.0 / (W + alpha[k])
             else:
                 gain[k] = stiff / W
 
 
 @njit(**JIT_FAST)
-def _integrate(m, x, v, x_prev, lam, model, frame, params, damp, f1):
-    """Start of a substep for muscle ``m``: ``x_prev <- x``; inner particles ``v <- damp v + g dt``,
-    ``p <- p + v dt``; kinematic endpoints to their targets at ``f1`` of the frame; XPBD ``lambda <- 0``."""
+def stiffness_damping(k, damping_ratio, dt):
+    """XPBD: Rayleigh stiffness-proportional damping ``beta`` [s] of the spring step: the damping force is
+    ``-beta K v``, so mode ``j`` decays at ``beta omega_j^2 / 2`` per second; ``beta`` makes the first mode's
+    (``omega = 2 pi f(k)``) decay ``zeta omega``, of which the backward-Euler step already takes ``r = ln(1 +
+    (omega dt)^2) / (2 dt)`` (so the decay does not depend on the substep length; 0 where the step alone damps
+    more). Higher modes are damped more, in proportion to their frequency; a motion that the bones carry is not
+    damped at all (``K v = 0``)."""
+    f = stiffness_frequency(k)
+    if f == 0.0 or f == math.inf:
+        return 0.0
+    omega = 2.0 * math.pi * f
+    omega2 = omega * omega
+    if omega2 == 0.0:  # no spring (``_compliance``): nothing to damp
+        return 0.0
+    x = omega * dt
+    c = 2.0 * (damping_ratio * omega - math.log1p(x * x) / (2.0 * dt))
+    return max(c, 0.0) / omega2
+
+
+@njit(**JIT_FAST)
+def _integrate(m, x, v, x_prev, lam, model, frame, params, f1):
+    """Start of a substep for muscle ``m``: ``x_prev <- x``; inner particles ``v <- mu v`` (PBD; XPBD damps in the
+    spring step), ``v <- v + g dt``, ``p <- p + v dt``; kinematic endpoints to their targets at ``f1`` of the
+    frame; XPBD ``lambda <- 0``."""
     inv_mass = model.inv_mass
     axis_start = model.axis_start
     end_prev = frame.end_prev
@@ -213,6 +270,7 @@ def _integrate(m, x, v, x_prev, lam, model, frame, params, damp, f1):
     dt = params.dt
     gravity = params.gravity
     xpbd = params.xpbd
+    damp = 1.0 if xpbd else params.damping
     a = axis_start[m]
     b = axis_start[m + 1]
     for k in range(a, b):
@@ -287,6 +345,85 @@ def _distance_sweeps(j0, j1, members, axis_start, x, lam, inv_mass, rest_length,
                 x[k + 1, 0] -= sj * nx
                 x[k + 1, 1] -= sj * ny
                 x[k + 1, 2] -= sj * nz
+
+
+@njit(**JIT_FAST)
+def _spring_solve(m, axis_start, x, x_prev, pred, out, inv_mass, rest_length, alpha, beta, dt, iterations, diag,
+                  upper, lower, rhs):
+    """XPBD: the elastic axis of muscle ``m`` (its distance constraints of compliance ``alpha > 0``) taken one
+    backward-Euler step, in place on the predicted positions ``x`` (module docstring).
+
+    A constraint's force ``-(d - d0) n / alpha`` splits into ``-(p_j - p_i) / alpha``, linear in the positions,
+    and ``d0 n / alpha``. Local/global iterations (Projective Dynamics, Bouaziz et al. 2014) keep the first in the
+    matrix and take ``n`` from the last iterate: each solves ``(M / dt^2 + K) x = M x_pred / dt^2 + sum d0 n /
+    alpha``, one tridiagonal system per coordinate with the same matrix (``K`` the chain's Laplacian with weights
+    ``1 / alpha``), by the Thomas algorithm. Rayleigh damping ``-beta K v`` (:func:`stiffness_damping`), with
+    ``v = (x - x_prev) / dt``, scales the matrix's springs by ``1 + beta / dt`` and adds ``beta / dt K x_prev``.
+    Each iteration lowers the step's energy, so it is stable for any stiffness, and it reaches the whole axis at
+    once, so a stiffness means the same for 3 or 60 particles. Belly
+    constraints (``d0`` = 2 % of their length) are nearly linear and converge in one iteration. Kinematic
+    particles keep their positions; rigid constraints are not in it (their sweeps follow).
+    ``alpha (P,)``: compliances [m/N] of the constraints in it, 0 for the others (``_constraint_gains``);
+    ``x_prev (P, 3)``: positions at the substep's start; ``pred, out (P, 3)``, ``diag, upper, lower, rhs (P,)``:
+    scratch."""
+    a = axis_start[m]
+    b = axis_start[m + 1]
+    inv_dt2 = 1.0 / (dt * dt)
+    damped = 1.0 + beta / dt
+    any_spring = False
+    for e in range(a, b - 1):
+        if alpha[e] > 0.0:
+            any_spring = True
+    if not any_spring:
+        return
+    for k in range(a, b):
+        for c in range(3):
+            pred[k, c] = x[k, c]
+    for _ in range(iterations):
+        for c in range(3):
+            for k in range(a, b):
+                diag[k] = 1.0
+                upper[k] = 0.0
+                lower[k] = 0.0
+                rhs[k] = pred[k, c]
+                if inv_mass[k] == 0.0:  # kinematic: stays where it is
+                    continue
+                mk = inv_dt2 / inv_mass[k]
+                diag[k] = mk
+                rhs[k] = mk * pred[k, c]
+                for side in range(2):  # the constraint before k (side 0) and after it (side 1)
+                    e = k - 1 + side
+                    if e < a or e >= b - 1 or alpha[e] <= 0.0:
+                        continue
+                    ke = 1.0 / alpha[e]
+                    diag[k] += ke * damped
+                    if side == 0:
+                        lower[k] = -ke * damped
+                        rhs[k] += ke * (damped - 1.0) * (x_prev[k, c] - x_prev[k - 1, c])
+                    else:
+                        upper[k] = -ke * damped
+                        rhs[k] += ke * (damped - 1.0) * (x_prev[k, c] - x_prev[k + 1, c])
+                    dx = x[e + 1, 0] - x[e, 0]
+                    dy = x[e + 1, 1] - x[e, 1]
+                    dz = x[e + 1, 2] - x[e, 2]
+                    d = math.sqrt(dx * dx + dy * dy + dz * dz)
+                    if d > MIN_DISTANCE:  # the rest length's share, from the last iterate: -+ k d0 n
+                        dc = (x[e + 1, c] - x[e, c]) / d
+                        rhs[k] += ke * rest_length[e] * (dc if side == 0 else -dc)
+            # Thomas algorithm (diagonally dominant): forward elimination, back substitution
+            for k in range(a + 1, b):
+                f = lower[k] / diag[k - 1]
+                diag[k] -= f * upper[k - 1]
+                rhs[k] -= f * rhs[k - 1]
+            rhs[b - 1] /= diag[b - 1]
+            for k in range(b - 2, a - 1, -1):
+                rhs[k] = (rhs[k] - upper[k] * rhs[k + 1]) / diag[k]
+            for k in range(a, b):
+                out[k, c] = rhs[k]
+        for k in range(a, b):
+            if inv_mass[k] != 0.0:
+                for c in range(3):
+                    x[k, c] = out[k, c]
 
 
 @njit(**JIT_FAST)
@@ -473,7 +610,6 @@ def pbd_substeps(k0, k1, params, model, frame, x, v, muscles, scratch):
     dt = params.dt
     xpbd = params.xpbd
     iterations = params.iterations
-    mu = params.damping
     friction = params.friction
     axis_start = model.axis_start
     inv_mass = model.inv_mass
@@ -508,12 +644,18 @@ def pbd_substeps(k0, k1, params, model, frame, x, v, muscles, scratch):
     defined = np.empty(x.shape[0], dtype=np.bool_)
     gain = np.empty(x.shape[0])
     alpha = np.empty(x.shape[0])
-    damp = mu ** (dt / params.dt_ref) if xpbd else mu
+    compliance = np.empty(x.shape[0])
+    diag = np.empty(x.shape[0])
+    upper = np.empty(x.shape[0])
+    lower = np.empty(x.shape[0])
+    rhs = np.empty(x.shape[0])
+    pred = np.empty((x.shape[0], 3))
+    out = np.empty((x.shape[0], 3))
     for blk in prange(n_blocks):
         j0 = island_start[blocks[blk]]
         j1 = island_start[blocks[blk + 1]]
         for j in range(j0, j1):
-            _constraint_gains(island_members[j], model, frame, params, gain, alpha)
+            _constraint_gains(island_members[j], model, frame, params, gain, alpha, compliance)
         for sub in range(k0, k1):
             f0 = sub / n_sub
             f1 = (sub + 1) / n_sub
@@ -553,7 +695,13 @@ def pbd_substeps(k0, k1, params, model, frame, x, v, muscles, scratch):
             if not ok:
                 break
             for j in range(j0, j1):
-                _integrate(island_members[j], x, v, x_prev, lam, model, frame, params, damp, f1)
+                _integrate(island_members[j], x, v, x_prev, lam, model, frame, params, f1)
+            if xpbd:
+                for j in range(j0, j1):
+                    m = island_members[j]
+                    _spring_solve(m, axis_start, x, x_prev, pred, out, inv_mass, rest_length, compliance,
+                                  stiffness_damping(frame.belly_stiffness[m], params.damping_ratio, dt), dt,
+                                  iterations, diag, upper, lower, rhs)
             _distance_sweeps(j0, j1, island_members, axis_start, x, lam, inv_mass, rest_length, gain, alpha, xpbd,
                              iterations)
             for j in range(j0, j1):

@@ -316,7 +316,8 @@ def body_swing(rig: Rig, t: float) -> np.ndarray:
 
 def body_muscles(particles: int = 30, rings: int = 1):
     """``(muscles, contact sets, owner bones)``: 50 muscles around the body's bones (4 around each limb bone,
-    fewer on the trunk), each in the contact set of its bone and joining that bone's skin part. ``rings``
+    fewer on the trunk; the hips' in front and behind, the chest's on the diagonals, clear of the thighs and the
+    shoulders), each in the contact set of its bone and joining that bone's skin part. ``rings``
     multiplies the count around each bone (2: 100 muscles)."""
     from ..core.muscle.primitive import FusiformMuscle, MuscleShape
 
@@ -325,6 +326,10 @@ def body_muscles(particles: int = 30, rings: int = 1):
     per_bone = {n: 4 for n in names}
     per_bone.update({"hips": 2, "neck": 2, "shoulder.L": 3, "shoulder.R": 3, "spine": 4, "chest": 4})
     per_bone = {n: k * rings for n, k in per_bone.items()}
+    # the hips' and the chest's muscles start a turn off the sideways directions the thighs and the shoulders leave
+    # in: there, those bones' capsules would leave a hip muscle 40 mm of room for its 50 mm and cut 6 cm into a
+    # chest muscle, and a muscle that does not fit where it is placed bows out, one way or the other
+    phase = {"hips": 0.5 * np.pi, "chest": 0.25 * np.pi}
     for bi, name in enumerate(names):
         axis = tails[bi] - heads[bi]
         length = np.linalg.norm(axis)
@@ -334,7 +339,7 @@ def body_muscles(particles: int = 30, rings: int = 1):
         e1 /= np.linalg.norm(e1)
         e2 = np.cross(u, e1)
         for k in range(per_bone[name]):
-            ang = 2 * np.pi * k / per_bone[name]
+            ang = 2 * np.pi * k / per_bone[name] + phase.get(name, 0.0)
             radial = 0.2 if name.startswith("shoulder") else 0.45  # the shoulder bone lies mostly in the trunk
             offset = radial * limb[bi] * (np.cos(ang) * e1 + np.sin(ang) * e2)
             origin = heads[bi] + 0.1 * length * u + offset

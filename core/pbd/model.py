@@ -36,7 +36,9 @@ class PBDModel:
     axis_start: (M+1,) int64          CSR: particles of muscle m are axis_start[m] .. axis_start[m+1]-1
     rest_points: (P, 3) [m]           rest axes
     inv_mass: (P,) [1/kg]             0 for the kinematic endpoints
-    w_ref: (M,) [1/kg]                XPBD compliance reference: 2 / mean inner particle mass
+    mode_unit: (M,) [1/(kg m)]        XPBD stiffness mapping: lowest eigenvalue of the axis's sideways stiffness
+                                      per unit belly stiffness over its masses (``first_mode_unit``)
+    spring_length: (P,) [m]           length of constraint (k, k+1) when the model was built
     particle_s: (P,)                  arc-length parameter of each particle in [0, 1] (particle radii D = w Phi(s))
     rest_length: (P,) [m]             rest length of constraint (k, k+1); last row of a muscle unused
     tendon: (P,) bool                 constraint (k, k+1) is a tendon
@@ -63,7 +65,8 @@ class PBDModel:
     axis_start: np.ndarray
     rest_points: np.ndarray
     inv_mass: np.ndarray
-    w_ref: np.ndarray
+    mode_unit: np.ndarray
+    spring_length: np.ndarray
     particle_s: np.ndarray
     rest_length: np.ndarray
     tendon: np.ndarray
@@ -101,7 +104,8 @@ class PBDModel:
         from ...kernels.pbd import PBDModelArrays  # numba: loaded on first use, after the host set its cache
 
         object.__setattr__(self, "arrays", PBDModelArrays(
-            axis_start=c(self.axis_start, i64), inv_mass=c(self.inv_mass, f64), w_ref=c(self.w_ref, f64),
+            axis_start=c(self.axis_start, i64), inv_mass=c(self.inv_mass, f64), mode_unit=c(self.mode_unit, f64),
+            spring_length=c(self.spring_length, f64),
             particle_s=c(self.particle_s, f64), rest_length=c(self.rest_length, f64),
             tendon=c(self.tendon, np.bool_), muscle_group=c(self.muscle_group, i64),
             muscle_overlap=c(self.muscle_overlap, i64),
@@ -163,7 +167,8 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
     rest = np.concatenate([m.axis for m in muscles])
     total = len(rest)
     inv_mass = np.zeros(total)
-    w_ref = np.zeros(count)
+    mode_unit = np.zeros(count)
+    spring_length = np.zeros(total)
     mass = np.zeros(total)
     particle_s = np.zeros(total)
     rest_length = np.zeros(total)
@@ -181,10 +186,12 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
         if len(phi):
             mass[a + 1:b - 1] = muscle.volume * settings.density * phi / phi.sum()
             inv_mass[a + 1:b - 1] = 1.0 / mass[a + 1:b - 1]
-            w_ref[i] = 2.0 * len(phi) / (muscle.volume * settings.density)
         mid = 0.5 * (s[:-1] + s[1:])
         is_tendon = (mid < settings.tendon_fraction) | (mid > 1.0 - settings.tendon_fraction)
         tendon[a:b - 1] = is_tendon
+        spring_length[a:b - 1] = seg
+        if len(phi):
+            mode_unit[i] = first_mode_unit(mass[a + 1:b - 1], seg, settings.belly_rest_fraction)
         rest_length[a:b - 1] = np.where(is_tendon, seg, settings.belly_rest_fraction * seg)
     muscle_group = _labels(contact_sets, count, "contact_sets")
     muscle_overlap = _labels(overlap_groups, count, "overlap_groups")
@@ -222,7 +229,8 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
                            m.shape.beta_active - 1) for m in muscles], dtype=np.int64)
     return PBDModel(
         settings=settings, names=tuple(getattr(m, "name", str(i)) for i, m in enumerate(muscles)),
-        axis_start=axis_start, rest_points=rest, inv_mass=inv_mass, w_ref=w_ref, particle_s=particle_s,
+        axis_start=axis_start, rest_points=rest, inv_mass=inv_mass, mode_unit=mode_unit,
+        spring_length=spring_length, particle_s=particle_s,
         rest_length=rest_length, tendon=tendon, muscle_group=muscle_group, muscle_overlap=muscle_overlap,
         group_start=group_start, group_members=group_members, island_start=island_start,
         island_members=island_members, cap_start=cap_start, cap_index=cap_index, cap_radius=cap_radius,
@@ -269,6 +277,20 @@ def _capsule_radii(capsule_radius, muscles, capsules) -> np.ndarray:
     if np.any(~np.isfinite(radius)) or np.any(radius < 0):
         raise ValueError("capsule radii must be finite and 0 or more.")
     return radius
+
+
+def first_mode_unit(mass, seg, rest_fraction: float) -> float:
+    """Lowest eigenvalue [1/(kg m)] of ``K v = lambda M v`` for one axis swinging sideways: ``mass (n,)`` [kg] its
+    inner particles, ``seg (n+1,)`` [m] its segment lengths, ends fixed. A belly of stiffness ``S`` (segment ``k``:
+    ``S / l_k``, rest length ``rest_fraction l_k``) holds the axis under the tension ``T = (1 - rest_fraction) S``;
+    sideways, every segment, tendons included, then resists with ``T / l_k``: ``K`` is the chain's Laplacian with
+    weights ``(1 - rest_fraction) / l_k``, and the first mode is ``omega^2 = S lambda`` (kernels/pbd.py: ``S =
+    omega(k)^2 / lambda``)."""
+    n = len(mass)
+    stiff = (1.0 - rest_fraction) / np.maximum(np.asarray(seg, dtype=np.float64), 1e-12)
+    K = np.diag(stiff[:-1] + stiff[1:]) - np.diag(stiff[1:-1], 1) - np.diag(stiff[1:-1], -1)
+    inv_sqrt = 1.0 / np.sqrt(np.asarray(mass, dtype=np.float64))
+    return float(np.linalg.eigvalsh(K * inv_sqrt[:, None] * inv_sqrt[None, :])[0]) if n else 0.0
 
 
 def capsule_radius_from_skin(head, tail, skin_points, fraction: float = 0.25) -> float:

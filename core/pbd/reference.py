@@ -23,6 +23,50 @@ def _profile_of(model, m, activation, eccentricity, width_scale, length) -> Musc
     return MuscleProfile((ea0, eb0, ea1, eb1), c0, c1, w, u, v, w * u * phi_max)
 
 
+def _spring_step(model, m, x, x_prev, stiffness, dt):
+    """XPBD: the elastic constraints of muscle ``m`` taken one backward-Euler step by local/global iterations, with
+    Rayleigh damping, in place on the predicted positions ``x`` (kernels/pbd.py ``_spring_solve``), with a dense
+    solve."""
+    from ...kernels.pbd import stiffness_damping, stiffness_frequency
+    s = model.settings
+    a, b = model.axis_start[m], model.axis_start[m + 1]
+    k_spring = np.zeros(b - a - 1)
+    for c in range(b - a - 1):
+        stiff = s.tendon_stiffness if model.tendon[a + c] else stiffness
+        W = model.inv_mass[a + c] + model.inv_mass[a + c + 1]
+        f = stiffness_frequency(stiff)
+        if W > 0 and stiff > 0 and f != np.inf:  # 1 / alpha, alpha = l lambda_1 / omega^2
+            k_spring[c] = (2 * np.pi * f) ** 2 / (model.spring_length[a + c] * model.mode_unit[m])
+    if not k_spring.any():
+        return
+    n = b - a
+    free = model.inv_mass[a:b] > 0
+    K = np.zeros((n, n))
+    for c, kc in enumerate(k_spring):
+        K[c, c] += kc
+        K[c + 1, c + 1] += kc
+        K[c, c + 1] -= kc
+        K[c + 1, c] -= kc
+    beta = stiffness_damping(stiffness, s.damping_ratio, dt)
+    mass_dt2 = np.where(free, 1.0 / np.where(free, model.inv_mass[a:b], 1.0), 0.0) / dt ** 2
+    A = np.diag(mass_dt2) + (1.0 + beta / dt) * K  # Rayleigh damping -beta K (x - x_prev) / dt
+    A[~free] = 0.0
+    A[~free, ~free] = 1.0
+    pred = x[a:b].copy()
+    for _ in range(s.iterations):
+        rhs = mass_dt2[:, None] * pred + beta / dt * K @ x_prev[a:b]
+        for c, kc in enumerate(k_spring):
+            if kc == 0.0:
+                continue
+            e = x[a + c + 1] - x[a + c]
+            d = np.linalg.norm(e)
+            if d > 1e-12:  # the rest length's share: +-k d0 n
+                rhs[c] -= kc * model.rest_length[a + c] * e / d
+                rhs[c + 1] += kc * model.rest_length[a + c] * e / d
+        rhs[~free] = pred[~free]
+        x[a:b][free] = np.linalg.solve(A, rhs)[free]
+
+
 def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
     """Advance ``x, v (P, 3)`` in place by substep ``sub`` of ``n_sub`` (``dt`` = substep length [s]).
 
@@ -46,9 +90,8 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
         geos.append(geo)
         profs.append(_profile_of(model, m, activation, eccentricity, width_scale, geo.length))
     # 2. solve each muscle
+    from ...kernels.pbd import stiffness_frequency
     x_prev = x.copy()
-    damp = s.damping ** (dt / s.reference_dt) if s.xpbd else s.damping
-    ratio2 = (s.reference_dt / dt) ** 2
     gravity = np.asarray(s.gravity, dtype=np.float64)
     for m in range(M):
         a, b = start[m], start[m + 1]
@@ -57,10 +100,12 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
         for k in range(a + 1, b - 1):
             if model.inv_mass[k] == 0.0:
                 continue
-            v[k] = damp * v[k] + gravity * dt
+            v[k] = (1.0 if s.xpbd else s.damping) * v[k] + gravity * dt  # XPBD damps in the spring step
             x[k] = x[k] + v[k] * dt
         lam = np.zeros(b - a)
         prof = profs[m]
+        if s.xpbd:
+            _spring_step(model, m, x, x_prev, stiffness[m], dt)
         for it in range(s.iterations):
             for k in range(a, b - 1):
                 wi, wj = model.inv_mass[k], model.inv_mass[k + 1]
@@ -75,9 +120,9 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
                 n = n / d
                 C = d - model.rest_length[k]
                 if s.xpbd:
-                    q = (1.0 - stiff) ** s.reference_iterations
-                    alpha = q / (1.0 - q) * model.w_ref[m] * ratio2
-                    dl = (-C - alpha * lam[k - a]) / (W + alpha)
+                    if stiffness_frequency(stiff) != np.inf:
+                        continue  # elastic: in the spring step
+                    dl = -C / W  # rigid (k = 1): alpha = 0
                     lam[k - a] += dl
                     corr = -dl
                 else:

@@ -14,13 +14,15 @@ class PBDSettings:
     """Solver settings (paper defaults).
 
     substeps: int            substeps per frame (paper: a tenth of the frame interval), default 10
-    iterations: int          Gauss-Seidel constraint sweeps per substep, default 4 (the paper gives no count)
-    xpbd: bool               XPBD (default: stiffness and damping independent of substeps and frame rate) or the
-                             paper's plain PBD; both give the same first correction at 10 substeps of 24 fps
-    damping: float           velocity factor mu per reference substep (paper: 0.9)
-    reference_fps: float     frame rate at which PBD and XPBD coincide with ``substeps = 10``
-    reference_iterations: int  sweeps n_ref at which PBD and XPBD coincide (XPBD's stiffness mapping,
-                             kernels/pbd.py): 1 = the first sweep of a substep
+    iterations: int          constraint sweeps per substep, default 4 (the paper gives no count)
+    xpbd: bool               XPBD (default) or the paper's plain PBD. XPBD: a muscle's stiffness ``k`` sets the
+                             natural frequency of its belly's first mode, ``f(k)`` (kernels/pbd.py,
+                             ``stiffness_frequency``), so a muscle swings the same whatever its particle count,
+                             substeps and frame rate. PBD: ``k`` is the fraction of a constraint's error closed per
+                             sweep (paper §6.2), which depends on all three (paper §8.6)
+    damping: float           PBD: velocity factor mu per substep (paper: 0.9)
+    damping_ratio: float     XPBD: damping of the axis's motion relative to its bones, as a fraction of critical
+                             damping of its first mode (0: none, 1: critical), default 0.25
     tendon_fraction: float   first and last fraction of the rest length that is tendon (paper: 10 %)
     tendon_stiffness: float  stiffness of tendon constraints in [0, 1] (paper: ~0.9)
     belly_rest_fraction: float  belly constraints' rest length as a fraction of their initial length (paper: 2 %)
@@ -39,8 +41,7 @@ class PBDSettings:
     iterations: int = 4
     xpbd: bool = True
     damping: float = 0.9
-    reference_fps: float = 24.0
-    reference_iterations: int = 1
+    damping_ratio: float = 0.25
     tendon_fraction: float = 0.1
     tendon_stiffness: float = 0.9
     belly_rest_fraction: float = 0.02
@@ -53,26 +54,20 @@ class PBDSettings:
 
     def validated(self) -> "PBDSettings":
         """A copy with every value checked (``ValueError`` with a plain sentence otherwise)."""
-        for name in ("substeps", "iterations", "reference_iterations"):
+        for name in ("substeps", "iterations"):
             value = getattr(self, name)
             if isinstance(value, bool) or int(value) != value or not 1 <= value <= 1000:
                 raise ValueError(f"{name} must be a whole number from 1 to 1000, got {value!r}.")
         validation.unit_interval(self.damping, "damping")
+        validation.unit_interval(self.damping_ratio, "damping ratio")
         validation.unit_interval(self.tendon_stiffness, "tendon stiffness")
         validation.unit_interval(self.friction, "friction")
         fraction = validation.unit_interval(self.tendon_fraction, "tendon fraction")
         if fraction >= 0.5:
             raise ValueError(f"tendon fraction must be below 0.5 (tendons at both ends), got {fraction:g}.")
         validation.unit_interval(self.belly_rest_fraction, "belly rest fraction")
-        validation.positive(self.reference_fps, "reference frame rate")
         validation.positive(self.density, "muscle density")
         validation.positive(self.skin_max_step, "skin max step")
         validation.unit_interval(self.min_mass_fraction, "minimum mass fraction")
         validation.vector3(self.gravity, "gravity")
-        return replace(self, substeps=int(self.substeps), iterations=int(self.iterations),
-                       reference_iterations=int(self.reference_iterations))
-
-    @property
-    def reference_dt(self) -> float:
-        """Substep length [s] at which PBD and XPBD coincide: ``1 / (10 reference_fps)``."""
-        return 1.0 / (10.0 * self.reference_fps)
+        return replace(self, substeps=int(self.substeps), iterations=int(self.iterations))

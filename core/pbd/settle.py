@@ -60,7 +60,10 @@ def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: i
     without Python's per-frame work); then the particles' arc parameters are measured where the particles are and
     the model is rebuilt with them (:meth:`PBDModel.with_particle_s`: the particle radii ``D_i = w Phi(s_i)`` the
     contacts use); settling and reparameterising repeat (at most ``REST_ROUNDS``) until no parameter changes by
-    ``REST_PARAMETER_TOL``. The returned state has zero velocities; step it with a solver of the returned model.
+    ``REST_PARAMETER_TOL``. The frames are the model's own (its damping too): where a contact holds a particle,
+    the rest is where the spring step and the contact's push balance, which moves with the damping, so a rest
+    settled with other damping is not a rest of the run. The returned state has zero velocities; step it with a
+    solver of the returned model.
 
     ``start``: optional ``(x (P, 3) [m], particle_s (P,))`` of an earlier settle of the same model: settling starts
     there. The same end test applies; a start of the wrong shape or with non-finite values is ignored.

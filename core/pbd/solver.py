@@ -116,10 +116,9 @@ class PBDSolver:
         from ...kernels.pbd import PBDParams
 
         s = self.model.settings
-        return PBDParams(n_sub=quality.substeps(int(s.substeps)), dt=float(dt), dt_ref=float(s.reference_dt),
-                         xpbd=bool(s.xpbd), iterations=quality.sweeps(int(s.iterations)),
-                         reference_iterations=int(s.reference_iterations), damping=float(s.damping),
-                         gravity=self._gravity, friction=float(s.friction),
+        return PBDParams(n_sub=quality.substeps(int(s.substeps)), dt=float(dt), xpbd=bool(s.xpbd),
+                         iterations=quality.sweeps(int(s.iterations)), damping=float(s.damping),
+                         damping_ratio=float(s.damping_ratio), gravity=self._gravity, friction=float(s.friction),
                          tendon_stiffness=float(s.tendon_stiffness))
 
     @staticmethod
