@@ -130,14 +130,18 @@ def curves(shot: dict, out_dir: Path, dpi: int) -> Path:
                   label="the muscles' own effect: + muscles against Implicit Skinning")
     skin.set_ylabel("distance [mm]")
     skin.set_title(f"Skin over {probe['muscle']} ({probe['vertices']} vertices): median distance from the DQS copy")
-    skin.legend(fontsize=8, frameon=False)
     notes = shot.get("notes", {})
-    if "loose_frames" in notes:
+    if "loose_frames" in notes:  # the bands are named in the skin panel's legend, so no label sits on a curve
         for (a, b), text in ((notes["loose_frames"], "stiffness 0.1 (loose)"), (notes["tense_frames"],
                                                                                 "stiffness 0.9 (tense)")):
+            colour = "#fdae61" if "loose" in text else "#abd9e9"
             for ax in axes:
-                ax.axvspan(a, b, color="#fdae61" if "loose" in text else "#abd9e9", alpha=0.18, lw=0)
-            skin.text(0.5 * (a + b), skin.get_ylim()[1] * 0.92, text, ha="center", fontsize=8)
+                ax.axvspan(a, b, color=colour, alpha=0.18, lw=0, label=text if ax is skin else None)
+        low, high = skin.get_ylim()
+        skin.set_ylim(low, low + 1.45 * (high - low))
+        skin.legend(fontsize=8, frameon=False, ncol=2, loc="upper center")
+    else:
+        skin.legend(fontsize=8, frameon=False)
     stages = [k for k in STAGE_COLOURS if k in shot["stages_ms"]]
     stack = np.array([shot["stages_ms"][k] for k in stages])
     time.stackplot(frames, stack, colors=[STAGE_COLOURS[k] for k in stages],
