@@ -15,7 +15,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .axis import arc_length
 from .fusiform import _monomial, volume_width
@@ -95,19 +95,19 @@ def _profile_one(m, exponents, activation, eccentricity, volume, width_scale, le
     out_scalar[m, SCALAR_REACH] = w * v * phi_max
 
 
-@njit(**JIT)
+@njit(parallel=True, **JIT)
 def profile_scalars(mu, activation, eccentricity, width_scale, volume, length, tables):
     """Fill ``mu.muscle_scalar (M, SCALAR_COUNT)`` of ``mu`` (:class:`kernels.fusiform.MuscleArrays`), reading
     ``mu.muscle_exponent (M, 4) int64`` (alpha0-1, beta0-1, alpha1-1, beta1-1). ``activation, eccentricity,
     width_scale (M,)``, ``volume (M,)`` [m^3], ``length (M,)`` [m] axis arc lengths, ``tables``
-    (:class:`ProfileTables`). Serial over muscles."""
+    (:class:`ProfileTables`). Parallel over muscles."""
     exponents = mu.muscle_exponent
-    for m in range(exponents.shape[0]):
+    for m in prange(exponents.shape[0]):
         _profile_one(np.int64(m), exponents, activation, eccentricity, volume, width_scale, length[m],
                      tables.normaliser, tables.k_table, tables.samples, tables.newton, mu.muscle_scalar)
 
 
-@njit(**JIT)
+@njit(parallel=True, **JIT)
 def frame_scalars(mu, points, min_length, activation, eccentricity, width_scale, volume, tables, out_length):
     """:func:`profile_scalars` at the start of a PBD frame into ``mu.muscle_scalar``, with each axis's arc length
     ``l`` taken from ``points (P, 3)`` [m] (CSR ``mu.axis_start (M+1,)``) in the same pass:
@@ -115,7 +115,7 @@ def frame_scalars(mu, points, min_length, activation, eccentricity, width_scale,
     eccentricity, width_scale (M,)``, ``volume (M,)`` [m^3], ``tables``: :class:`ProfileTables`."""
     axis_start = mu.axis_start
     exponents = mu.muscle_exponent
-    for m in range(exponents.shape[0]):
+    for m in prange(exponents.shape[0]):
         length = max(arc_length(points, axis_start[m], axis_start[m + 1]), min_length)
         out_length[m] = length
         _profile_one(np.int64(m), exponents, activation, eccentricity, volume, width_scale, length, tables.normaliser,
