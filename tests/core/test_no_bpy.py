@@ -18,9 +18,23 @@ sys.exit(1 if bad else 0)
 """
 
 
-def test_core_and_kernels_import_without_bpy():
+def _run(script, **env):
     root = Path(implicit_muscles.__file__).resolve().parent
     pkg_dir = Path(implicit_muscles.__path__[0]).parent
-    env = dict(os.environ, PYTHONPATH=str(pkg_dir))
-    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, cwd=root.parent)
+    env = dict(os.environ, PYTHONPATH=str(pkg_dir), **env)
+    return subprocess.run([sys.executable, "-X", "faulthandler", "-c", script], env=env, capture_output=True,
+                          text=True, cwd=root.parent)
+
+
+def test_core_and_kernels_import_without_bpy():
+    out = _run(SCRIPT)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_kernels_compiled_by_one_process_run_in_the_next(tmp_path):
+    """A muscle built and evaluated (the profile kernel, then the field kernel) in a fresh cache, then again in a
+    second process that loads both from that cache, as Blender does on its second start: a cached kernel that
+    links a helper another cached kernel also compiled must not crash (numba cache, one library per kernel)."""
+    for run in ("compiles", "loads from the cache"):
+        out = _run(SCRIPT, NUMBA_CACHE_DIR=str(tmp_path))
+        assert out.returncode == 0, f"the process that {run} failed ({out.returncode}):\n{out.stdout}{out.stderr}"
