@@ -15,19 +15,16 @@ from ..pbd.model import _capsule_radii, _csr, _segment_distance
 from . import frames as _frames
 from .settings import RodSettings
 
-JIGGLE_HZ = 10.0
-"""Natural frequency [Hz] of the first mode at stiffness ``k = 0.5``."""
-JIGGLE_EXPONENT = 0.75
-"""``f(k) = JIGGLE_HZ (k / (1 - k))^JIGGLE_EXPONENT``: 1.9 Hz at 0.1, 10 Hz at 0.5, 19 Hz at 0.7."""
-
-
 def jiggle_frequency(k) -> np.ndarray:
-    """Natural frequency [Hz] of a muscle's first transverse mode for the artist stiffness ``k`` in [0, 1]
-    (0 at ``k = 0``, infinite at ``k = 1``)."""
+    """Natural frequency [Hz] of a muscle's first transverse mode for the artist stiffness ``k`` in [0, 1]: the axis
+    solver's law ``F_HALF (k / (1 - k))^F_EXPONENT`` (``kernels/pbd.py``: 1.9 Hz at 0.1, 10 Hz at 0.5, 19 Hz at
+    0.7), vectorised; 0 at ``k = 0``, infinite at ``k = 1``."""
+    from ...kernels.pbd import F_EXPONENT, F_HALF  # numba: loaded on first use, after the host set its cache
+
     k = np.asarray(k, dtype=np.float64)
     with np.errstate(divide="ignore"):
         ratio = np.where(k < 1.0, k / np.maximum(1.0 - k, 1e-300), np.inf)
-    return JIGGLE_HZ * ratio ** JIGGLE_EXPONENT
+    return F_HALF * ratio ** F_EXPONENT
 
 
 @dataclass(frozen=True, eq=False)
