@@ -3,7 +3,7 @@
 
 :func:`limit_correction` takes the positions ``x (V, 3)`` [m] (tracked), the start ``d (V, 3)`` [m] (the
 dual-quaternion positions) with its distances to a passed contact surface (the tracking's ``start_gap`` when the
-tracking started at ``d``, else ``kernels/tracking.contact_gaps``), a :class:`CorrectionMesh`, this frame's skin field (``SkinArrays``, ``MuscleArrays``)
+tracking started at ``d``), a :class:`CorrectionMesh`, this frame's skin field (``SkinArrays``, ``MuscleArrays``)
 and scratch arrays; it writes ``d + smooth(cap(trust * (x - d)))`` into ``x``.
 
 * The cap of a vertex whose DQS position has passed a contact surface (``kernels/tracking.beyond_contact``) grows
@@ -26,8 +26,8 @@ from numba import njit, prange
 from .constants import JIT_FAST, JIT_POINT
 from .part_grid import sample_packed
 from .fat import fats_union
-from .skin_field import _detail, _muscles_value
-from .tracking import CHUNK
+from .skin_field import _detail, _muscles_value, evaluate_point
+from .tracking import CHUNK, beyond_contact, contact_gap
 
 
 PUSH_MIN = 1e-5
@@ -101,12 +101,16 @@ def _muscle_push(i, x, mesh, field, muscles):
 def limit_correction(x, start, start_gap, mesh, field, muscles, c0, c1, hold):
     """``x (V, 3)`` <- ``start + smooth(cap(trust * (x - start)))`` (module docstring); ``start_gap (V,)`` [m] each
     start's first-order distance to the contact surface it has passed (``kernels/tracking.contact_gap``), -1 if
-    none (``kernels/tracking.contact_gaps`` where the tracking did not start at ``start``); ``field``, ``muscles`` the frame's ``SkinArrays`` and
+    none, NaN where not known (then evaluated here); ``field``, ``muscles`` the frame's ``SkinArrays`` and
     ``MuscleArrays``; ``c0, c1 (V, 3)`` work arrays; ``hold (V,)`` bool out: the vertices the smoothing left alone
     (trust 0, at a contact, or pushed by a muscle)."""
     trust = mesh.trust
     V = x.shape[0]
+    T = field.node_kind.shape[0]
     for chunk in prange((V + CHUNK - 1) // CHUNK):
+        val = np.empty(T)
+        grad = np.empty((T, 3))
+        nodes = np.empty(T, dtype=np.bool_)
         for i in range(chunk * CHUNK, min(V, (chunk + 1) * CHUNK)):
             t = trust[i]
             dx = t * (x[i, 0] - start[i, 0])
@@ -122,6 +126,11 @@ def limit_correction(x, start, start_gap, mesh, field, muscles, c0, c1, hold):
                     hold[i] = True
             if length > 0.0:
                 gap = start_gap[i]
+                if gap != gap:
+                    evaluate_point(start[i, 0], start[i, 1], start[i, 2], val, grad, nodes, field, muscles)
+                    o = mesh.own_leaf[i]
+                    b = beyond_contact(o, mesh.leaf_nodes, mesh.cos_land, val, grad, nodes)
+                    gap = contact_gap(o, b, val, grad) if b >= 0 else -1.0
                 if gap >= 0.0:
                     cap += gap
                     hold[i] = True

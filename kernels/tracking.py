@@ -318,20 +318,17 @@ callers (it runs for the few vertices that passed a contact): no function of its
 
 
 @njit(**JIT_FAST)
-def contact_gaps(points, own_leaf, leaf_nodes, cos_land, field, muscles, out):
-    """``out (n,)`` float64 [m]: each point's first-order distance to the contact surface it has passed
-    (:func:`beyond_contact`, :func:`contact_gap`), -1 if it has passed none; each point a vertex of leaf
-    ``own_leaf[n]``; ``field``, ``muscles``: the ``SkinArrays`` and ``MuscleArrays``. Serial: it runs once per bind
-    (which vertices have passed a contact at rest) and, in the temporal mode, for the limited correction's starts."""
+def contact_passed(points, own_leaf, leaf_nodes, cos_land, field, muscles, out):
+    """``out (n,)`` bool: whether each point, a vertex of leaf ``own_leaf[n]``, has passed a contact surface
+    (:func:`beyond_contact`); ``field``, ``muscles``: the ``SkinArrays`` and ``MuscleArrays``. Serial: it runs once
+    per bind."""
     T = field.node_kind.shape[0]
     val = np.empty(T)
     grad = np.empty((T, 3))
     nodes = np.empty(T, dtype=np.bool_)
     for q in range(points.shape[0]):
         evaluate_point(points[q, 0], points[q, 1], points[q, 2], val, grad, nodes, field, muscles)
-        o = own_leaf[q]
-        b = beyond_contact(o, leaf_nodes, cos_land, val, grad, nodes)
-        out[q] = contact_gap(o, b, val, grad) if b >= 0 else -1.0
+        out[q] = beyond_contact(own_leaf[q], leaf_nodes, cos_land, val, grad, nodes) >= 0
 
 
 @njit(**JIT_POINT)

@@ -29,7 +29,7 @@ ENTRY_KERNELS = {
                 "muscle_surface.surface_rings"),
     "dynamics": ("profile.frame_scalars", "pbd.pbd_substeps", "axis.axis_update", "fat.fat_step"),
     "skin": ("sampling.poisson_select", "hrbf.hrbf_field", "part_grid.compact_field", "skin_field.place_nodes",
-             "skin_field.skin_field", "tracking.contact_gaps", "pbd.keep_inside"),
+             "skin_field.skin_field", "tracking.contact_passed", "pbd.keep_inside"),
     "frames": ("tracking.track", "joint_volume.restore", "skin_correction.limit_correction"),
 }
 """Per warm-up stage (in order), the kernels (``module.function`` in ``kernels/``) that the core calls from Python

@@ -124,9 +124,8 @@ class ImplicitSkinDeformer:
         self._track_params = self.settings.kernel_params(self.mesh_size)
         self.scratch = track_scratch(V)
         """The tracking's work arrays; ``scratch.state`` and ``scratch.active`` are the last frame's outcome."""
-        self._temporal_gap = np.full(V, -1.0)
-        """The correction's ``start_gap`` when the tracking did not start at the DQS positions (temporal mode),
-        evaluated at the DQS positions of the trusted vertices (-1 at the others, which the correction leaves)."""
+        self._unknown_gap = np.full(V, np.nan)
+        """The correction's ``start_gap`` when the tracking did not start at the DQS positions (temporal mode)."""
         self._volume_mesh = VolumeMesh(faces=self.faces, ring_start=self.rings.start,
                                        ring_neighbour=self.rings.neighbour, pinned=self.pinned)
         self._volume_regions = self.joint_regions.kernel_arrays()
@@ -140,9 +139,6 @@ class ImplicitSkinDeformer:
                                                cos_land=self._track_params.cos_land,
                                                sweeps=int(self.settings.correction_smoothing))
         self._correction_scratch = (np.empty((V, 3)), np.empty((V, 3)), np.zeros(V, dtype=np.bool_))
-        self._trusted = np.flatnonzero(self._correction_mesh.trust > 0.0)
-        """The vertices the limited correction moves (trust above 0)."""
-        self._trusted_gap = np.empty(len(self._trusted))
         self._by_quality: dict = {}
         """``_quality_structs`` of the qualities used so far."""
 
@@ -200,7 +196,7 @@ class ImplicitSkinDeformer:
         """
         from ...kernels.joint_volume import restore
         from ...kernels.skin_correction import limit_correction
-        from ...kernels.tracking import contact_gaps, track
+        from ...kernels.tracking import track
 
         t0 = time.perf_counter()
         B = check_rigid(bone_transforms, self.bone_names)
@@ -225,14 +221,7 @@ class ImplicitSkinDeformer:
                     self._volume_scratch, self.volume_deficits)
         tb = time.perf_counter()
         if self.limit_correction:
-            gap = self.scratch.start_gap
-            if consecutive:
-                gap = self._temporal_gap
-                trusted = self._trusted
-                contact_gaps(self.dqs_positions[trusted], correction_mesh.own_leaf[trusted],
-                             correction_mesh.leaf_nodes, correction_mesh.cos_land, *self.placement.kernel_args,
-                             self._trusted_gap)
-                gap[trusted] = self._trusted_gap
+            gap = self._unknown_gap if consecutive else self.scratch.start_gap
             limit_correction(x, self.dqs_positions, gap, correction_mesh, *self.placement.kernel_args,
                              *self._correction_scratch)
         t3 = time.perf_counter()
@@ -252,17 +241,11 @@ def contact_passed_at(placement: SkinPlacement, points, own_part, landing_angle:
     """``(n,)`` bool: whether each of ``points (n, 3)`` [m], a vertex of part ``own_part (n,)``, has passed a
     contact surface of the skin field as placed (``kernels/tracking.beyond_contact``, gradients facing by more
     than ``landing_angle`` [deg])."""
-    return contact_gaps_at(placement, points, own_part, landing_angle) >= 0.0
-
-
-def contact_gaps_at(placement: SkinPlacement, points, own_part, landing_angle: float) -> np.ndarray:
-    """``(n,)`` float64 [m]: each of ``points (n, 3)`` [m]'s first-order distance to the contact surface it has
-    passed (as :func:`contact_passed_at`), -1 where it has passed none (``kernels/tracking.contact_gaps``)."""
-    from ...kernels.tracking import contact_gaps
+    from ...kernels.tracking import contact_passed
 
     leaves = placement.model.leaf_node
     pts = np.ascontiguousarray(points, dtype=np.float64)
-    out = np.empty(len(pts))
-    contact_gaps(pts, leaves[own_part], leaves, float(np.cos(np.radians(landing_angle))), *placement.kernel_args,
-                 out)
+    out = np.zeros(len(pts), dtype=np.bool_)
+    contact_passed(pts, leaves[own_part], leaves, float(np.cos(np.radians(landing_angle))), *placement.kernel_args,
+                   out)
     return out

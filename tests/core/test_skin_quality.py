@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from implicit_muscles.core.skin import quality as Q
-from implicit_muscles.core.skin.deformer import ImplicitSkinDeformer, contact_gaps_at
+from implicit_muscles.core.skin.deformer import ImplicitSkinDeformer
 from implicit_muscles.core.skin.field import bind_skin_field
 from implicit_muscles.core.skin.trust import (contact_distance_reference, field_trust, limit_correction_reference,
                                               smooth)
@@ -139,8 +139,8 @@ def test_correction_kernel_matches_reference(arm_bound, angle, muscles):
     assert not muscles or np.count_nonzero(push > 1e-4) > 20
     expected = limit_correction_reference(x, start, passed, distance, m.trust, m.cap, m.ring_start,
                                           m.ring_neighbour, m.sweeps, push)
-    # the contact distances evaluated at the starts (as in the temporal mode), then the ones the tracking kept
-    for gap in (contact_gaps_at(d.placement, start, d.own_part, d.settings.landing_angle), d.scratch.start_gap):
+    # the contact distances evaluated by the kernel (NaN: not known), then the ones the tracking kept from its start
+    for gap in (np.full(len(x), np.nan), d.scratch.start_gap):
         out = x.copy()
         hold = np.zeros(len(x), dtype=bool)
         limit_correction(out, start, gap, m, *d.placement.kernel_args, np.empty_like(x), np.empty_like(x), hold)
