@@ -72,7 +72,8 @@ def _centre(B, part, c):
 
 @njit(**JIT)
 def _volume(x, faces, B, face_part, c, face_ids, grad, want_grad):
-    """Cone volume of the faces ``face_ids`` about their moved centres; adds ``dV/dx`` into ``grad`` if asked."""
+    """Cone volume of the faces ``face_ids`` about their moved centres; adds ``dV/dx`` into ``grad`` if
+    ``want_grad`` (a ``np.bool_``: a literal ``True`` or ``False`` would compile a signature each)."""
     total = 0.0
     for q in range(face_ids.shape[0]):
         f = face_ids[q]
@@ -178,7 +179,7 @@ def restore(x, B, state, mesh, regions, params, scratch, deficits):
                 trace += B[jp, col, r] * B[jb, col, r]
         bend = min(1.0, math.acos(min(1.0, max(-1.0, 0.5 * (trace - 1.0)))) / params.full_bend)
         share = bend * bend * (3.0 - 2.0 * bend)
-        lost = rest_volume[jn] - _volume(x, faces, B, face_part, c, face_ids, grad, False)
+        lost = rest_volume[jn] - _volume(x, faces, B, face_part, c, face_ids, grad, np.bool_(False))
         if not share * lost > params.volume_tol * abs(rest_volume[jn]):
             continue
         deficits[jn] = lost
@@ -204,7 +205,7 @@ def restore(x, B, state, mesh, regions, params, scratch, deficits):
         room = regions.max_move[jn]
         for _ in range(params.newton_steps):
             _zero_corners(grad, faces, face_ids)
-            _volume(x, faces, B, face_part, c, face_ids, grad, True)
+            _volume(x, faces, B, face_part, c, face_ids, grad, np.bool_(True))
             slope = 0.0
             for q in range(verts.shape[0]):
                 v = verts[q]
@@ -219,7 +220,7 @@ def restore(x, B, state, mesh, regions, params, scratch, deficits):
                 w = _bulge_weight(dist[v], gap, span, pinned[v], weight[q])
                 for r in range(3):
                     x[v, r] += t * w * normal[v, r]
-            deficit = V0 - _volume(x, faces, B, face_part, c, face_ids, grad, False)
+            deficit = V0 - _volume(x, faces, B, face_part, c, face_ids, grad, np.bool_(False))
             if abs(deficit) < params.newton_tol * abs(V0):
                 break
     return restored

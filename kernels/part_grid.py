@@ -93,10 +93,11 @@ def sample_part_many(values, origin, inv_h, Binv, points, out_values, out_grads)
         out_grads[n, 2] = gz
 
 
-@njit(parallel=True, **JIT_FAST)
+@njit(**JIT_FAST)
 def compact_field(values, grads, R, out_values, out_grads):
-    """Thesis eq. (3.1) applied to ``values (n,)`` [m] with gradients ``grads (n, 3)``: ``K(f)``, ``K'(f) grad f``."""
-    for n in prange(values.shape[0]):
+    """Thesis eq. (3.1) applied to ``values (n,)`` [m] with gradients ``grads (n, 3)``: ``K(f)``, ``K'(f) grad f``.
+    Serial: it runs once per bind, a few operations per grid point."""
+    for n in range(values.shape[0]):
         x = values[n] / R
         if x <= -1.0:
             out_values[n] = 1.0
