@@ -9,6 +9,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 WIDTH = 640
+"""Width [px] of a README picture, unless ``WIDE`` names it."""
+WIDE = {"human_frame.png": 900, "arm_curl_sheet.png": 900, "arm_shake_curves.png": 990}
+"""Pictures whose detail needs more width [px]: the body frame and the contact sheet, the curves' small labels."""
 PICTURES = ["muscle_activation.png", "muscle_shapes.png", "muscle_bent.png", "phi_family.png",
             "arm_curl_crease.png", "arm_curl_sheet.png", "arm_shake_curves.png",
             ("frames/human_144.png", "human_frame.png", (0.27, 0.98))]
@@ -46,7 +49,8 @@ def main() -> int:
         if rows is not None:
             image = _crop_rows(bpy, image, *rows)
         w, h = image.size
-        image.scale(WIDTH, round(h * WIDTH / w))
+        width = WIDE.get(name, WIDTH)
+        image.scale(width, round(h * width / w))
         image.filepath_raw = str(out / name)
         image.file_format = "PNG"
         image.save()
