@@ -243,7 +243,9 @@ def rows_cold_start(d: dict) -> list:
     blender = _version(cold.get("blender", ""))
     compile_ok = cold["compile_s"] <= targets["compile_s"]
     first_ok = d["first_frame_cold_s"] <= targets["first_frame_s"]
-    return [[f"in Blender{blender}, a fresh install (empty kernel cache), one process: every kernel compiled "
+    procs = cold.get("compile_processes", 0)
+    how = f"{procs} compile processes at once" if procs > 1 else "one process"
+    return [[f"in Blender{blender}, a fresh install (empty kernel cache), {how}: every kernel compiled "
              f"({cold['kernels']} entry kernels and their helpers), then BCN_Epileptic bound ({cold['meshes']} "
              f"meshes, {cold['vertices']:,} vertices"
              + (f", {cold['muscles']} muscles" if "muscles" in cold else "") + ") until its first frame shows",

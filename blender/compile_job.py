@@ -61,6 +61,8 @@ class JobStatus:
     """How many compile processes the last compile ran at once."""
     compile_seconds: dict = field(default_factory=dict)
     """numba's compile time per entry kernel in the last compile's processes [s] (``kernel_cache.warm_up``)."""
+    cpu_seconds: list = field(default_factory=list)
+    """CPU time of each of the last compile's processes that finished [s]."""
     pending: list = field(default_factory=list)
     """Names of the meshes whose Bind waits for the kernels."""
 
@@ -132,7 +134,7 @@ def start(stages=None, cache_dir: str | None = None) -> bool:
         _stop()
         raise
     status.running, status.error, status.kernel, status.stages, status.compiled = True, "", "", stages, False
-    status.processes, status.compile_seconds = len(groups), {}
+    status.processes, status.compile_seconds, status.cpu_seconds = len(groups), {}, []
     status.done, status.total = 0, sum(total for _, total in _progress)
     engine.status.kernels_message = waiting() or f"Compiling the muscle kernels (0/{status.total})"
     _started = time.perf_counter()
@@ -177,6 +179,7 @@ def poll():
         elif "result" in news:
             status.compiled = status.compiled or bool(news["result"].get("compiled"))
             status.compile_seconds.update(news["result"].get("compile_seconds", {}))
+            status.cpu_seconds.append(float(news["result"].get("cpu_seconds", 0.0)))
     status.done = sum(p[0] for p in _progress)
     status.total = sum(p[1] for p in _progress)
     if not all(len(p) > 2 for p in _progress):

@@ -13,7 +13,8 @@ file; the one step that is not safe between processes, adding an entry to a func
 done here under an exclusive lock on ``LOCK`` in the cache folder (:func:`_lock_index_writes`).
 
 Standard output is one JSON object per line: ``{"done": k, "total": n, "kernel": name}`` as entry kernels get
-ready, then ``{"result": {...}}`` (``kernel_cache.warm_up``'s) or ``{"error": sentence}``. Exit status 0 or 1.
+ready, then ``{"result": {...}}`` (``kernel_cache.warm_up``'s, with ``cpu_seconds``: this process's CPU time [s])
+or ``{"error": sentence}``. Exit status 0 or 1.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import importlib
 import json
 import os
 import sys
+import time
 import types
 
 
@@ -103,8 +105,18 @@ def main(argv) -> int:
     except Exception as ex:  # noqa: BLE001 - the host shows the sentence; this process only reports it
         _emit({"error": f"{type(ex).__name__}: {ex}"})
         return 1
-    _emit({"result": result})
+    _emit({"result": {**result, "cpu_seconds": _cpu_seconds()}})
     return 0
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process so far (user + system, all threads) [s]."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return time.process_time()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 if __name__ == "__main__":
