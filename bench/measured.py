@@ -252,6 +252,8 @@ def rows_cold_start(d: dict) -> list:
              f"{num(cold['compile_s'])} s + {num(cold['bind_first_frame_s'])} s = {num(d['first_frame_cold_s'])} s"
              + (f" (CPU time {num(cold['compile_cpu_s'])} s + {num(cold['bind_cpu_s'])} s)"
                 if "compile_cpu_s" in cold else "")
+             + (f", of which the compile processes {' and '.join(num(c) for c in cold['compile_process_cpu_s'])} s"
+                if cold.get("compile_process_cpu_s") else "")
              + "; slowest kernels " + ", ".join(f"`{n}` {num(t)} s" for n, t in slowest)
              + f"; machine load average {d['load_before'].rsplit('load average:', 1)[-1].strip()} at the start",
              f"warm start (cache filled): kernels loaded in {num(warm['compile_s'])} s, bind + first frame "
