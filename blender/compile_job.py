@@ -76,6 +76,8 @@ _lines: queue.Queue = queue.Queue()
 """``(process index, line)`` from their standard outputs; ``(index, None)`` when one's output ends."""
 _progress: list = []
 """``[done, total]`` per process."""
+_ended: set = set()
+"""The processes (indices) whose standard output has ended."""
 _errors: list = []
 """Per process, the last lines of its standard error."""
 _started = 0.0
@@ -107,7 +109,7 @@ def waiting() -> str:
 def start(stages=None, cache_dir: str | None = None) -> bool:
     """Start the compile processes for ``stages`` (default: all) into ``cache_dir`` (default: the session's numba
     cache); False if they run already. The engine must be set up (``engine.status.error`` empty)."""
-    global _started, _lines, _progress, _errors
+    global _started, _lines, _progress, _errors, _ended
     from ..core.io import compile_process, kernel_cache
 
     if status.running:
@@ -122,6 +124,7 @@ def start(stages=None, cache_dir: str | None = None) -> bool:
         kwargs["creationflags"] = subprocess.BELOW_NORMAL_PRIORITY_CLASS | subprocess.CREATE_NO_WINDOW
     _lines = queue.Queue()
     _progress = [[0, len(kernel_cache.entry_kernels(g))] for g in groups]
+    _ended = set()
     _errors = [collections.deque(maxlen=20) for _ in groups]
     try:
         for i, args in enumerate(compile_process.commands(_package(), _package_path(), folder, stages, nice=NICE)):
@@ -165,7 +168,7 @@ def poll():
         except queue.Empty:
             break
         if line is None:
-            _progress[index].append("ended")
+            _ended.add(index)
             continue
         try:
             news = json.loads(line)
@@ -182,7 +185,7 @@ def poll():
             status.cpu_seconds.append(float(news["result"].get("cpu_seconds", 0.0)))
     status.done = sum(p[0] for p in _progress)
     status.total = sum(p[1] for p in _progress)
-    if not all(len(p) > 2 for p in _progress):
+    if len(_ended) < len(_progress):
         if not kernels_loaded():
             engine.status.kernels_message = f"Compiling the muscle kernels ({status.done}/{status.total})"
         _redraw()
