@@ -8,6 +8,7 @@ caches compiled kernels into a folder named after it, so any change to any kerne
 :func:`warm_up` binds and plays a small limb (``core/io/warm_up_scene.py``) in stages; ``ENTRY_KERNELS`` names, per
 stage, the kernels the core calls from Python (each compiles the helpers it calls). Progress is counted in entry
 kernels: one is done once it has machine code for a signature in this process (compiled or loaded from the cache).
+:func:`process_groups` splits the stages for two compile processes run at once (``core/io/compile_process.py``).
 Nothing here imports numba until :func:`warm_up` or :func:`kernel_dispatchers` runs.
 """
 from __future__ import annotations
@@ -37,12 +38,13 @@ ENTRY_KERNELS = {
 and that the stage compiles first: the muscle fields and display surfaces, the muscles' dynamics, the skin's bind
 and its frames (the limb's skin bound without muscles: Implicit Skinning alone compiles the same machine code for
 the skin as with muscles, and needs none of the muscle kernels), then the limb bound with its muscles and played.
-A stage added here (at the end) is compiled by the first of the compile processes (``PROCESS_GROUPS``)."""
+A stage added here (at the end) is compiled by the first of the two compile processes (:func:`process_groups`)."""
 STAGES = tuple(ENTRY_KERNELS)
 """The warm-up stages, in order."""
 SKIN_GROUP = ("skin", "frames", "muscled")
 """The stages of the second compile process: the skin's kernels, which need none of the muscle kernels, then the
-limb with its muscles, which by then the first process has cached (docs/design-notes.md, *Compile time*)."""
+limb with its muscles, which by then the first process has cached (docs/design-notes.md, *Two compile
+processes, one per core*)."""
 
 
 def process_groups(stages=STAGES) -> tuple:
