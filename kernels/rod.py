@@ -33,7 +33,9 @@ muscle:
      backward on odd ones (no bias towards one end);
    then, after the last sweep, collisions of each inner vertex (a sphere of radius ``r0 s``) with the bone capsules:
    ``C = |x - c| - R - r0 s >= 0`` moving the position and the scale by their inverse masses (VIPER's touch
-   constraint), followed by tangential friction on the position (kernels/pbd.py ``_push``).
+   constraint), followed by tangential friction on the position (kernels/pbd.py ``_push``), and one more forward
+   volume pass on the scales the touch did not move (a touched vertex keeps its scale, its neighbours take
+   the volume), so a contact neither leaves the rod's volume off nor undoes the touch.
 3. ``v = (x - x_prev) / dt``, ``sv = (s - s_prev) / dt``, ``qd = (q - q_prev) / dt``.
 
 Inverse masses: positions ``1 / m_k`` (masses by length; 0 at the kinematic ends); scales ``2 / (m_k r0_k^2)`` (the radial inertia of
@@ -557,6 +559,8 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
     dx = np.zeros((n_max + 1, 3))
     dth = np.zeros((n_max + 1, 3))
     col = np.zeros(6)
+    s_touch = np.zeros(s.shape[0])  # the scales before the touch
+    w_free = np.zeros(s.shape[0])   # the scales' inverse masses, 0 where the touch moved one
     for m in range(axis_start.shape[0] - 1):
         a = axis_start[m]
         b = axis_start[m + 1]
@@ -615,7 +619,14 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
                     k = a + j if it % 2 == 0 else b - 2 - j
                     _volume(k, k + 1, rest_length[k], params.volume_compliance * inv_dt2, x, s,
                             scratch.lam_volume, ws)
+            for k in range(a, b):
+                s_touch[k] = s[k]
             _collide(m, x, x_prev, s, model, frame, f1, params.friction)
+            for k in range(a, b):
+                w_free[k] = 0.0 if s[k] != s_touch[k] else ws[k]
+            for k in range(a, b - 1):  # the volume once more, on the scales the touch left alone
+                _volume(k, k + 1, rest_length[k], params.volume_compliance * inv_dt2, x, s, scratch.lam_volume,
+                        w_free)
             # 3. velocities
             inv_dt = 1.0 / dt
             for k in range(a, b):

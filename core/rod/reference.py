@@ -158,6 +158,7 @@ def substeps(model, params, frame, x, v, s, sv, q, qd, k0, k1):
                     lam_v[k] += dl
                     s[k] += ws[k] * ga * dl
                     s[k + 1] += ws[k + 1] * gb * dl
+            s_touch = s.copy()
             for entry in range(model.cap_start[m], model.cap_start[m + 1]):  # bone capsules (touch)
                 ci = model.cap_index[entry]
                 p0 = frame.cap_prev[ci, 0] + f1 * (frame.cap_cur[ci, 0] - frame.cap_prev[ci, 0])
@@ -177,6 +178,20 @@ def substeps(model, params, frame, x, v, s, sv, q, qd, k0, k1):
                         dd = x[k] - x_prev[k]
                         x[k] = x[k] - params.friction * (dd - (dd @ g) * g)
                         s[k] += ws[k] * r0 * C / denom
+            w_free = np.where(s != s_touch, 0.0, ws)
+            for k in range(a, b - 1):  # the volume once more, on the scales the touch left alone
+                d = np.linalg.norm(x[k + 1] - x[k])
+                l0 = L0[k]
+                ga, gb = s[k + 1] * d / l0, s[k] * d / l0
+                C = s[k] * s[k + 1] * d / l0 - 1.0
+                alpha = params.volume_compliance * inv_dt2
+                denom = w_free[k] * ga ** 2 + w_free[k + 1] * gb ** 2 + alpha
+                if denom <= 0.0:
+                    continue
+                dl = (-C - alpha * lam_v[k]) / denom
+                lam_v[k] += dl
+                s[k] += w_free[k] * ga * dl
+                s[k + 1] += w_free[k + 1] * gb * dl
             for k in range(a, b):
                 sv[k] = (s[k] - s_prev[k]) / dt
                 if w[k] > 0:
