@@ -234,16 +234,25 @@ def _smooth(ia, ib, alpha, s, lam, ws):
     s[ib] += ws[ib] * dl
 
 
+TOUCH_MIN_SCALE = 0.25
+"""Lowest scale a bone's touch leaves a vertex with (:func:`_touch`)."""
+
+
 @njit(**JIT_FAST)
 def _touch(k, C, gx, gy, gz, r0, x, x_prev, s, w, ws, friction):
     """Contact ``C < 0`` of vertex ``k`` along the unit normal ``g``: VIPER's touch constraint on the position and
-    the scale (``dC/dx = g``, ``dC/ds = -r0``), then tangential friction (kernels/pbd.py ``_push``)."""
+    the scale (``dC/dx = g``, ``dC/ds = -r0``), then tangential friction (kernels/pbd.py ``_push``). The scale
+    goes no lower than ``TOUCH_MIN_SCALE`` (a deep contact, as after a cut, would turn it negative); the
+    position takes the rest of the correction."""
     denom = w + ws * r0 * r0
     if denom <= 0.0:
         return
-    share = w / denom
+    ds = ws * r0 * C / denom
+    if s[k] + ds < TOUCH_MIN_SCALE:
+        ds = min(0.0, TOUCH_MIN_SCALE - s[k])
+    share = 1.0 - r0 * ds / C
     _push(x, x_prev, k, C, gx, gy, gz, share, friction)
-    s[k] += ws * r0 * C / denom
+    s[k] += ds
 
 
 @njit(**JIT_FAST)

@@ -115,6 +115,8 @@ class RodMuscles:
         self._build()
         if len(self.points) != self.model.vertex_count:
             raise ValueError("the rod and axis layouts of a muscle differ; this is a bug.")
+        self.timings: dict = {}
+        """[s] the last :meth:`step`'s ``rod solve`` (the rod kernel) and ``rod field`` (:meth:`fill`)."""
         self._ecc = np.array([[m.shape.eccentricity_rest, m.shape.eccentricity_active] for m in chosen])
         self._shapes = [(m.shape.alpha_rest, m.shape.beta_rest, m.shape.alpha_active, m.shape.beta_active)
                         for m in chosen]
@@ -219,9 +221,14 @@ class RodMuscles:
         """One frame of the rods from ``state_in.rod`` into ``state_out.rod``, at the substeps of their settings
         for ``dt`` [s] scaled by ``quality``; then :meth:`fill` ``state_out``. ``ValueError`` as
         :meth:`core.rod.solver.RodSolver.step`."""
+        import time
+
         substeps = quality.substeps(self.model.settings.substeps_for(dt))
+        t0 = time.perf_counter()
         self.solver.step(state_in.rod, state_out.rod, self.control(control), dt, substeps)
+        t1 = time.perf_counter()
         self.fill(state_out, control)
+        self.timings = {"rod solve": t1 - t0, "rod field": time.perf_counter() - t1}
 
     def fill(self, state: PBDState, control: PBDControl) -> None:
         """Copy the rods of ``state.rod`` into ``state``: positions and velocities into ``x`` and ``v``, and their

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .frames import conj, frame_quaternion, qmul
+from ...kernels.rod import TOUCH_MIN_SCALE
 
 
 def _d3(q):
@@ -174,10 +175,13 @@ def substeps(model, params, frame, x, v, s, sv, q, qd, k0, k1):
                     if C < 0.0 and dist > 1e-12:
                         g = dvec / dist
                         denom = w[k] + ws[k] * r0 * r0
-                        x[k] = x[k] - C * w[k] / denom * g
+                        ds = ws[k] * r0 * C / denom
+                        if s[k] + ds < TOUCH_MIN_SCALE:
+                            ds = min(0.0, TOUCH_MIN_SCALE - s[k])
+                        x[k] = x[k] - C * (1.0 - r0 * ds / C) * g
                         dd = x[k] - x_prev[k]
                         x[k] = x[k] - params.friction * (dd - (dd @ g) * g)
-                        s[k] += ws[k] * r0 * C / denom
+                        s[k] += ds
             w_free = np.where(s != s_touch, 0.0, ws)
             for k in range(a, b - 1):  # the volume once more, on the scales the touch left alone
                 d = np.linalg.norm(x[k + 1] - x[k])

@@ -81,3 +81,16 @@ def test_rod_muscle_is_deterministic_and_resumes_from_a_snapshot(curled):
         bones, activation = scenes.biceps_curl(frame, frames=FRAMES)
         got = arm.frame(bones, inputs=arm.inputs(activation=activation, stiffness=[0.5] * 4), dt=1 / 24)
         assert np.array_equal(got, tail[k])
+
+
+@pytest.mark.parametrize("elbow", [30.0, 70.0])
+def test_settling_into_a_bent_pose_keeps_the_rod_whole(elbow):
+    """A shot starting bent: the rod is placed into the pose (through the bone at first) and settles. The bone's
+    touch must not squeeze a scale through zero (it did: every scale ended near -1, the field empty)."""
+    arm = scenes.arm_character(solvers=SOLVERS)
+    arm.frame(scenes.arm_pose(0.0), dt=1 / 24)
+    rest = arm.muscle_volumes()[0]
+    arm.settle(scenes.arm_pose(elbow), stiffness=[0.1] * 4)
+    assert arm._state.rod.s.min() > 0.5
+    arm.frame(scenes.arm_pose(elbow), stiffness=[0.1] * 4, dt=1 / 24)
+    assert arm.muscle_volumes()[0] == pytest.approx(rest, rel=VOLUME_TOL)
