@@ -119,7 +119,8 @@ class MuscledCharacter:
             if self.rod_muscles.any():  # built from the axes as given, before anything settles
                 self.rods = RodMuscles(self.muscles, self.rod_muscles, built.axis_start, rod,
                                        capsules=self.capsules_rest, capsule_radius=self.capsule_radius,
-                                       bone_collisions=c.bones)
+                                       bone_collisions=c.bones, keep_inside=c.keep_inside,
+                                       skin_max_step=built.settings.skin_max_step)
                 rod_rest = self.rods.rest_state()  # first: the axes settle against the rods at their rest
                 built = freeze(built, self.rod_muscles, rod_rest.x)
             stored = self._stored_rest(built, settled_rest)
@@ -320,7 +321,8 @@ class MuscledCharacter:
             return
         inputs = self._inputs(inputs, activation, stiffness, width_scale, eccentricity)
         control = self.control(B, inputs)
-        if self.keep_inside is not None and self.model.skin_inv_mass.any():
+        rods_inside = self.rods is not None and self.rods.keep_inside.any()
+        if self.keep_inside is not None and (self.model.skin_inv_mass.any() or rods_inside):
             control.skin_field = self.hull.place(B).evaluate
             control.skin_iso = self.keep_inside
         try:

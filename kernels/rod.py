@@ -19,7 +19,8 @@ muscle:
    (6x6 blocks) and is solved exactly by a block Cholesky (Thomas) pass; then ``x += W J^T dlambda`` and each
    frame turns by ``W J^T dlambda`` (world-frame turn ``dtheta``: ``q <- normalize(q + 1/2 (0, dtheta) q)``):
    - stretch/shear per segment (eq. 11): ``C = (x_b - x_a) / l - d3(q)`` (3 components), ``l`` the rest length
-     times ``1 - contraction * activation`` on belly segments; ``alpha = 1 / (EA l0)``; ``dC/dtheta = [d3]x``;
+     times ``frame.shortening`` on belly segments (``1 - contraction * activation``, or less where the ends came
+     closer: ``core.rod.solver.RodSolver.shortening``); ``alpha = 1 / (EA l0)``; ``dC/dtheta = [d3]x``;
    - bend/twist per pair of consecutive frames (eqs. 14, 40): ``C = Im(conj(q_a) q_b -+ Omega0)`` (the sign giving
      the shorter difference), ``alpha = l_mid / (4 EI)``; ``dC/dtheta_b = -dC/dtheta_a = 1/2 (w I - [v]x) R_a^T``
      with ``(w, v) = conj(q_a) q_b``; a pair with an anchor keeps only its twist row (the rod is pinned at its
@@ -74,6 +75,7 @@ class RodParams(NamedTuple):
     contraction: float         # belly segments shorten by this fraction at activation 1
     volume_compliance: float   # [1/J] alpha of the volume constraint (0: incompressible)
     smoothing: float           # scale smoothing stiffness as a multiple of EI
+    touch_squeeze: float       # share of the scale's inverse mass a bone's touch uses (VIPER: 1; 0: pushes only)
 
 
 class RodModelArrays(NamedTuple):
@@ -97,7 +99,7 @@ class RodFrame(NamedTuple):
 
     bend_stiffness: np.ndarray     # (M,) float64 [N m^2] EI (and GJ) of each muscle
     stretch_stiffness: np.ndarray  # (M,) float64 [N] EA of each muscle
-    activation: np.ndarray         # (M,) float64 in [0, 1]
+    shortening: np.ndarray         # (M,) float64 factor on the belly segments' rest lengths (1: none)
     end_prev: np.ndarray           # (M, 2, 3) float64 [m]
     end_cur: np.ndarray            # (M, 2, 3) float64 [m]
     normal_prev: np.ndarray        # (M, 2, 3) float64 endpoint normals
@@ -256,7 +258,7 @@ def _touch(k, C, gx, gy, gz, r0, x, x_prev, s, w, ws, friction):
 
 
 @njit(**JIT_FAST)
-def _collide(m, x, x_prev, s, model, frame, f1, friction):
+def _collide(m, x, x_prev, s, model, frame, f1, friction, squeeze):
     """Inner vertices of muscle ``m`` against its bone capsules, ends interpolated within the frame."""
     a = model.axis_start[m]
     b = model.axis_start[m + 1]
@@ -286,7 +288,7 @@ def _collide(m, x, x_prev, s, model, frame, f1, friction):
             C = d - R - r0 * s[k]
             if C < 0.0 and d > MIN_DISTANCE:
                 _touch(k, C, dx / d, dy / d, dz / d, r0, x, x_prev, s, model.inv_mass[k],
-                       model.scale_inv_mass[k], friction)
+                       squeeze * model.scale_inv_mass[k], friction)
 
 
 @njit(**JIT_FAST)
@@ -577,7 +579,7 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
         n = b - a             # vertices; frames f0 .. f0 + n
         ei = frame.bend_stiffness[m]
         ea = frame.stretch_stiffness[m]
-        shorten = 1.0 - params.contraction * frame.activation[m]
+        shorten = frame.shortening[m]
         for sub in range(k0, k1):
             f1 = (sub + 1) / n_sub
             # 1. prediction
@@ -630,7 +632,7 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
                             scratch.lam_volume, ws)
             for k in range(a, b):
                 s_touch[k] = s[k]
-            _collide(m, x, x_prev, s, model, frame, f1, params.friction)
+            _collide(m, x, x_prev, s, model, frame, f1, params.friction, params.touch_squeeze)
             for k in range(a, b):
                 w_free[k] = 0.0 if s[k] != s_touch[k] else ws[k]
             for k in range(a, b - 1):  # the volume once more, on the scales the touch left alone

@@ -102,7 +102,7 @@ class RodMuscles:
     ``batch`` their field is computed in before it is copied into the character's."""
 
     def __init__(self, muscles, rod: np.ndarray, axis_start, settings: RodSettings | None = None, capsules=None,
-                 capsule_radius=None, bone_collisions=None):
+                 capsule_radius=None, bone_collisions=None, keep_inside=None, skin_max_step: float = 0.005):
         import copy
 
         self.index = np.flatnonzero(rod)
@@ -112,6 +112,10 @@ class RodMuscles:
                                 capsule_radius=None if capsule_radius is None else capsule_radius[self.index],
                                 bone_collisions=None if bone_collisions is None else bone_collisions[self.index])
         self.points = np.concatenate([np.arange(axis_start[m], axis_start[m + 1]) for m in self.index])
+        self.keep_inside = np.ones(len(self.index), dtype=bool) if keep_inside is None else \
+            np.asarray(keep_inside, dtype=bool)[self.index]
+        """``(R,)`` bool: the rod muscles kept inside the skin's parts (the axis's muscle-skin constraint)."""
+        self.skin_max_step = float(skin_max_step)
         self._build()
         if len(self.points) != self.model.vertex_count:
             raise ValueError("the rod and axis layouts of a muscle differ; this is a bug.")
@@ -226,9 +230,24 @@ class RodMuscles:
         substeps = quality.substeps(self.model.settings.substeps_for(dt))
         t0 = time.perf_counter()
         self.solver.step(state_in.rod, state_out.rod, self.control(control), dt, substeps)
+        if control.skin_field is not None and self.keep_inside.any():
+            self._keep_inside(state_out.rod, control, dt / substeps)
         t1 = time.perf_counter()
         self.fill(state_out, control)
         self.timings = {"rod solve": t1 - t0, "rod field": time.perf_counter() - t1}
+
+    def _keep_inside(self, rod: RodState, control: PBDControl, sub_dt: float) -> None:
+        """The muscle-skin constraint after the frame, as the axis solver's (``kernels/pbd.py`` ``keep_inside``,
+        paper §6.3): the inner vertices of the rods kept inside move back inside ``control.skin_field`` at
+        ``control.skin_iso`` (their velocities with them); frames and scales follow in the next frame's solve."""
+        from ...kernels.pbd import keep_inside
+
+        counts = np.diff(self.model.axis_start)
+        weight = self.model.inv_mass * np.repeat(self.keep_inside, counts)
+        values, grads = control.skin_field(rod.x)
+        keep_inside(rod.x, rod.v, np.ascontiguousarray(weight), np.ascontiguousarray(values, dtype=np.float64),
+                    np.ascontiguousarray(grads, dtype=np.float64), float(control.skin_iso), sub_dt,
+                    self.skin_max_step)
 
     def fill(self, state: PBDState, control: PBDControl) -> None:
         """Copy the rods of ``state.rod`` into ``state``: positions and velocities into ``x`` and ``v``, and their
@@ -243,7 +262,8 @@ class RodMuscles:
         R = len(self.index)
         eccentricity = mine.eccentricity if mine.eccentricity is not None else np.zeros(R)
         width_scale = mine.width_scale if mine.width_scale is not None else np.ones(R)
-        update_batch(self.batch, self.model, rod.x, self.field_scales(rod.x, rod.s), rod.q, eccentricity=np.broadcast_to(eccentricity, R),
+        update_batch(self.batch, self.model, rod.x, self.field_scales(rod.x, rod.s), rod.q,
+                     eccentricity=np.broadcast_to(eccentricity, R),
                      width_scale=np.broadcast_to(width_scale, R))
         self.copy_batch(state.muscles)
 

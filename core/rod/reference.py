@@ -114,7 +114,7 @@ def substeps(model, params, frame, x, v, s, sv, q, qd, k0, k1):
         a, b = int(model.axis_start[m]), int(model.axis_start[m + 1])
         f0, n = a + m, b - a
         ei, ea = frame.bend_stiffness[m], frame.stretch_stiffness[m]
-        shorten = 1.0 - params.contraction * frame.activation[m]
+        shorten = frame.shortening[m]
         for sub in range(k0, k1):
             f1 = (sub + 1) / params.n_sub
             x_prev, s_prev, q_prev = x.copy(), s.copy(), q.copy()
@@ -174,8 +174,9 @@ def substeps(model, params, frame, x, v, s, sv, q, qd, k0, k1):
                     C = dist - model.cap_radius[entry] - r0 * s[k]
                     if C < 0.0 and dist > 1e-12:
                         g = dvec / dist
-                        denom = w[k] + ws[k] * r0 * r0
-                        ds = ws[k] * r0 * C / denom
+                        wsk = params.touch_squeeze * ws[k]
+                        denom = w[k] + wsk * r0 * r0
+                        ds = wsk * r0 * C / denom
                         if s[k] + ds < TOUCH_MIN_SCALE:
                             ds = min(0.0, TOUCH_MIN_SCALE - s[k])
                         x[k] = x[k] - C * (1.0 - r0 * ds / C) * g
