@@ -120,7 +120,8 @@ class RodMuscles:
         if len(self.points) != self.model.vertex_count:
             raise ValueError("the rod and axis layouts of a muscle differ; this is a bug.")
         self.timings: dict = {}
-        """[s] the last :meth:`step`'s ``rod solve`` (the rod kernel) and ``rod field`` (:meth:`fill`)."""
+        """[s] the last :meth:`step`'s ``rod solve`` (the rod kernel and the keep-inside constraint) and ``rod field``
+        (:meth:`fill`)."""
         self._ecc = np.array([[m.shape.eccentricity_rest, m.shape.eccentricity_active] for m in chosen])
         self._shapes = [(m.shape.alpha_rest, m.shape.beta_rest, m.shape.alpha_active, m.shape.beta_active)
                         for m in chosen]
