@@ -43,7 +43,8 @@ class SceneDescription:
     frames of the bones; ``to_mesh``: ``(4, 4)`` armature space -> mesh local space; ``keys``:
     ``animation.key_snapshot`` of the armature; ``fats``: ``FatPrimitive`` at rest that this mesh shows,
     ``fat_bones``, ``fat_collide``, ``fat_source``: ``(F,)`` their bones, bone collisions and Blender fat indices
-    (``blender/fats.py``)."""
+    (``blender/fats.py``); ``solvers``: ``(fibres,)`` each fibre's solver name, ``'AXIS'`` or ``'ROD'``
+    (``reader.read_solvers``)."""
 
     rig: object
     muscles: tuple
@@ -65,6 +66,7 @@ class SceneDescription:
     fat_bones: np.ndarray = None
     fat_collide: np.ndarray = None
     fat_source: np.ndarray = None
+    solvers: tuple = ()
 
 
 def describe(mesh_obj, armature) -> SceneDescription:
@@ -107,7 +109,7 @@ def describe(mesh_obj, armature) -> SceneDescription:
         to_mesh=np.array(mesh_obj.matrix_world.inverted() @ armature.matrix_world),
         keys=animation.key_snapshot(armature),
         fats=tuple(f for f, k in zip(fats, keep_fat) if k), fat_bones=f_b[keep_fat], fat_collide=f_c[keep_fat],
-        fat_source=f_s[keep_fat])
+        fat_source=f_s[keep_fat], solvers=reader.read_solvers(armature, source[keep]))
 
 
 def build(scene: SceneDescription):
@@ -120,7 +122,8 @@ def build(scene: SceneDescription):
     return MuscledCharacter(scene.rig, copy.deepcopy(list(scene.muscles)), scene.origin_bones, scene.insertion_bones,
                             scene.skin_bones, pbd=scene.pbd, skin=scene.skin, tracking=scene.tracking,
                             settled_rest=scene.settled_rest, collisions=scene.collisions,
-                            fats=list(scene.fats), fat_bones=scene.fat_bones, fat_collide_bones=scene.fat_collide)
+                            fats=list(scene.fats), fat_bones=scene.fat_bones, fat_collide_bones=scene.fat_collide,
+                            solvers=list(scene.solvers) or None)
 
 
 def setup_digest(armature) -> str:

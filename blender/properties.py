@@ -97,6 +97,13 @@ class ImplicitMuscle(PropertyGroup):
                                description="Exaggerates or thins the muscle (1: true volume)")
     particles: IntProperty(name="Particles", default=30, min=3, max=60, **SETUP,
                            description="Simulation points along the axis: more follow bones more closely, cost more")
+    solver: EnumProperty(name="Solver", default='AXIS', **SETUP,
+                         items=(('AXIS', "Axis (paper)", "The paper's muscle: a chain of particles whose width "
+                                 "follows its length, so the whole muscle thickens as it shortens"),
+                                ('ROD', "Rod (VIPER)", "A volume-keeping rod: squeezed or contracted in one place, "
+                                 "it bulges there, and it twists with its bones; costs more per frame")),
+                         description="How the muscle moves: the paper's particle axis, or a VIPER rod that keeps "
+                                     "its volume locally")
 
     collide_bones: BoolProperty(name="Bones", default=True, **SETUP,
                                 description="Slide around the bones instead of going through them")

@@ -192,6 +192,13 @@ def read_collisions(armature, source):
         bone_radius=[m.bone_radius if m.bone_radius > 0.0 else math.nan for m in fibres])
 
 
+def read_solvers(armature, source) -> tuple:
+    """The solver name (``'AXIS'`` or ``'ROD'``, ``core.character.MuscledCharacter``'s ``solvers``) of each fibre,
+    its Blender muscle's *Solver*; ``source (fibres,)`` as for :func:`read_collisions`."""
+    items = armature.implicit_muscles.muscles
+    return tuple(items[int(k)].solver for k in source)
+
+
 def muscles_on_skin(rig, skin_bones, elsewhere=None) -> np.ndarray:
     """``(M,)`` bool: the muscles this mesh shows. An armature that deforms several meshes (a torso, legs and a
     head; two arms; a body and its clothes) has muscles on the other meshes' bones too; a mesh binds with its own:

@@ -43,6 +43,8 @@ from .pbd.settle import initial_state, rest_state
 from .pbd.solver import AxisCollapsed, PBDSolver
 from .pbd.state import PBDState
 from .quality import RENDER, EvaluationQuality
+from .rod.muscles import RodMuscles, freeze, resolve_solvers
+from .rod.settings import RodSettings
 from .rig import Rig
 from .skin.field import SkinSettings, bind_skin_field
 from .skin.skinning import REACH_FACTOR, check_rigid
@@ -73,13 +75,16 @@ class MuscledCharacter:
     muscle-skin constraint (None: off for all); ``collisions`` says per muscle what it collides with
     (:class:`core.pbd.collisions.MuscleCollisions`, default: everything). ``fats``:
     :class:`core.fat.primitive.FatPrimitive` at rest, on ``fat_bones (F,)``; ``fat_collide_bones (F,)`` bool (default
-    all)."""
+    all). ``solvers``: per muscle ``'AXIS'`` (the paper's PBD axis, default) or ``'ROD'`` (a VIPER rod,
+    ``core/rod/muscles.py``, with ``rod`` its :class:`core.rod.settings.RodSettings`); None: every muscle ``'AXIS'``.
+    A rod muscle collides with its bones (VIPER's touch constraint) and the axis muscles of its contact set push
+    against it; it does not push them, nor other rods."""
 
     def __init__(self, rig, muscles, origin_bones, insertion_bones, skin_bones, pbd: PBDSettings | None = None,
                  skin: SkinSettings | None = None, tracking: TrackingSettings | None = None,
                  muscle_collisions: bool = True, keep_inside: float | None = KEEP_INSIDE_ISO, rest_hint=None,
                  settled_rest=None, collisions: MuscleCollisions | None = None, fats=None, fat_bones=None,
-                 fat_collide_bones=None):
+                 fat_collide_bones=None, solvers=None, rod: RodSettings | None = None):
         self.rig = rig
         self.weld = weld(rig.vertices, rig.faces, rig.weights)  # split vertices move as one (core/skin/weld.py)
         if not self.weld.identity:
@@ -100,10 +105,24 @@ class MuscledCharacter:
         self.capsule_radius = np.where(np.isfinite(c.bone_radius)[:, None], c.bone_radius[:, None], radius[None, :])
         sets = [int(j) if muscle_collisions and on else None for j, on in zip(self.skin_bones, c.muscles)]
         overlap = [int(g) if g >= 0 else None for g in c.overlap_groups]
+        self.rod_muscles = resolve_solvers(solvers, len(self.muscles))
+        """``(M,)`` bool: the muscles simulated as VIPER rods."""
+        self.rods = None
+        """:class:`core.rod.muscles.RodMuscles` of the rod muscles, or None when there are none."""
+        self._ecc = np.array([[m.shape.eccentricity_rest, m.shape.eccentricity_active]
+                              for m in self.muscles]).reshape(-1, 2)
+        self._activation_default = np.array([m.activation for m in self.muscles], dtype=np.float64)
         if self.muscles:
             built = build_pbd_model(self.muscles, pbd, capsules=self.capsules_rest,
                                     capsule_radius=self.capsule_radius, contact_sets=sets, overlap_groups=overlap,
-                                    bone_collisions=c.bones, keep_inside=c.keep_inside)
+                                    bone_collisions=c.bones & ~self.rod_muscles, keep_inside=c.keep_inside)
+            if self.rod_muscles.any():  # built from the axes as given, before anything settles
+                self.rods = RodMuscles(self.muscles, self.rod_muscles, built.axis_start, rod,
+                                       capsules=self.capsules_rest, capsule_radius=self.capsule_radius,
+                                       bone_collisions=c.bones, keep_inside=c.keep_inside,
+                                       skin_max_step=built.settings.skin_max_step)
+                rod_rest = self.rods.rest_state()  # first: the axes settle against the rods at their rest
+                built = freeze(built, self.rod_muscles, rod_rest.x)
             stored = self._stored_rest(built, settled_rest)
             if stored is None:
                 if rest_hint is None:  # settle from scratch, then once more from there, as a bind from the hint does
@@ -113,6 +132,9 @@ class MuscledCharacter:
             # the model with the settled particle parameters (PBDModel.with_particle_s) and its rest state
             self.model, self._rest = stored
             self.solver = PBDSolver(self.model)
+            if self.rods is not None:  # the rods' own rest, mirrored into the axis state
+                self._rest.rod = rod_rest
+                self.rods.fill(self._rest, PBDControl.of(self.inputs()))
         else:  # Implicit Skinning alone: nothing to simulate, the state is empty
             self.model = self.solver = None
             self._rest = PBDState.empty()
@@ -140,17 +162,17 @@ class MuscledCharacter:
             self._fat_rest = self.fat_model.rest_state()
             self._fat_state = self._fat_rest.copy()
             self._fat_next = self._fat_rest.copy()
+        bound = pack_muscles(self.muscles) if self.muscles else None
+        if self.rods is not None:  # the skin binds the rods' rest field (their scales and twist)
+            self.rods.copy_batch(bound)
         self.skin = bind_skin_field(rig.vertices, rig.faces, rig.weights, rig.heads, rig.tails, rig.parents,
-                                    muscles=pack_muscles(self.muscles) if self.muscles else None,
+                                    muscles=bound,
                                     muscle_bones=self.skin_bones if self.muscles else None,
                                     settings=skin, bone_names=rig.names,
                                     fats=FatBatch.of(self.fats) if self.fats else None,
                                     fat_bones=self.fat_bones if self.fats else None)
         self.deformer = ImplicitSkinDeformer(self.skin, rig.vertices, rig.faces, rig.weights, tracking,
                                              bone_names=rig.names)
-        self._ecc = np.array([[m.shape.eccentricity_rest, m.shape.eccentricity_active]
-                              for m in self.muscles]).reshape(-1, 2)
-        self._activation_default = np.array([m.activation for m in self.muscles], dtype=np.float64)
         self.keep_inside = keep_inside
         self.hull = self.skin.without_muscles()
         self.reach = REACH_FACTOR * max(float(np.linalg.norm(np.ptp(rig.vertices, axis=0))), 1e-3)
@@ -247,6 +269,9 @@ class MuscledCharacter:
             if before is not None and (len(before) == 0 or np.abs(self._state.x - before).max() < still):
                 break
         self._state.v[:] = 0.0
+        if self.rods is not None:
+            for rate in (self._state.rod.v, self._state.rod.sv, self._state.rod.qd):
+                rate[:] = 0.0
         if self.fat_model is not None:
             self._fat_state.v[:] = 0.0
 
@@ -266,6 +291,8 @@ class MuscledCharacter:
         by_insertion = np.einsum("pij,pj->pi", np.repeat(B[self.insertion_bones, :3, :], counts, axis=0), rest)
         s = self.model.particle_s[:, None]
         self.solver.place(self._state, control, (1.0 - s) * by_origin + s * by_insertion)
+        if self.rods is not None:
+            self.rods.place(self._state.rod, control, self._state.x)
 
     def control(self, B, inputs: MuscleInputs) -> PBDControl:
         """This frame's PBD control: ``inputs`` and the endpoints and normals moved by their bones ``B (B, 4, 4)``,
@@ -294,7 +321,8 @@ class MuscledCharacter:
             return
         inputs = self._inputs(inputs, activation, stiffness, width_scale, eccentricity)
         control = self.control(B, inputs)
-        if self.keep_inside is not None and self.model.skin_inv_mass.any():
+        rods_inside = self.rods is not None and self.rods.keep_inside.any()
+        if self.keep_inside is not None and (self.model.skin_inv_mass.any() or rods_inside):
             control.skin_field = self.hull.place(B).evaluate
             control.skin_iso = self.keep_inside
         try:
@@ -302,6 +330,8 @@ class MuscledCharacter:
         except AxisCollapsed:  # a half turn within one frame: a cut, the muscles jump with their bones
             self.place(B, inputs=inputs)
             self.solver.step(self._state, self._next, control, dt, quality)
+        if self.rods is not None:  # after the axes, which saw the rods where the last frame left them
+            self.rods.step(self._state, self._next, control, dt, quality)
         self._state, self._next = self._next, self._state
 
     def _step_fats(self, B, dt, fat_inputs: FatInputs | None) -> None:
@@ -355,16 +385,21 @@ class MuscledCharacter:
         """``(M,)`` volume [m^3] of each muscle with its current simulated axis and ``activation (M,)`` (default: each
         muscle's own), what paper Fig. 13 plots against the rest volume. ``measure``: ``"field"``, the region
         ``f_M < 0`` the skin sees (``core.muscle.surface.field_volume``), or ``"mesh"``, the swept surface mesh
-        (``rings`` x ``sides``), which reads wrong where the axis bends more tightly than the muscle is wide."""
+        (``rings`` x ``sides``), which reads wrong where the axis bends more tightly than the muscle is wide. A rod
+        muscle's field volume is that of its field after the last step (its scales and twist; ``activation`` does not
+        apply: the rod's contraction makes its bulge)."""
         import copy
 
-        from .muscle.surface import field_volume, mesh_volume, muscle_surface
+        from .muscle.surface import batch_field_volume, field_volume, mesh_volume, muscle_surface
 
         if measure not in ("field", "mesh"):
             raise ValueError(f"measure must be 'field' or 'mesh', got {measure!r}.")
         x, starts = self._state.x, (self.model.axis_start if self.model is not None else [0])
         out = np.empty(len(self.muscles))
         for m, muscle in enumerate(self.muscles):
+            if self.rod_muscles[m] and measure == "field":  # the rod's field: its scales and twist
+                out[m] = batch_field_volume(self._state.muscles, m)
+                continue
             probe = copy.deepcopy(muscle)
             probe.set_axis(x[starts[m]:starts[m + 1]])
             if activation is not None:

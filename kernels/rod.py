@@ -19,7 +19,8 @@ muscle:
    (6x6 blocks) and is solved exactly by a block Cholesky (Thomas) pass; then ``x += W J^T dlambda`` and each
    frame turns by ``W J^T dlambda`` (world-frame turn ``dtheta``: ``q <- normalize(q + 1/2 (0, dtheta) q)``):
    - stretch/shear per segment (eq. 11): ``C = (x_b - x_a) / l - d3(q)`` (3 components), ``l`` the rest length
-     times ``1 - contraction * activation`` on belly segments; ``alpha = 1 / (EA l0)``; ``dC/dtheta = [d3]x``;
+     times ``frame.shortening`` on belly segments (``1 - contraction * activation``, or less where the ends came
+     closer: ``core.rod.solver.RodSolver.shortening``); ``alpha = 1 / (EA l0)``; ``dC/dtheta = [d3]x``;
    - bend/twist per pair of consecutive frames (eqs. 14, 40): ``C = Im(conj(q_a) q_b -+ Omega0)`` (the sign giving
      the shorter difference), ``alpha = l_mid / (4 EI)``; ``dC/dtheta_b = -dC/dtheta_a = 1/2 (w I - [v]x) R_a^T``
      with ``(w, v) = conj(q_a) q_b``; a pair with an anchor keeps only its twist row (the rod is pinned at its
@@ -33,7 +34,9 @@ muscle:
      backward on odd ones (no bias towards one end);
    then, after the last sweep, collisions of each inner vertex (a sphere of radius ``r0 s``) with the bone capsules:
    ``C = |x - c| - R - r0 s >= 0`` moving the position and the scale by their inverse masses (VIPER's touch
-   constraint), followed by tangential friction on the position (kernels/pbd.py ``_push``).
+   constraint), followed by tangential friction on the position (kernels/pbd.py ``_push``), and one more forward
+   volume pass on the scales the touch did not move (a touched vertex keeps its scale, its neighbours take
+   the volume), so a contact neither leaves the rod's volume off nor undoes the touch.
 3. ``v = (x - x_prev) / dt``, ``sv = (s - s_prev) / dt``, ``qd = (q - q_prev) / dt``.
 
 Inverse masses: positions ``1 / m_k`` (masses by length; 0 at the kinematic ends); scales ``2 / (m_k r0_k^2)`` (the radial inertia of
@@ -72,6 +75,7 @@ class RodParams(NamedTuple):
     contraction: float         # belly segments shorten by this fraction at activation 1
     volume_compliance: float   # [1/J] alpha of the volume constraint (0: incompressible)
     smoothing: float           # scale smoothing stiffness as a multiple of EI
+    touch_squeeze: float       # share of the scale's inverse mass a bone's touch uses (VIPER: 1; 0: pushes only)
 
 
 class RodModelArrays(NamedTuple):
@@ -95,7 +99,7 @@ class RodFrame(NamedTuple):
 
     bend_stiffness: np.ndarray     # (M,) float64 [N m^2] EI (and GJ) of each muscle
     stretch_stiffness: np.ndarray  # (M,) float64 [N] EA of each muscle
-    activation: np.ndarray         # (M,) float64 in [0, 1]
+    shortening: np.ndarray         # (M,) float64 factor on the belly segments' rest lengths (1: none)
     end_prev: np.ndarray           # (M, 2, 3) float64 [m]
     end_cur: np.ndarray            # (M, 2, 3) float64 [m]
     normal_prev: np.ndarray        # (M, 2, 3) float64 endpoint normals
@@ -232,20 +236,29 @@ def _smooth(ia, ib, alpha, s, lam, ws):
     s[ib] += ws[ib] * dl
 
 
+TOUCH_MIN_SCALE = 0.25
+"""Lowest scale a bone's touch leaves a vertex with (:func:`_touch`)."""
+
+
 @njit(**JIT_FAST)
 def _touch(k, C, gx, gy, gz, r0, x, x_prev, s, w, ws, friction):
     """Contact ``C < 0`` of vertex ``k`` along the unit normal ``g``: VIPER's touch constraint on the position and
-    the scale (``dC/dx = g``, ``dC/ds = -r0``), then tangential friction (kernels/pbd.py ``_push``)."""
+    the scale (``dC/dx = g``, ``dC/ds = -r0``), then tangential friction (kernels/pbd.py ``_push``). The scale
+    goes no lower than ``TOUCH_MIN_SCALE`` (a deep contact, as after a cut, would turn it negative); the
+    position takes the rest of the correction."""
     denom = w + ws * r0 * r0
     if denom <= 0.0:
         return
-    share = w / denom
+    ds = ws * r0 * C / denom
+    if s[k] + ds < TOUCH_MIN_SCALE:
+        ds = min(0.0, TOUCH_MIN_SCALE - s[k])
+    share = 1.0 - r0 * ds / C
     _push(x, x_prev, k, C, gx, gy, gz, share, friction)
-    s[k] += ws * r0 * C / denom
+    s[k] += ds
 
 
 @njit(**JIT_FAST)
-def _collide(m, x, x_prev, s, model, frame, f1, friction):
+def _collide(m, x, x_prev, s, model, frame, f1, friction, squeeze):
     """Inner vertices of muscle ``m`` against its bone capsules, ends interpolated within the frame."""
     a = model.axis_start[m]
     b = model.axis_start[m + 1]
@@ -275,7 +288,7 @@ def _collide(m, x, x_prev, s, model, frame, f1, friction):
             C = d - R - r0 * s[k]
             if C < 0.0 and d > MIN_DISTANCE:
                 _touch(k, C, dx / d, dy / d, dz / d, r0, x, x_prev, s, model.inv_mass[k],
-                       model.scale_inv_mass[k], friction)
+                       squeeze * model.scale_inv_mass[k], friction)
 
 
 @njit(**JIT_FAST)
@@ -557,6 +570,8 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
     dx = np.zeros((n_max + 1, 3))
     dth = np.zeros((n_max + 1, 3))
     col = np.zeros(6)
+    s_touch = np.zeros(s.shape[0])  # the scales before the touch
+    w_free = np.zeros(s.shape[0])   # the scales' inverse masses, 0 where the touch moved one
     for m in range(axis_start.shape[0] - 1):
         a = axis_start[m]
         b = axis_start[m + 1]
@@ -564,7 +579,7 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
         n = b - a             # vertices; frames f0 .. f0 + n
         ei = frame.bend_stiffness[m]
         ea = frame.stretch_stiffness[m]
-        shorten = 1.0 - params.contraction * frame.activation[m]
+        shorten = frame.shortening[m]
         for sub in range(k0, k1):
             f1 = (sub + 1) / n_sub
             # 1. prediction
@@ -615,7 +630,14 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
                     k = a + j if it % 2 == 0 else b - 2 - j
                     _volume(k, k + 1, rest_length[k], params.volume_compliance * inv_dt2, x, s,
                             scratch.lam_volume, ws)
-            _collide(m, x, x_prev, s, model, frame, f1, params.friction)
+            for k in range(a, b):
+                s_touch[k] = s[k]
+            _collide(m, x, x_prev, s, model, frame, f1, params.friction, params.touch_squeeze)
+            for k in range(a, b):
+                w_free[k] = 0.0 if s[k] != s_touch[k] else ws[k]
+            for k in range(a, b - 1):  # the volume once more, on the scales the touch left alone
+                _volume(k, k + 1, rest_length[k], params.volume_compliance * inv_dt2, x, s, scratch.lam_volume,
+                        w_free)
             # 3. velocities
             inv_dt = 1.0 / dt
             for k in range(a, b):

@@ -122,6 +122,7 @@ def draw_muscles(layout, context, armature):
     box.prop(muscle, "stiffness", slider=True)
     box.prop(muscle, "width_scale")
     box.prop(muscle, "particles")
+    box.prop(muscle, "solver")
 
     box = layout.box()
     box.label(text="Collisions", icon='MOD_PHYSICS')

@@ -28,7 +28,8 @@ ENTRY_KERNELS = {
     "skinning": ("skinning.rigid_status", "skinning.bone_dual_quaternions", "skinning.dual_quaternion_skinning"),
     "muscles": ("fusiform.muscle_field", "profile.profile_scalars", "axis.axis_geometry",
                 "muscle_surface.surface_rings"),
-    "dynamics": ("profile.frame_scalars", "pbd.pbd_substeps", "axis.axis_update", "fat.fat_step"),
+    "dynamics": ("profile.frame_scalars", "pbd.pbd_substeps", "axis.axis_update", "fat.fat_step",
+                 "rod.rod_substeps"),
     "skin": ("sampling.poisson_select", "hrbf.hrbf_field", "part_grid.compact_field", "skin_field.place_nodes",
              "skin_field.skin_field", "tracking.contact_passed"),
     "frames": ("tracking.track", "joint_volume.restore", "skin_correction.limit_correction"),
@@ -232,6 +233,19 @@ def _run_dynamics(state: dict) -> None:
     capsules = np.stack([rig.heads, rig.tails], axis=1)
     rest_state(build_pbd_model(muscles, capsules=capsules, capsule_radius=[0.01, 0.01], contact_sets=[0, 0]))
     _run_fat(capsules)
+    _run_rod(muscles[0], capsules)
+
+
+def _run_rod(muscle, capsules) -> None:
+    """One frame of the limb's front muscle as a VIPER rod (``core/rod/``, a muscle whose *Solver* is Rod)."""
+    from ..pbd.control import PBDControl
+    from ..rod.model import build_rod_model
+    from ..rod.solver import RodSolver
+    from ..rod.state import RodState
+
+    model = build_rod_model([muscle], capsules=capsules, capsule_radius=[0.01, 0.01])
+    state = RodState.at_rest(model)
+    RodSolver(model).step(state, state.copy(), PBDControl(activation=0.5), 1.0 / 24.0)
 
 
 def _run_fat(capsules) -> None:

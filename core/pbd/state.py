@@ -2,7 +2,7 @@
 and the muscles' field batch after the frame)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -38,6 +38,8 @@ class PBDState:
     grid_inverse: (G, 3, 4) float64     the last frame's world -> bone-grid rigid transforms
     muscles: MuscleBatch or None        the muscles' axes, control normals and widths from ``x`` (paper §6: updated
                                         after the solve), what the skin reads; None for a state without muscles
+    rod: RodState or None               the state of the muscles simulated as VIPER rods (``core/rod/muscles.py``;
+                                        their particles in ``x`` and ``v`` mirror its positions); None: no rods
     """
 
     x: np.ndarray
@@ -47,6 +49,7 @@ class PBDState:
     capsules: np.ndarray
     grid_inverse: np.ndarray
     muscles: MuscleBatch | None = None
+    rod: object = None
 
     @classmethod
     def empty(cls) -> "PBDState":
@@ -60,6 +63,8 @@ class PBDState:
         own = [self.x, self.v, self.endpoints, self.normals, self.capsules, self.grid_inverse]
         if self.muscles is not None:
             own += _batch_arrays(self.muscles)
+        if self.rod is not None:
+            own += [getattr(self.rod, f.name) for f in fields(self.rod)]
         return sum(a.nbytes for a in own)
 
     def copy(self) -> "PBDState":
@@ -67,19 +72,24 @@ class PBDState:
         copied, its fixed layout shared)."""
         batch = None if self.muscles is None else _copy_batch(self.muscles)
         return PBDState(self.x.copy(), self.v.copy(), self.endpoints.copy(), self.normals.copy(),
-                        self.capsules.copy(), self.grid_inverse.copy(), batch)
+                        self.capsules.copy(), self.grid_inverse.copy(), batch, self._rod_copy())
 
     def snapshot(self) -> "PBDState":
         """A copy without the muscle batch, to resume from: a step rebuilds the batch from ``x`` and its inputs, so
         a host keeping a state per frame keeps only the particles and the last kinematic inputs."""
         return PBDState(self.x.copy(), self.v.copy(), self.endpoints.copy(), self.normals.copy(),
-                        self.capsules.copy(), self.grid_inverse.copy())
+                        self.capsules.copy(), self.grid_inverse.copy(), rod=self._rod_copy())
+
+    def _rod_copy(self):
+        return None if self.rod is None else self.rod.copy()
 
     def assign(self, other: "PBDState") -> None:
         """Overwrite this state with ``other`` (restore a snapshot without allocating); the muscle batch too when
-        both have one (a :meth:`snapshot` has none: the next step rebuilds it)."""
+        both have one (a :meth:`snapshot` has none: the next step rebuilds it), and the rods' state."""
         for name in ("x", "v", "endpoints", "normals", "capsules", "grid_inverse"):
             np.copyto(getattr(self, name), getattr(other, name))
         if self.muscles is not None and other.muscles is not None:
             for mine, theirs in zip(_batch_arrays(self.muscles), _batch_arrays(other.muscles)):
                 np.copyto(mine, theirs)
+        if self.rod is not None and other.rod is not None:
+            self.rod.assign(other.rod)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .frames import conj, frame_quaternion, qmul
+from ...kernels.rod import TOUCH_MIN_SCALE
 
 
 def _d3(q):
@@ -113,7 +114,7 @@ def substeps(model, params, frame, x, v, s, sv, q, qd, k0, k1):
         a, b = int(model.axis_start[m]), int(model.axis_start[m + 1])
         f0, n = a + m, b - a
         ei, ea = frame.bend_stiffness[m], frame.stretch_stiffness[m]
-        shorten = 1.0 - params.contraction * frame.activation[m]
+        shorten = frame.shortening[m]
         for sub in range(k0, k1):
             f1 = (sub + 1) / params.n_sub
             x_prev, s_prev, q_prev = x.copy(), s.copy(), q.copy()
@@ -158,6 +159,7 @@ def substeps(model, params, frame, x, v, s, sv, q, qd, k0, k1):
                     lam_v[k] += dl
                     s[k] += ws[k] * ga * dl
                     s[k + 1] += ws[k + 1] * gb * dl
+            s_touch = s.copy()
             for entry in range(model.cap_start[m], model.cap_start[m + 1]):  # bone capsules (touch)
                 ci = model.cap_index[entry]
                 p0 = frame.cap_prev[ci, 0] + f1 * (frame.cap_cur[ci, 0] - frame.cap_prev[ci, 0])
@@ -172,11 +174,29 @@ def substeps(model, params, frame, x, v, s, sv, q, qd, k0, k1):
                     C = dist - model.cap_radius[entry] - r0 * s[k]
                     if C < 0.0 and dist > 1e-12:
                         g = dvec / dist
-                        denom = w[k] + ws[k] * r0 * r0
-                        x[k] = x[k] - C * w[k] / denom * g
+                        wsk = params.touch_squeeze * ws[k]
+                        denom = w[k] + wsk * r0 * r0
+                        ds = wsk * r0 * C / denom
+                        if s[k] + ds < TOUCH_MIN_SCALE:
+                            ds = min(0.0, TOUCH_MIN_SCALE - s[k])
+                        x[k] = x[k] - C * (1.0 - r0 * ds / C) * g
                         dd = x[k] - x_prev[k]
                         x[k] = x[k] - params.friction * (dd - (dd @ g) * g)
-                        s[k] += ws[k] * r0 * C / denom
+                        s[k] += ds
+            w_free = np.where(s != s_touch, 0.0, ws)
+            for k in range(a, b - 1):  # the volume once more, on the scales the touch left alone
+                d = np.linalg.norm(x[k + 1] - x[k])
+                l0 = L0[k]
+                ga, gb = s[k + 1] * d / l0, s[k] * d / l0
+                C = s[k] * s[k + 1] * d / l0 - 1.0
+                alpha = params.volume_compliance * inv_dt2
+                denom = w_free[k] * ga ** 2 + w_free[k + 1] * gb ** 2 + alpha
+                if denom <= 0.0:
+                    continue
+                dl = (-C - alpha * lam_v[k]) / denom
+                lam_v[k] += dl
+                s[k] += w_free[k] * ga * dl
+                s[k + 1] += w_free[k + 1] * gb * dl
             for k in range(a, b):
                 sv[k] = (s[k] - s_prev[k]) / dt
                 if w[k] > 0:

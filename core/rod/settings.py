@@ -26,6 +26,11 @@ class RodSettings:
     volume_compliance: float [1/J]  compliance of the volume constraint, default 0 (incompressible)
     smoothing: float         scale smoothing stiffness as a multiple of the bending stiffness EI (eq. 13), default 1
     shear_ratio: float       stretch stiffness EA as a multiple of ``4 EI / r^2`` (a solid disc: 1), default 1
+    take_up_slack: bool      where a muscle's ends come closer than at rest, its belly shortens to take up the slack
+                             (``core.rod.solver.RodSolver.shortening``), default True
+    touch_squeeze: float     share of a vertex's scale inverse mass a bone's touch uses: 1 VIPER's (the bone squeezes
+                             the rod as much as it pushes it, and the volume it takes is lost where the rod lies on
+                             its bone), default 0 (the bone pushes the rod aside, the volume holds)
     friction: float          eta at bone contacts, default 0.3
     density: float [kg/m^3]  default 1060 (paper §6.2)
     min_mass_fraction: float radii used for the inertias at least this fraction of the largest, default 0.5
@@ -41,6 +46,8 @@ class RodSettings:
     volume_compliance: float = 0.0
     smoothing: float = 1.0
     shear_ratio: float = 1.0
+    take_up_slack: bool = True
+    touch_squeeze: float = 0.0
     friction: float = 0.3
     density: float = MUSCLE_DENSITY
     min_mass_fraction: float = 0.5
@@ -66,6 +73,7 @@ class RodSettings:
                 raise ValueError(f"{name.replace('_', ' ')} must be 0 or more, got {value!r}.")
         validation.positive(self.shear_ratio, "shear ratio")
         validation.unit_interval(self.friction, "friction")
+        validation.unit_interval(self.touch_squeeze, "touch squeeze")
         validation.positive(self.density, "muscle density")
         validation.unit_interval(self.min_mass_fraction, "minimum mass fraction")
         validation.vector3(self.gravity, "gravity")

@@ -14,6 +14,11 @@ from .model import RodModel
 from .state import RodState
 
 
+MIN_SHORTENING = 0.5
+"""The belly's rest lengths shorten to no less than this fraction when its ends come closer
+(:meth:`RodSolver.shortening`)."""
+
+
 class RodSolver:
     """Advances a :class:`RodState` of ``model`` by one frame (:meth:`step`). Holds the scratch arrays."""
 
@@ -29,6 +34,25 @@ class RodSolver:
         self._rest_ends = np.ascontiguousarray(np.stack([model.rest_points[starts[:-1]],
                                                          model.rest_points[starts[1:] - 1]], 1))
         self._gravity = np.ascontiguousarray(model.settings.gravity, dtype=np.float64)
+        self._rest_chord = np.linalg.norm(self._rest_ends[:, 1] - self._rest_ends[:, 0], axis=1)
+        seg = np.where(model.belly, model.rest_length, 0.0)
+        self._belly_length = np.array([seg[a:b - 1].sum() for a, b in zip(starts[:-1], starts[1:])])
+
+    def shortening(self, activation, chord) -> np.ndarray:
+        """``(M,)`` the factor on the belly segments' rest lengths this frame: ``1 - contraction activation``
+        (VIPER §8.2) or, with ``RodSettings.take_up_slack`` and where the ends ``chord (M,)`` [m] apart came closer
+        than at rest, the factor that lets the belly take up that slack (``1 - (1 - chord / chord0) L / L_belly``,
+        at least ``MIN_SHORTENING``), whichever is smaller: a muscle whose ends approach shortens and thickens
+        instead of buckling out of the limb as a beam would."""
+        m = self.model
+        out = 1.0 - m.settings.contraction * activation
+        if m.settings.take_up_slack:
+            slack = np.maximum(0.0, 1.0 - chord / self._rest_chord)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                passive = np.where(self._belly_length > 0.0,
+                                   1.0 - slack * m.rest_span / np.maximum(self._belly_length, 1e-300), 1.0)
+            out = np.minimum(out, np.maximum(passive, MIN_SHORTENING))
+        return np.ascontiguousarray(out)
 
     def _per_muscle(self, value, name, default, lo, hi) -> np.ndarray:
         M = self.model.muscle_count
@@ -53,7 +77,7 @@ class RodSolver:
         return RodParams(n_sub=int(n_sub), dt=float(sub_dt), damp=float(s.damping ** (sub_dt / s.reference_dt)),
                          iterations=int(s.iterations), gravity=self._gravity, friction=float(s.friction),
                          contraction=float(s.contraction), volume_compliance=float(s.volume_compliance),
-                         smoothing=float(s.smoothing))
+                         smoothing=float(s.smoothing), touch_squeeze=float(s.touch_squeeze))
 
     def frame(self, state_in: RodState, control: PBDControl):
         """The kernel's frame struct (``kernels.rod.RodFrame``) from ``control`` (checked, ``ValueError`` naming the
@@ -74,7 +98,7 @@ class RodSolver:
         normals = _frame_array(control.normals, (M, 2, 3), "endpoint normals", m.rest_normals)
         caps = _frame_array(control.capsules, (m.capsule_count, 2, 3), "bone capsules", m.rest_capsules)
         ei, ea = m.stiffnesses(stiffness)
-        return RodFrame(bend_stiffness=ei, stretch_stiffness=ea, activation=activation,
+        return RodFrame(bend_stiffness=ei, stretch_stiffness=ea, shortening=self.shortening(activation, np.sqrt(span2)),
                         end_prev=state_in.endpoints, end_cur=ends, normal_prev=state_in.normals,
                         normal_cur=normals, cap_prev=state_in.capsules, cap_cur=caps)
 

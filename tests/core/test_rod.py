@@ -110,9 +110,12 @@ def test_twist_propagates_along_the_rod():
     assert np.abs(state.x[:, :2]).max() < 1e-6
 
 
-def test_bone_capsule_pushes_and_squeezes():
+@pytest.mark.parametrize("squeeze", [1.0, 0.0])
+def test_bone_capsule_pushes_and_squeezes(squeeze):
+    """VIPER's touch (``touch_squeeze`` 1) pushes the rod aside and squeezes it; the default (0) only pushes, and
+    the rod keeps its volume."""
     cap = np.array([[[-0.1, 0.02, 0.15], [0.1, 0.02, 0.15]]])  # across the rod, 2 cm off its axis, radius 1 cm
-    model = rod(particles=20, capsules=cap, capsule_radius=[0.01])
+    model = rod(particles=20, settings=RodSettings(touch_squeeze=squeeze), capsules=cap, capsule_radius=[0.01])
     state = run(model, PBDControl(), frames_=60)
     a, b = model.axis_start[0], model.axis_start[1]
     for k in range(a + 1, b - 1):
@@ -123,7 +126,11 @@ def test_bone_capsule_pushes_and_squeezes():
         assert gap > -1e-3
     near = np.argmin(np.abs(state.x[a:b, 2] - 0.15)) + a
     assert state.x[near, 1] < -1e-3  # pushed away from the capsule
-    assert state.s[near] < 1.0  # and squeezed
+    if squeeze:
+        assert state.s[near] < 1.0  # and squeezed
+    else:
+        rest = RodState.at_rest(model)
+        assert model.rod_volume(state.x, state.s)[0] == pytest.approx(model.rod_volume(rest.x, rest.s)[0], rel=0.01)
 
 
 @pytest.mark.parametrize("particles", [8, 30, 60])
@@ -237,7 +244,7 @@ def test_pluck_frequency_follows_k_at_any_particle_count(k):
 def test_kernel_matches_reference():
     cap = np.array([[[-0.1, 0.018, 0.12], [0.1, 0.018, 0.12]]])
     model = rod(particles=10, capsules=cap, capsule_radius=[0.01],
-                settings=RodSettings(iterations=3, gravity=(0.0, -9.81, 0.0)))
+                settings=RodSettings(iterations=3, gravity=(0.0, -9.81, 0.0), touch_squeeze=0.5))
     rng = np.random.default_rng(3)
     state = RodState.at_rest(model)
     state.v[1:-1] = rng.normal(0, 0.05, (model.vertex_count - 2, 3))
