@@ -119,6 +119,8 @@ class PBDSolver:
         return PBDParams(n_sub=quality.substeps(int(s.substeps)), dt=float(dt), xpbd=bool(s.xpbd),
                          iterations=quality.sweeps(int(s.iterations)), damping=float(s.damping),
                          damping_ratio=float(s.damping_ratio), gravity=self._gravity, friction=float(s.friction),
+                         contact_friction=float(s.contact_friction),
+                         contact_damping=float(s.contact_damping_ratio),
                          tendon_stiffness=float(s.tendon_stiffness))
 
     @staticmethod
