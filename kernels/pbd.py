@@ -209,15 +209,15 @@ def _contact(x, x_prev, k, cx, gx, gy, gz, share, sx, sy, sz, mu, keep):
 
 @njit(**JIT_FAST)
 def contact_keep(k, contact_damping, dt):
-    """XPBD: the fraction of a slide over a contact kept per substep of ``dt`` [s]: ``1 / (1 + gamma dt)``, the
-    backward-Euler step of a viscous drag ``-m gamma v_T`` with ``gamma = 2 zeta_c omega(k)`` (``zeta_c``
-    the contact damping ratio, ``omega = 2 pi f(k)`` the muscle's first mode, :func:`stiffness_frequency`): a slide
+    """XPBD: the fraction of a slide over a contact kept per substep of ``dt`` [s]: ``exp(-gamma dt)``, a viscous
+    drag ``-m gamma v_T`` taken exactly over the substep, with ``gamma = 2 zeta_c omega(k)`` (``zeta_c`` the
+    contact damping ratio, ``omega = 2 pi f(k)`` the muscle's first mode, :func:`stiffness_frequency`): a slide
     decays as ``exp(-gamma t)`` whatever the substeps, over about one swing of a tense muscle and several of a
     loose one."""
     f = stiffness_frequency(k)
     if f == math.inf:
         return 0.0
-    return 1.0 / (1.0 + 4.0 * math.pi * contact_damping * f * dt)
+    return math.exp(-4.0 * math.pi * contact_damping * f * dt)
 
 
 F_HALF = 10.0

@@ -185,10 +185,10 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
 
 
 def _contact_keep(stiffness, ratio, dt):
-    """kernels/pbd.py ``contact_keep``: ``1 / (1 + 2 zeta_c omega(k) dt)``."""
+    """kernels/pbd.py ``contact_keep``: ``exp(-2 zeta_c omega(k) dt)``."""
     from ...kernels.pbd import stiffness_frequency
     f = stiffness_frequency(stiffness)
-    return 0.0 if f == np.inf else 1.0 / (1.0 + 4.0 * np.pi * ratio * f * dt)
+    return 0.0 if f == np.inf else float(np.exp(-4.0 * np.pi * ratio * f * dt))
 
 
 def _contact(x, x_prev, k, C, g, share, moved, s, keep):
