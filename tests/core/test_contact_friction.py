@@ -59,3 +59,10 @@ def test_coulomb_friction_and_drag_carry_a_muscle_with_its_bone():
           f"Coulomb 0.3 {coulomb * 1000:.2f} mm")
     assert free < drag < coulomb
     assert coulomb - free > 0.002
+
+
+def test_contact_settings_are_checked():
+    with pytest.raises(ValueError, match="contact friction must be from 0 to 1"):
+        PBDSettings(contact_friction=-0.1).validated()
+    with pytest.raises(ValueError, match="contact damping ratio must be from 0 to 1"):
+        PBDSettings(contact_damping_ratio=1.5).validated()
