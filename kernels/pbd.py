@@ -816,7 +816,7 @@ def pbd_substeps(k0, k1, params, model, frame, x, v, muscles, scratch):
 
 
 @njit(parallel=True, **JIT_FAST)
-def keep_inside(x, v, inv_mass, values, grads, iso, dt, max_step):
+def keep_inside(x, v, inv_mass, values, grads, iso, max_step):
     """Muscle-skin constraint (paper §6.3, thesis §5.3.2): ``C = f_skin(p) - iso >= 0`` with radius 0.
 
     ``inv_mass (P,)``: 0 for the particles it leaves alone (the endpoints, the muscles not kept inside,

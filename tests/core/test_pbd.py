@@ -501,17 +501,17 @@ def test_keep_inside_steps_at_most_max_step_where_the_field_is_flat():
     v = np.array([[-0.3, 0.2, 0.0], [-0.3, 0.0, 0.0]])
     values = np.array([0.0, 0.45])  # far outside the 0.4-iso; inside it: untouched
     grads = np.array([[1e-6, 0.0, 0.0], [10.0, 0.0, 0.0]])
-    keep_inside(x, v, np.ones(2), values, grads, 0.4, 0.01, 0.005)
+    keep_inside(x, v, np.ones(2), values, grads, 0.4, 0.005)
     assert x[0] == pytest.approx([0.005, 0.0, 0.0], abs=1e-15)
     assert v[0] == pytest.approx([0.0, 0.2, 0.0], abs=1e-15)  # no velocity outwards, the sliding kept
     assert np.array_equal(v[1], [-0.3, 0.0, 0.0])  # inside: untouched
     v[0] = [0.3, 0.0, 0.0]
     x[:] = 0.0
-    keep_inside(x, v, np.ones(2), values, grads, 0.4, 0.01, 0.005)
+    keep_inside(x, v, np.ones(2), values, grads, 0.4, 0.005)
     assert v[0, 0] == 0.3  # moving inwards already: kept
     assert np.array_equal(x[1], [0.0, 0.0, 0.0])
     x[:] = 0.0
-    keep_inside(x, v, np.ones(2), np.array([0.39, 0.0]), np.array([[10.0, 0.0, 0.0], [0.0, 0.0, 0.0]]), 0.4, 0.01,
+    keep_inside(x, v, np.ones(2), np.array([0.39, 0.0]), np.array([[10.0, 0.0, 0.0], [0.0, 0.0, 0.0]]), 0.4,
                 0.005)
     assert x[0, 0] == pytest.approx(0.001)  # the exact Newton step, 1 mm
     assert np.array_equal(x[1], [0.0, 0.0, 0.0])  # no gradient: nothing to follow
