@@ -243,13 +243,17 @@ def rows_cold_start(d: dict) -> list:
     blender = _version(cold.get("blender", ""))
     compile_ok = cold["compile_s"] <= targets["compile_s"]
     first_ok = d["first_frame_cold_s"] <= targets["first_frame_s"]
-    return [[f"in Blender{blender}, a fresh install (empty kernel cache), one process: every kernel compiled "
+    procs = cold.get("compile_processes", 0)
+    how = f"{procs} compile processes at once" if procs > 1 else "one process"
+    return [[f"in Blender{blender}, a fresh install (empty kernel cache), {how}: every kernel compiled "
              f"({cold['kernels']} entry kernels and their helpers), then BCN_Epileptic bound ({cold['meshes']} "
              f"meshes, {cold['vertices']:,} vertices"
              + (f", {cold['muscles']} muscles" if "muscles" in cold else "") + ") until its first frame shows",
              f"{num(cold['compile_s'])} s + {num(cold['bind_first_frame_s'])} s = {num(d['first_frame_cold_s'])} s"
              + (f" (CPU time {num(cold['compile_cpu_s'])} s + {num(cold['bind_cpu_s'])} s)"
                 if "compile_cpu_s" in cold else "")
+             + (f", of which the compile processes {' and '.join(num(c) for c in cold['compile_process_cpu_s'])} s"
+                if cold.get("compile_process_cpu_s") else "")
              + "; slowest kernels " + ", ".join(f"`{n}` {num(t)} s" for n, t in slowest)
              + f"; machine load average {d['load_before'].rsplit('load average:', 1)[-1].strip()} at the start",
              f"warm start (cache filled): kernels loaded in {num(warm['compile_s'])} s, bind + first frame "

@@ -1,11 +1,14 @@
-"""Compiling the muscle kernels in the background: a separate process fills numba's cache, Blender stays usable.
+"""Compiling the muscle kernels in the background: two separate processes fill numba's cache, Blender stays usable.
 
-``start()`` runs ``core/io/compile_process.py`` with Blender's Python on the extension's own package path and cache
-folder (``blender/engine.py``); a reader thread collects its progress lines, and ``poll()`` (a timer on the main
-thread, every ``POLL_INTERVAL`` seconds) shows them: ``status.done`` of ``status.total`` entry kernels
-(``core/io/kernel_cache.py``) in the status bar and the *Muscles* tab. When the process ends, ``poll()`` loads the
-kernels into this session from the cache (``kernel_cache.warm_up``, which then only loads), binds the meshes whose
-Bind waited (``defer_bind``) and shows the current frame again.
+``start()`` runs ``core/io/compile_process.py`` twice at once with Blender's Python on the extension's own package
+path and cache folder (``blender/engine.py``), one process per group of warm-up stages
+(``kernel_cache.process_groups``: the muscles' kernels and the skin's, one core each), both at a lower priority
+(``NICE``). Reader threads collect their progress lines, and ``poll()`` (a timer on the main thread, every
+``POLL_INTERVAL`` seconds) shows them summed: ``status.done`` of ``status.total`` entry kernels
+(``core/io/kernel_cache.py``) in the status bar and the *Muscles* tab. When both processes have ended, ``poll()``
+loads the kernels into this session from the cache (``kernel_cache.warm_up``, which then only loads), binds the
+meshes whose Bind waited (``defer_bind``) and shows the current frame again. If either fails, its sentence is the
+job's error.
 
 While the job runs and this session has no kernels yet, ``waiting()`` says so: Bind waits for it (queued), frames
 show the plain Armature result, a bake is refused; nothing compiles on the main thread meanwhile.
@@ -33,27 +36,33 @@ POLL_INTERVAL = 0.25
 AUTO_START_DELAY = 2.0
 """Seconds after registration before the compile after an install or update starts."""
 NICE = 5
-"""How much lower the compile process runs than Blender (POSIX niceness), so the interface keeps its core."""
+"""How much lower the compile processes run than Blender (POSIX niceness), so the interface keeps a core."""
 
 
 @dataclass
 class JobStatus:
     running: bool = False
-    """A compile process runs."""
+    """The compile processes run."""
     done: int = 0
-    """Entry kernels ready in the compile process."""
+    """Entry kernels ready in the compile processes (summed)."""
     total: int = 0
-    """Entry kernels the compile process compiles."""
+    """Entry kernels the compile processes compile (summed)."""
     kernel: str = ""
     """The last entry kernel it finished (``module.function``)."""
     error: str = ""
     """Why the last compile failed, ``""`` if it did not."""
     seconds: float = 0.0
-    """How long the last compile process ran [s]."""
+    """How long the last compile ran, until both processes ended [s]."""
     compiled: bool = False
-    """Whether the last compile process compiled anything (rather than only loading the cache)."""
+    """Whether the last compile processes compiled anything (rather than only loading the cache)."""
     stages: tuple = ()
-    """The warm-up stages it compiles (``kernel_cache.STAGES`` or some)."""
+    """The warm-up stages they compile (``kernel_cache.STAGES`` or some)."""
+    processes: int = 0
+    """How many compile processes the last compile ran at once."""
+    compile_seconds: dict = field(default_factory=dict)
+    """numba's compile time per entry kernel in the last compile's processes [s] (``kernel_cache.warm_up``)."""
+    cpu_seconds: list = field(default_factory=list)
+    """CPU time of each of the last compile's processes that finished [s]."""
     pending: list = field(default_factory=list)
     """Names of the meshes whose Bind waits for the kernels."""
 
@@ -61,9 +70,16 @@ class JobStatus:
 status = JobStatus()
 """The compile job of this session."""
 
-_process: subprocess.Popen | None = None
+_processes: list = []
+"""The running compile processes (``subprocess.Popen``)."""
 _lines: queue.Queue = queue.Queue()
-_errors: collections.deque = collections.deque(maxlen=20)
+"""``(process index, line)`` from their standard outputs; ``(index, None)`` when one's output ends."""
+_progress: list = []
+"""``[done, total]`` per process."""
+_ended: set = set()
+"""The processes (indices) whose standard output has ended."""
+_errors: list = []
+"""Per process, the last lines of its standard error."""
 _started = 0.0
 
 
@@ -91,9 +107,9 @@ def waiting() -> str:
 
 
 def start(stages=None, cache_dir: str | None = None) -> bool:
-    """Start the compile process for ``stages`` (default: all) into ``cache_dir`` (default: the session's numba
-    cache); False if one runs already. The engine must be set up (``engine.status.error`` empty)."""
-    global _process, _started, _lines
+    """Start the compile processes for ``stages`` (default: all) into ``cache_dir`` (default: the session's numba
+    cache); False if they run already. The engine must be set up (``engine.status.error`` empty)."""
+    global _started, _lines, _progress, _errors, _ended
     from ..core.io import compile_process, kernel_cache
 
     if status.running:
@@ -102,22 +118,40 @@ def start(stages=None, cache_dir: str | None = None) -> bool:
     folder = engine.status.cache_dir if cache_dir is None else cache_dir
     if cache_dir is None and not folder and "numba" in sys.modules:
         folder = sys.modules["numba"].config.CACHE_DIR or ""
-    args = compile_process.command(_package(), _package_path(), folder, stages, nice=NICE)
+    groups = kernel_cache.process_groups(stages)
     kwargs = {}
     if os.name == "nt":
         kwargs["creationflags"] = subprocess.BELOW_NORMAL_PRIORITY_CLASS | subprocess.CREATE_NO_WINDOW
-    _process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
     _lines = queue.Queue()
-    _errors.clear()
-    threading.Thread(target=_read, args=(_process.stdout, _lines.put), daemon=True).start()
-    threading.Thread(target=_read, args=(_process.stderr, _errors.append), daemon=True).start()
+    _progress = [[0, len(kernel_cache.entry_kernels(g))] for g in groups]
+    _ended = set()
+    _errors = [collections.deque(maxlen=20) for _ in groups]
+    try:
+        for i, args in enumerate(compile_process.commands(_package(), _package_path(), folder, stages, nice=NICE)):
+            process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+            _processes.append(process)
+            threading.Thread(target=_read, args=(process.stdout, lambda line, i=i: _lines.put((i, line))),
+                             daemon=True).start()
+            threading.Thread(target=_read, args=(process.stderr, _errors[i].append), daemon=True).start()
+    except OSError:
+        _stop()
+        raise
     status.running, status.error, status.kernel, status.stages, status.compiled = True, "", "", stages, False
-    status.done, status.total = 0, len(kernel_cache.entry_kernels(stages))
+    status.processes, status.compile_seconds, status.cpu_seconds = len(groups), {}, []
+    status.done, status.total = 0, sum(total for _, total in _progress)
     engine.status.kernels_message = waiting() or f"Compiling the muscle kernels (0/{status.total})"
     _started = time.perf_counter()
     if interactive() and not bpy.app.timers.is_registered(poll):
         bpy.app.timers.register(poll, first_interval=POLL_INTERVAL)
     return True
+
+
+def _stop() -> None:
+    """End the compile processes this session started (unregister, or one that could not be started)."""
+    while _processes:
+        process = _processes.pop()
+        if process.poll() is None:
+            process.terminate()
 
 
 def _read(stream, put) -> None:
@@ -127,27 +161,31 @@ def _read(stream, put) -> None:
 
 
 def poll():
-    """Take the compile process's news (a ``bpy.app.timers`` function: seconds to the next call, or None)."""
-    ended = False
+    """Take the compile processes' news (a ``bpy.app.timers`` function: seconds to the next call, or None)."""
     while True:
         try:
-            line = _lines.get_nowait()
+            index, line = _lines.get_nowait()
         except queue.Empty:
             break
         if line is None:
-            ended = True
-            break
+            _ended.add(index)
+            continue
         try:
             news = json.loads(line)
         except ValueError:
             continue
         if "done" in news:
-            status.done, status.total, status.kernel = news["done"], news["total"], news["kernel"]
+            _progress[index][:2] = news["done"], news["total"]
+            status.kernel = news["kernel"] or status.kernel
         elif "error" in news:
-            status.error = news["error"]
+            status.error = status.error or news["error"]
         elif "result" in news:
-            status.compiled = bool(news["result"].get("compiled"))
-    if not ended:
+            status.compiled = status.compiled or bool(news["result"].get("compiled"))
+            status.compile_seconds.update(news["result"].get("compile_seconds", {}))
+            status.cpu_seconds.append(float(news["result"].get("cpu_seconds", 0.0)))
+    status.done = sum(p[0] for p in _progress)
+    status.total = sum(p[1] for p in _progress)
+    if len(_ended) < len(_progress):
         if not kernels_loaded():
             engine.status.kernels_message = f"Compiling the muscle kernels ({status.done}/{status.total})"
         _redraw()
@@ -157,27 +195,30 @@ def poll():
 
 
 def wait() -> None:
-    """Block until the compile process ends, then finish as ``poll()`` would (background mode, scripts, tests)."""
+    """Block until the compile processes end, then finish as ``poll()`` would (background mode, scripts, tests)."""
     while status.running:
-        if _process is not None:
-            _process.wait()
+        for process in list(_processes):
+            process.wait()
         if poll() is not None:
             time.sleep(0.01)
 
 
 def _finish() -> None:
-    global _process
-    process, _process = _process, None
-    code = process.wait() if process is not None else 1
+    processes = list(_processes)
+    _processes.clear()
+    codes = [process.wait() for process in processes]
     status.running = False
     status.seconds = time.perf_counter() - _started
-    if code != 0 and not status.error:
-        err = [line.strip() for line in _errors if line and line.strip()]
-        status.error = err[-1] if err else f"the compile process ended with status {code}"
+    for code, errors in zip(codes, _errors):
+        if code != 0 and not status.error:
+            err = [line.strip() for line in errors if line and line.strip()]
+            status.error = err[-1] if err else f"a compile process ended with status {code}"
+    if not processes and not status.error:
+        status.error = "the compile processes did not start"
     if status.error:
         engine.kernels_failed(status.error)
     else:
-        try:  # loads what the process compiled (and compiles anything it could not cache)
+        try:  # loads what the processes compiled (and compiles anything they could not cache)
             from ..core.io import kernel_cache
             kernel_cache.warm_up(status.stages)
             engine.kernels_ready(status.compiled, status.seconds)
@@ -276,12 +317,9 @@ def register() -> None:
 
 
 def unregister() -> None:
-    global _process
     for fn in (_auto_start, poll):
         if bpy.app.timers.is_registered(fn):
             bpy.app.timers.unregister(fn)
-    if _process is not None:
-        _process.terminate()
-        _process = None
+    _stop()
     status.running = False
     status.pending = []

@@ -30,7 +30,7 @@ class IMPLICIT_MUSCLES_OT_compile_kernels(Operator):
             try:
                 compile_job.start()
             except OSError as ex:
-                self.report({'ERROR'}, engine.kernels_failed(f"the compile process could not start ({ex})"))
+                self.report({'ERROR'}, engine.kernels_failed(f"the compile processes could not start ({ex})"))
                 return {'CANCELLED'}
             self.report({'INFO'}, f"Compiling the muscle kernels in the background (0/{compile_job.status.total}); "
                                   f"Blender stays usable meanwhile.")

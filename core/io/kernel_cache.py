@@ -8,6 +8,7 @@ caches compiled kernels into a folder named after it, so any change to any kerne
 :func:`warm_up` binds and plays a small limb (``core/io/warm_up_scene.py``) in stages; ``ENTRY_KERNELS`` names, per
 stage, the kernels the core calls from Python (each compiles the helpers it calls). Progress is counted in entry
 kernels: one is done once it has machine code for a signature in this process (compiled or loaded from the cache).
+:func:`process_groups` splits the stages for two compile processes run at once (``core/io/compile_process.py``).
 Nothing here imports numba until :func:`warm_up` or :func:`kernel_dispatchers` runs.
 """
 from __future__ import annotations
@@ -29,14 +30,32 @@ ENTRY_KERNELS = {
                 "muscle_surface.surface_rings"),
     "dynamics": ("profile.frame_scalars", "pbd.pbd_substeps", "axis.axis_update", "fat.fat_step"),
     "skin": ("sampling.poisson_select", "hrbf.hrbf_field", "part_grid.compact_field", "skin_field.place_nodes",
-             "skin_field.skin_field", "tracking.contact_passed", "pbd.keep_inside"),
+             "skin_field.skin_field", "tracking.contact_passed"),
     "frames": ("tracking.track", "joint_volume.restore", "skin_correction.limit_correction"),
+    "muscled": ("pbd.keep_inside",),
 }
 """Per warm-up stage (in order), the kernels (``module.function`` in ``kernels/``) that the core calls from Python
-and that the stage compiles first: the muscle fields and display surfaces, the muscles' dynamics, the skin's bind,
-the frames."""
+and that the stage compiles first: the muscle fields and display surfaces, the muscles' dynamics, the skin's bind
+and its frames (the limb's skin bound without muscles: Implicit Skinning alone compiles the same machine code for
+the skin as with muscles, and needs none of the muscle kernels), then the limb bound with its muscles and played.
+A stage added here (at the end) is compiled by the first of the two compile processes (:func:`process_groups`)."""
 STAGES = tuple(ENTRY_KERNELS)
 """The warm-up stages, in order."""
+SKIN_GROUP = ("skin", "frames", "muscled")
+"""The stages of the second compile process: the skin's kernels, which need none of the muscle kernels, then the
+limb with its muscles, which by then the first process has cached (docs/design-notes.md, *Two compile
+processes, one per core*)."""
+
+
+def process_groups(stages=STAGES) -> tuple:
+    """``stages`` split for two compile processes run at once: ``(every stage not in SKIN_GROUP, SKIN_GROUP's)``,
+    each in ``STAGES`` order, without an empty group."""
+    entry_kernels(stages)  # refuses an unknown stage
+    first = tuple(s for s in STAGES if s in stages and s not in SKIN_GROUP)
+    second = tuple(s for s in STAGES if s in stages and s in SKIN_GROUP)
+    return tuple(g for g in (first, second) if g)
+
+
 MARKER = "warm_up.json"
 """File in the cache folder written by a complete warm-up: the kernels' source stamps it compiled."""
 
@@ -170,11 +189,20 @@ def _limb(state: dict) -> tuple:
 
 
 def _character(state: dict):
-    """The warm-up limb bound (:class:`core.character.MuscledCharacter`), once per warm-up."""
+    """The warm-up limb bound with its muscles (:class:`core.character.MuscledCharacter`), once per warm-up."""
     if "character" not in state:
         from ..character import MuscledCharacter
         state["character"] = MuscledCharacter(*_limb(state))
     return state["character"]
+
+
+def _skin_alone(state: dict):
+    """The warm-up limb's skin bound without muscles (Implicit Skinning alone), once per warm-up."""
+    if "skin" not in state:
+        from ..character import MuscledCharacter
+        from . import warm_up_scene as scene
+        state["skin"] = MuscledCharacter(scene.limb_rig(), [], [], [], [])
+    return state["skin"]
 
 
 def _run_skinning(state: dict) -> None:
@@ -218,18 +246,25 @@ def _run_fat(capsules) -> None:
 
 
 def _run_skin(state: dict) -> None:
-    _character(state)
+    _skin_alone(state)
 
 
-def _run_frames(state: dict) -> None:
+def _play(character, activation=None) -> None:
     from . import warm_up_scene as scene
 
-    character = _character(state)
     character.settle(scene.limb_pose(10.0))
     for degrees in (40.0, 90.0):
-        character.frame(scene.limb_pose(degrees), activation=[1.0, 0.0])
+        character.frame(scene.limb_pose(degrees), activation=activation)
     character.offset_turns()
 
 
+def _run_frames(state: dict) -> None:
+    _play(_skin_alone(state))
+
+
+def _run_muscled(state: dict) -> None:
+    _play(_character(state), activation=[1.0, 0.0])
+
+
 _STAGE_RUNS = {"skinning": _run_skinning, "muscles": _run_muscles, "dynamics": _run_dynamics, "skin": _run_skin,
-               "frames": _run_frames}
+               "frames": _run_frames, "muscled": _run_muscled}

@@ -1,6 +1,7 @@
 """Kernels ready without a freeze (blender/compile_job.py): the warm-up compiles every kernel that Bind, playback
 and Bake use; a separate process compiles into an empty cache with its progress shown, while Bind waits for it and
-bound meshes show the plain Armature result; when it ends, the waiting Bind runs and the frame shows again."""
+bound meshes show the plain Armature result; when it ends, the waiting Bind runs and the frame shows again. Two
+processes run at once, their progress summed, and the failure of either is the job's."""
 import importlib
 import sys
 
@@ -10,8 +11,9 @@ import pytest
 import blender_session
 from blender_scenes import animate_arm, animated_arm, bind, evaluated, make_arm, start_scene
 
-STAGE = ("skinning",)
-"""The reduced kernel set the background test compiles into an empty cache (3 entry kernels)."""
+STAGES = ("skinning", "skin")
+"""The reduced kernel set the background test compiles into an empty cache: two processes (``skinning``, 3 entry
+kernels, and ``skin``, 6)."""
 
 
 def _module(name):
@@ -55,18 +57,19 @@ def test_background_compile_shows_progress_while_bind_and_frames_wait(warm, tmp_
     live = evaluated(bpy, mesh)
 
     cache = tmp_path / "empty_cache"
-    assert job.start(STAGE, cache_dir=str(cache))
+    assert job.start(STAGES, cache_dir=str(cache))
     try:
-        assert job.status.running and (job.status.done, job.status.total) == (0, 3)
-        assert job.waiting() == "The muscle kernels are compiling (0/3)"
-        assert not job.start(STAGE, cache_dir=str(cache))  # one at a time
+        assert job.status.running and (job.status.done, job.status.total) == (0, 9)
+        assert job.status.processes == 2 and len(job._processes) == 2
+        assert job.waiting() == "The muscle kernels are compiling (0/9)"
+        assert not job.start(STAGES, cache_dir=str(cache))  # one at a time
         assert not bpy.ops.implicit_muscles.compile_kernels.poll()
         # the panel and the status bar show the progress
         texts = [entry[1] for entry in blender_session.draw_panel(status_panel.IMPLICIT_MUSCLES_PT_status)]
-        assert "Compiling kernels 0/3" in texts, texts
+        assert "Compiling kernels 0/9" in texts, texts
         bar = blender_session.RecordingLayout()
         status_panel.draw_status_bar(type("Header", (), {"layout": bar})(), bpy.context)
-        assert [entry[1] for entry in bar.log] == ["Muscle kernels 0/3"]
+        assert [entry[1] for entry in bar.log] == ["Muscle kernels 0/9"]
         # Bind waits: reported, queued, nothing bound yet
         bpy.context.view_layer.objects.active = other
         assert bpy.ops.implicit_muscles.bind_skin() == {'FINISHED'}
@@ -78,23 +81,51 @@ def test_background_compile_shows_progress_while_bind_and_frames_wait(warm, tmp_
         assert not bpy.ops.implicit_muscles.bake.poll()
         seen = set()
         while job.status.running:
-            job._process.wait(timeout=600)
+            for process in list(job._processes):
+                process.wait(timeout=600)
             job.poll()
             seen.add((job.status.done, job.status.total))
     finally:
         if job.status.running:
             job.unregister()
-    assert (3, 3) in seen, seen
+    assert (9, 9) in seen, seen
     assert job.status.error == "" and not job.status.running and job.status.compiled
+    assert {"skinning.dual_quaternion_skinning", "skin_field.skin_field"} <= set(job.status.compile_seconds)
     index = {p.name.split("-")[0] for p in cache.rglob("*.nbi")}
-    assert {"skinning.rigid_status", "skinning.bone_dual_quaternions",
-            "skinning.dual_quaternion_skinning"} <= index, index
+    assert {"skinning.rigid_status", "skinning.bone_dual_quaternions", "skinning.dual_quaternion_skinning",
+            "skin_field.skin_field", "tracking.contact_passed"} <= index, index
     assert engine.status.kernels_compiled
     # the waiting Bind ran, and the bound mesh shows Implicit Skinning again
     assert other.implicit_skin.bound and job.status.pending == []
     assert {m.name: m.show_viewport for m in mesh.modifiers} == {"Armature": False, "Implicit Skinning": True}
     bpy.context.scene.frame_set(30)
     assert np.array_equal(evaluated(bpy, mesh), live)
+
+
+def test_a_failed_compile_process_is_the_jobs_error(warm, tmp_path, monkeypatch):
+    bpy = warm
+    job = _module("blender.compile_job")
+    engine = _module("blender.engine")
+    compile_process = _module("core.io.compile_process")
+    commands = compile_process.commands
+
+    def second_fails(*args, **kwargs):
+        first, second = commands(*args, **kwargs)
+        return [first, compile_process.command(args[0], args[1], args[2], ("bake",), nice=kwargs.get("nice", 0))]
+
+    monkeypatch.setattr(compile_process, "commands", second_fails)
+    for name in ("kernels_compiled", "kernels_message"):  # restored for the next tests
+        monkeypatch.setattr(engine.status, name, getattr(engine.status, name))
+    assert job.start(("skinning", "skin"), cache_dir=str(tmp_path / "cache"))
+    try:
+        assert job.status.processes == 2
+        job.wait()
+    finally:
+        if job.status.running:
+            job.unregister()
+    assert not job.status.running
+    assert job.status.error.startswith("ValueError: unknown warm-up stage 'bake'"), job.status.error
+    assert engine.status.kernels_message == f"Could not compile the muscle kernels: {job.status.error}"
 
 
 def test_compile_after_an_install_starts_once_and_never_in_background_mode(bpy, monkeypatch):

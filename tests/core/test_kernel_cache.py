@@ -1,7 +1,9 @@
 """The kernel warm-up: it compiles every kernel the core's bind and frames use, with progress, in this process or
 in a separate one that fills an empty cache (core/io/kernel_cache.py, core/io/compile_process.py)."""
 import json
+import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -90,7 +92,59 @@ def test_compile_process_reports_a_failure_in_one_line(tmp_path):
     run = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert run.returncode == 1
     assert json.loads(run.stdout.splitlines()[-1]) == {
-        "error": "ValueError: unknown warm-up stage 'bake': the stages are skinning, muscles, dynamics, skin, frames."}
+        "error": "ValueError: unknown warm-up stage 'bake': the stages are skinning, muscles, dynamics, skin, frames, "
+                 "muscled."}
+
+
+def test_process_groups_split_the_stages_in_two_without_repeats():
+    groups = kernel_cache.process_groups()
+    assert len(groups) == 2 and groups[1] == kernel_cache.SKIN_GROUP
+    assert sorted(sum(groups, ())) == sorted(kernel_cache.STAGES)
+    assert set(kernel_cache.entry_kernels(groups[0])).isdisjoint(kernel_cache.entry_kernels(groups[1]))
+    assert kernel_cache.process_groups(("skinning",)) == (("skinning",),)
+    assert kernel_cache.process_groups(("frames", "skinning")) == (("skinning",), ("frames",))
+    with pytest.raises(ValueError, match="unknown warm-up stage 'bake'"):
+        kernel_cache.process_groups(("bake",))
+
+
+LOAD_AND_PLAY = """
+import json, sys
+import numpy as np
+from implicit_muscles.core.io import kernel_cache
+from implicit_muscles.scenes import paper as scenes
+result = kernel_cache.warm_up()
+arm = scenes.arm_character()
+arm.settle(scenes.arm_pose(20.0))
+bones, activation = scenes.biceps_curl(3, frames=24)
+x = arm.frame(bones, inputs=arm.inputs(activation=activation, stiffness=[0.5] * 4), dt=1 / 24)
+print(json.dumps({"compiled": sorted(result["compile_seconds"]), "finite": bool(np.isfinite(x).all()),
+                  "warm": kernel_cache.is_warm(result["cache_dir"])}))
+"""
+
+
+def test_two_compile_processes_fill_one_cache_that_a_third_loads_and_plays(tmp_path):
+    """Every stage compiled by the two processes a host runs at once (``compile_process.commands``) into one empty
+    cache; a third process then loads every kernel from it, compiling nothing, and plays the paper's arm."""
+    import implicit_muscles
+
+    runs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for args in compile_process.commands("implicit_muscles", implicit_muscles.__path__[0], str(tmp_path),
+                                                 kernel_cache.STAGES)]
+    outputs = [run.communicate(timeout=1800) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], [err for _, err in outputs]
+    results = [json.loads(out.splitlines()[-1])["result"] for out, _ in outputs]
+    groups = kernel_cache.process_groups()
+    assert [r["kernels"] for r in results] == [len(kernel_cache.entry_kernels(g)) for g in groups]
+    # the skin group's kernels need none of the muscle group's: each process compiled its own entry kernels
+    for group, result in zip(groups, results):
+        own = set(kernel_cache.entry_kernels(group)) - set(kernel_cache.ENTRY_KERNELS["muscled"])
+        assert own <= set(result["compile_seconds"]), own - set(result["compile_seconds"])
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=os.pathsep.join([os.path.dirname(implicit_muscles.__path__[0]), *sys.path]))
+    third = subprocess.run([sys.executable, "-X", "faulthandler", "-c", LOAD_AND_PLAY], env=env, capture_output=True,
+                           text=True, timeout=1200)
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert json.loads(third.stdout.splitlines()[-1]) == {"compiled": [], "finite": True, "warm": True}
 
 
 def test_warm_up_limb_is_a_closed_two_bone_tube_bent_by_its_pose():
