@@ -37,8 +37,8 @@ class SceneDescription:
     shows; ``origin_bones``, ``insertion_bones``, ``skin_bones``: ``(fibres,)`` int64 bone indices; ``source``:
     ``(fibres,)`` int64 index of the Blender muscle each fibre comes from; ``collisions``: the fibres'
     ``core.pbd.collisions.MuscleCollisions`` (``reader.read_collisions``); ``pbd``: ``PBDSettings`` with the rig's
-    *Substeps*; ``skin``, ``tracking``: the mesh's ``SkinSettings`` and ``TrackingSettings``; ``settled_rest``:
-    ``(x (P, 3), particle_s (P,))`` stored in the file for this set-up, or None; ``setup``: ``setup_digest`` of
+    *Substeps* and *Friction*; ``skin``, ``tracking``: the mesh's ``SkinSettings`` and ``TrackingSettings``;
+    ``settled_rest``: ``(x (P, 3), particle_s (P,))`` stored in the file for this set-up, or None; ``setup``: ``setup_digest`` of
     the armature; ``signature``: ``signature_of`` the rest positions; ``rest_inverse``: ``(B, 4, 4)`` inverse rest
     frames of the bones; ``to_mesh``: ``(4, 4)`` armature space -> mesh local space; ``keys``:
     ``animation.key_snapshot`` of the armature; ``fats``: ``FatPrimitive`` at rest that this mesh shows,
@@ -103,7 +103,8 @@ def describe(mesh_obj, armature) -> SceneDescription:
         rig=rig, muscles=tuple(m for m, k in zip(muscles, keep) if k), origin_bones=o_b[keep],
         insertion_bones=i_b[keep], skin_bones=s_b[keep], source=source[keep],
         collisions=reader.read_collisions(armature, source[keep]),
-        pbd=PBDSettings(substeps=armature.implicit_muscles.substeps), skin=skin, tracking=tracking,
+        pbd=PBDSettings(substeps=armature.implicit_muscles.substeps,
+                        contact_friction=armature.implicit_muscles.friction), skin=skin, tracking=tracking,
         settled_rest=stored_rest(mesh_obj, setup), setup=setup, signature=signature_of(co.reshape(-1, 3)),
         rest_inverse=np.linalg.inv(np.array([np.array(b.matrix_local) for b in armature.data.bones])),
         to_mesh=np.array(mesh_obj.matrix_world.inverted() @ armature.matrix_world),
@@ -142,6 +143,7 @@ def setup_digest(armature) -> str:
             h.update(repr(tuple(value) if hasattr(value, "__len__") and not isinstance(value, str) else value)
                      .encode())
     h.update(str(armature.implicit_muscles.substeps).encode())
+    h.update(repr(armature.implicit_muscles.friction).encode())
     fat_items.digest_into(h, armature)
     return h.hexdigest()[:16]
 

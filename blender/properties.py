@@ -203,6 +203,10 @@ class ImplicitMuscleRig(PropertyGroup):
                                 description="How the viewport colours the muscles")
     substeps: IntProperty(name="Substeps", default=10, min=1, max=100, **SETUP,
                           description="Simulation steps per frame")
+    friction: FloatProperty(name="Friction", default=0.0, min=0.0, max=1.0, **SETUP,
+                            description="How much the muscles stick to the bones and muscles they rest on "
+                                        "(Coulomb's coefficient): 0 lets them slide and jiggle freely, 0.3 carries "
+                                        "a muscle resting on a bone along with it")
     use_scene_start: BoolProperty(name="Use Scene Start", default=True, update=_use_scene_start_changed, **STATIC,
                                   description="Start the muscle simulation from rest at the scene's first frame "
                                               "(off: at Start Frame)")

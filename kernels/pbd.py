@@ -16,8 +16,9 @@ One call runs substeps ``k0 .. k1-1`` of a frame split into ``n_sub`` substeps o
      ``C = f(p) - D_i >= 0`` against bone capsules, bone distance grids and the other muscles of its contact set
      except those of its overlap group (``f_M`` of the snapshot; each side takes half; skipped without evaluating
      the field when box and chord bounds put the particle farther than ``reach + D_i`` from their axis), each
-     contact followed by tangential friction ``dp <- dp - eta dp_T``
-     (thesis §5.3.3, on the substep displacement);
+     contact followed by friction: PBD mode, ``dp <- dp - eta dp_T`` (thesis §5.3.3, on the substep
+     displacement); XPBD mode, Coulomb's law and a viscous drag on the slide relative to the surface
+     (:func:`_contact`);
    - ``v <- (p - p_prev) / dt``.
    Muscles read nothing live of each other within a substep (only the snapshot), so a parallel task integrates
    all its muscles, then runs their distance sweeps interleaved (``_distance_sweeps``: independent Gauss-Seidel
@@ -79,7 +80,9 @@ class PBDParams(NamedTuple):
     damping: float             # PBD: mu, velocity factor per substep
     damping_ratio: float       # XPBD: zeta, fraction of critical damping of the first mode
     gravity: np.ndarray        # (3,) float64 [m/s^2]
-    friction: float            # eta, tangential displacement removed at a contact
+    friction: float            # PBD: eta, tangential displacement removed at a contact
+    contact_friction: float    # XPBD: mu, Coulomb coefficient of a contact (slide stopped up to mu x the push)
+    contact_damping: float     # XPBD: zeta_c, damping of the slide over a contact, a fraction of critical
     tendon_stiffness: float    # k_t in [0, 1]
 
 
@@ -168,6 +171,53 @@ def _push(x, x_prev, k, cx, gx, gy, gz, share, friction):
     x[k, 0] -= friction * (dx - dn * nx)
     x[k, 1] -= friction * (dy - dn * ny)
     x[k, 2] -= friction * (dz - dn * nz)
+
+
+@njit(**JIT_FAST)
+def _contact(x, x_prev, k, cx, gx, gy, gz, share, sx, sy, sz, mu, keep):
+    """XPBD contact: resolve ``C = cx < 0`` along gradient ``g`` (Newton step, ``share`` of it), then friction on
+    the particle's slide over the substep relative to the surface (``s``: the surface point's displacement over the
+    substep [m]): Coulomb's law stops up to ``mu`` times the push (static friction below it), and what slides on
+    keeps ``keep`` of its length (viscous damping, :func:`contact_keep`)."""
+    g2 = gx * gx + gy * gy + gz * gz
+    if g2 < 1e-24:
+        return
+    s = -cx * share / g2
+    x[k, 0] += s * gx
+    x[k, 1] += s * gy
+    x[k, 2] += s * gz
+    gn = math.sqrt(g2)
+    push = abs(s) * gn
+    nx = gx / gn
+    ny = gy / gn
+    nz = gz / gn
+    dx = x[k, 0] - x_prev[k, 0] - sx
+    dy = x[k, 1] - x_prev[k, 1] - sy
+    dz = x[k, 2] - x_prev[k, 2] - sz
+    dn = dx * nx + dy * ny + dz * nz
+    tx = dx - dn * nx
+    ty = dy - dn * ny
+    tz = dz - dn * nz
+    slide = math.sqrt(tx * tx + ty * ty + tz * tz)
+    if slide <= 0.0:
+        return
+    stop = 1.0 - max(slide - mu * push, 0.0) * keep / slide
+    x[k, 0] -= stop * tx
+    x[k, 1] -= stop * ty
+    x[k, 2] -= stop * tz
+
+
+@njit(**JIT_FAST)
+def contact_keep(k, contact_damping, dt):
+    """XPBD: the fraction of a slide over a contact kept per substep of ``dt`` [s]: ``exp(-gamma dt)``, a viscous
+    drag ``-m gamma v_T`` taken exactly over the substep, with ``gamma = 2 zeta_c omega(k)`` (``zeta_c`` the
+    contact damping ratio, ``omega = 2 pi f(k)`` the muscle's first mode, :func:`stiffness_frequency`): a slide
+    decays as ``exp(-gamma t)`` whatever the substeps, over about one swing of a tense muscle and several of a
+    loose one."""
+    f = stiffness_frequency(k)
+    if f == math.inf:
+        return 0.0
+    return math.exp(-4.0 * math.pi * contact_damping * f * dt)
 
 
 F_HALF = 10.0
@@ -427,10 +477,31 @@ def _spring_solve(m, axis_start, x, x_prev, pred, out, inv_mass, rest_length, al
 
 
 @njit(**JIT_FAST)
-def _collide(m, x, x_prev, model, frame, snapshot, friction, f1, chord_dev):
+def _neighbour_motion(x, snap_points, snap_v, a, b, k, dt):
+    """Displacement over a substep of ``dt`` [s] of the surface of the muscle with particles ``a .. b-1`` at
+    particle ``k``: its snapshot particle nearest ``k`` moving at its velocity of the substep's start."""
+    best = -1
+    best_d2 = math.inf
+    for i in range(a, b):
+        dx = x[k, 0] - snap_points[i, 0]
+        dy = x[k, 1] - snap_points[i, 1]
+        dz = x[k, 2] - snap_points[i, 2]
+        d2 = dx * dx + dy * dy + dz * dz
+        if d2 < best_d2:
+            best_d2 = d2
+            best = i
+    return snap_v[best, 0] * dt, snap_v[best, 1] * dt, snap_v[best, 2] * dt
+
+
+@njit(**JIT_FAST)
+def _collide(m, x, x_prev, snap_v, model, frame, params, snapshot, f0, f1, chord_dev):
     """Collisions of the inner particles of muscle ``m``, each a sphere of radius ``D_i``, after the substep's last
     sweep (module docstring): bone capsules, bone grids, the other muscles of its group (``snapshot``, a
-    :class:`MuscleArrays`) except those of its overlap group."""
+    :class:`MuscleArrays`) except those of its overlap group. PBD mode: friction removes ``eta`` of the
+    substep's tangential displacement (:func:`_push`); XPBD: Coulomb friction and a viscous drag on the slide
+    relative to the surface (:func:`_contact`), whose displacement over the substep (``f0`` to ``f1`` of the frame)
+    is the capsule's or the grid's bone motion at the contact, or for another muscle its nearest particle's
+    (``snap_v``: velocities at the substep's start, taken with the snapshot)."""
     axis_start = model.axis_start
     inv_mass = model.inv_mass
     particle_s = model.particle_s
@@ -462,22 +533,32 @@ def _collide(m, x, x_prev, model, frame, snapshot, friction, f1, chord_dev):
     n_caps = cap_start[m + 1] - cap_start[m]
     if n_caps == 0 and grid_start[m + 1] == grid_start[m] and group < 0:
         return
+    xpbd = params.xpbd
+    friction = params.friction
+    mu = params.contact_friction
+    keep = contact_keep(frame.belly_stiffness[m], params.contact_damping, params.dt)
     cap_a = np.empty((n_caps, 3))
     cap_b = np.empty((n_caps, 3))
+    cap_da = np.empty((n_caps, 3))  # the ends' displacements over the substep
+    cap_db = np.empty((n_caps, 3))
     for ci in range(n_caps):
         cap = cap_index[cap_start[m] + ci]
         for c in range(3):
             cap_a[ci, c] = cap_prev[cap, 0, c] + f1 * (cap_cur[cap, 0, c] - cap_prev[cap, 0, c])
             cap_b[ci, c] = cap_prev[cap, 1, c] + f1 * (cap_cur[cap, 1, c] - cap_prev[cap, 1, c])
+            cap_da[ci, c] = (f1 - f0) * (cap_cur[cap, 0, c] - cap_prev[cap, 0, c])
+            cap_db[ci, c] = (f1 - f0) * (cap_cur[cap, 1, c] - cap_prev[cap, 1, c])
     # world -> grid transforms interpolated within the frame (a linear blend of two rigid transforms a substep
     # apart: rigid to first order, which is what a bone moves in a 24th of a second)
     n_grids = grid_start[m + 1] - grid_start[m]
     grid_tf = np.empty((n_grids, 3, 4))
+    grid_tf0 = np.empty((n_grids, 3, 4))  # at the substep's start
     for gi in range(n_grids):
         g = grid_index[grid_start[m] + gi]
         for r in range(3):
             for c in range(4):
                 grid_tf[gi, r, c] = grid_inv_prev[g, r, c] + f1 * (grid_inv_cur[g, r, c] - grid_inv_prev[g, r, c])
+                grid_tf0[gi, r, c] = grid_inv_prev[g, r, c] + f0 * (grid_inv_cur[g, r, c] - grid_inv_prev[g, r, c])
     for k in range(a + 1, b - 1):
         if inv_mass[k] == 0.0:
             continue
@@ -504,7 +585,13 @@ def _collide(m, x, x_prev, model, frame, snapshot, friction, f1, chord_dev):
             d = math.sqrt(dx * dx + dy * dy + dz * dz)
             C = d - cap_radius[cap_start[m] + ci] - D
             if C < 0.0 and d > MIN_DISTANCE:
-                _push(x, x_prev, k, C, dx / d, dy / d, dz / d, 1.0, friction)
+                if xpbd:
+                    sx = cap_da[ci, 0] + t * (cap_db[ci, 0] - cap_da[ci, 0])
+                    sy = cap_da[ci, 1] + t * (cap_db[ci, 1] - cap_da[ci, 1])
+                    sz = cap_da[ci, 2] + t * (cap_db[ci, 2] - cap_da[ci, 2])
+                    _contact(x, x_prev, k, C, dx / d, dy / d, dz / d, 1.0, sx, sy, sz, mu, keep)
+                else:
+                    _push(x, x_prev, k, C, dx / d, dy / d, dz / d, 1.0, friction)
         # bone distance grids, sampled in bone rest space
         for gi in range(grid_start[m], grid_start[m + 1]):
             g = grid_index[gi]
@@ -522,7 +609,19 @@ def _collide(m, x, x_prev, model, frame, snapshot, friction, f1, chord_dev):
                 wx = M[0, 0] * lx + M[1, 0] * ly + M[2, 0] * lz
                 wy = M[0, 1] * lx + M[1, 1] * ly + M[2, 1] * lz
                 wz = M[0, 2] * lx + M[1, 2] * ly + M[2, 2] * lz
-                _push(x, x_prev, k, f - D, wx, wy, wz, 1.0, friction)
+                if xpbd:
+                    # the bone's displacement at the particle: x minus where the bone at the substep's start had
+                    # the same grid point (M0^-1 (M x), M0 rigid: R^T (q - t))
+                    N = grid_tf0[gi - grid_start[m]]
+                    qx = px - N[0, 3]
+                    qy = py - N[1, 3]
+                    qz = pz - N[2, 3]
+                    sx = x[k, 0] - (N[0, 0] * qx + N[1, 0] * qy + N[2, 0] * qz)
+                    sy = x[k, 1] - (N[0, 1] * qx + N[1, 1] * qy + N[2, 1] * qz)
+                    sz = x[k, 2] - (N[0, 2] * qx + N[1, 2] * qy + N[2, 2] * qz)
+                    _contact(x, x_prev, k, f - D, wx, wy, wz, 1.0, sx, sy, sz, mu, keep)
+                else:
+                    _push(x, x_prev, k, f - D, wx, wy, wz, 1.0, friction)
         # other muscles of its contact set, not of its overlap group: f = f_M of their snapshot (paper §6.3)
         if group >= 0:
             for gi in range(group_start[group], group_start[group + 1]):
@@ -538,7 +637,12 @@ def _collide(m, x, x_prev, model, frame, snapshot, friction, f1, chord_dev):
                     continue
                 f, gx, gy, gz = _field_one(x[k, 0], x[k, 1], x[k, 2], o, snapshot, True, cut, D)
                 if f - D < 0.0:
-                    _push(x, x_prev, k, f - D, gx, gy, gz, 0.5, friction)
+                    if xpbd:
+                        sx, sy, sz = _neighbour_motion(x, snap_points, snap_v, axis_start[o], axis_start[o + 1],
+                                                       k, params.dt)
+                        _contact(x, x_prev, k, f - D, gx, gy, gz, 0.5, sx, sy, sz, mu, keep)
+                    else:
+                        _push(x, x_prev, k, f - D, gx, gy, gz, 0.5, friction)
 
 
 @njit(**JIT_FAST)
@@ -610,7 +714,6 @@ def pbd_substeps(k0, k1, params, model, frame, x, v, muscles, scratch):
     dt = params.dt
     xpbd = params.xpbd
     iterations = params.iterations
-    friction = params.friction
     axis_start = model.axis_start
     inv_mass = model.inv_mass
     rest_length = model.rest_length
@@ -650,6 +753,7 @@ def pbd_substeps(k0, k1, params, model, frame, x, v, muscles, scratch):
     lower = np.empty(x.shape[0])
     rhs = np.empty(x.shape[0])
     pred = np.empty((x.shape[0], 3))
+    snap_v = np.empty((x.shape[0], 3))  # velocities of the grouped axes at the substep's start
     out = np.empty((x.shape[0], 3))
     for blk in prange(n_blocks):
         j0 = island_start[blocks[blk]]
@@ -672,6 +776,7 @@ def pbd_substeps(k0, k1, params, model, frame, x, v, muscles, scratch):
                     for kk in range(a, b):
                         for c in range(3):
                             snap_points[kk, c] = x[kk, c]
+                            snap_v[kk, c] = v[kk, c]
                     for e in range(2):
                         for c in range(3):
                             end_normals[m, e, c] = normal_prev[m, e, c] + f0 * (normal_cur[m, e, c]
@@ -706,19 +811,21 @@ def pbd_substeps(k0, k1, params, model, frame, x, v, muscles, scratch):
                              iterations)
             for j in range(j0, j1):
                 m = island_members[j]
-                _collide(m, x, x_prev, model, frame, muscles, friction, f1, chord_dev)
+                _collide(m, x, x_prev, snap_v, model, frame, params, muscles, f0, f1, chord_dev)
                 bad_count[m] = _finish(m, x, v, x_prev, inv_mass, dt, axis_start, sub == n_sub - 1)
 
 
 @njit(parallel=True, **JIT_FAST)
-def keep_inside(x, v, inv_mass, values, grads, iso, dt, max_step):
+def keep_inside(x, v, inv_mass, values, grads, iso, max_step):
     """Muscle-skin constraint (paper §6.3, thesis §5.3.2): ``C = f_skin(p) - iso >= 0`` with radius 0.
 
     ``inv_mass (P,)``: 0 for the particles it leaves alone (the endpoints, the muscles not kept inside,
     ``PBDModel.skin_inv_mass``). ``values (P,)``, ``grads (P, 3)``: the skin field (compact convention, larger
     inside) at ``x``. A violating particle moves by one Newton step along the gradient, at most ``max_step`` [m]
-    long (where the field is nearly flat, far outside the skin, the step ``-C / |grad|`` is unbounded: kilometres);
-    its velocity takes the same correction.
+    long (where the field is nearly flat, far outside the skin, the step ``-C / |grad|`` is unbounded: kilometres),
+    and its velocity out of the skin stops (an inelastic contact: the correction gathers a whole frame's substeps,
+    so taking it into the velocity, as a substep's contact does, would throw the particle back in up to ``n_sub``
+    times as fast as it left).
     """
     for k in prange(x.shape[0]):
         if inv_mass[k] == 0.0:
@@ -732,6 +839,8 @@ def keep_inside(x, v, inv_mass, values, grads, iso, dt, max_step):
         s = -C / g2
         if s * s * g2 > max_step * max_step:
             s = max_step / np.sqrt(g2)
+        vn = v[k, 0] * grads[k, 0] + v[k, 1] * grads[k, 1] + v[k, 2] * grads[k, 2]
+        r = min(vn, 0.0) / g2  # the velocity out of the skin (the field falls outwards) stops
         for c in range(3):
             x[k, c] += s * grads[k, c]
-            v[k, c] += s * grads[k, c] / dt
+            v[k, c] -= r * grads[k, c]

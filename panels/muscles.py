@@ -44,7 +44,8 @@ def draw_display(layout, context, props):
 
 
 def draw_simulation(layout, context, props):
-    """The rig's simulation settings: where it starts (the scene's first frame unless set) and its substeps."""
+    """The rig's simulation settings: where it starts (the scene's first frame unless set), its substeps and the
+    muscles' friction at their contacts."""
     col = layout.column(align=True)
     row = col.row(align=True)
     row.prop(props, "use_scene_start", text="Scene Start")
@@ -53,6 +54,7 @@ def draw_simulation(layout, context, props):
     else:
         row.prop(props, "start_frame")
     col.prop(props, "substeps")
+    col.prop(props, "friction")
 
 
 def draw_muscles(layout, context, armature):

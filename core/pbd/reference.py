@@ -82,6 +82,7 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
     start = model.axis_start
     # 1. snapshot, geometry and profile per muscle
     snap = x.copy()
+    snap_v = v.copy()  # velocities at the substep's start: a neighbour muscle's surface motion at a contact
     geos, profs = [], []
     for m in range(M):
         a, b = start[m], start[m + 1]
@@ -137,6 +138,7 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
                 phi = prof.c0 * model.particle_s[k] ** prof.exponents[0] * (1 - model.particle_s[k]) ** prof.exponents[1] \
                     + prof.c1 * model.particle_s[k] ** prof.exponents[2] * (1 - model.particle_s[k]) ** prof.exponents[3]
                 D = prof.width * phi
+                keep = _contact_keep(stiffness[m], s.contact_damping_ratio, dt)
                 for entry in range(model.cap_start[m], model.cap_start[m + 1]):
                     ci = model.cap_index[entry]
                     p0 = state_in.capsules[ci, 0] + f1 * (caps[ci, 0] - state_in.capsules[ci, 0])
@@ -147,7 +149,10 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
                     dist = np.linalg.norm(dvec)
                     C = dist - model.cap_radius[entry] - D
                     if C < 0.0 and dist > 1e-12:
-                        _push(x, x_prev, k, C, dvec / dist, 1.0, s.friction)
+                        # the capsule's point at t, moved from f0 to f1 of the frame
+                        moved = (f1 - f0) * ((1 - t) * (caps[ci, 0] - state_in.capsules[ci, 0])
+                                             + t * (caps[ci, 1] - state_in.capsules[ci, 1]))
+                        _contact(x, x_prev, k, C, dvec / dist, 1.0, moved, s, keep)
                 for gi in model.grid_index[model.grid_start[m]:model.grid_start[m + 1]]:
                     T = state_in.grid_inverse[gi] + f1 * (grid_inverse[gi] - state_in.grid_inverse[gi])
                     local = T[:, :3] @ x[k] + T[:, 3]
@@ -156,7 +161,9 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
                     from .distance_grid import DistanceGrid
                     f, g, inside = DistanceGrid(values, model.grid_origin[gi], model.grid_spacing[gi]).sample(local)
                     if inside[0] and f[0] - D < 0.0:
-                        _push(x, x_prev, k, f[0] - D, T[:, :3].T @ g[0], 1.0, s.friction)
+                        T0 = state_in.grid_inverse[gi] + f0 * (grid_inverse[gi] - state_in.grid_inverse[gi])
+                        moved = x[k] - T0[:, :3].T @ (local - T0[:, 3])  # the bone's point at x, from f0 to f1
+                        _contact(x, x_prev, k, f[0] - D, T[:, :3].T @ g[0], 1.0, moved, s, keep)
                 group, overlap = model.muscle_group[m], model.muscle_overlap[m]
                 if group >= 0:
                     for o in model.group_members[model.group_start[group]:model.group_start[group + 1]]:
@@ -169,10 +176,40 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
                             continue
                         f, g, _ = fusiform_field(geos[o], profs[o], x[k])
                         if f - D < 0.0:
-                            _push(x, x_prev, k, f - D, g, 0.5, s.friction)
+                            ao, bo = start[o], start[o + 1]
+                            near = ao + int(np.argmin(np.linalg.norm(snap[ao:bo] - x[k], axis=1)))
+                            _contact(x, x_prev, k, f - D, g, 0.5, snap_v[near] * dt, s, keep)
         for k in range(a + 1, b - 1):
             if model.inv_mass[k] != 0.0:
                 v[k] = (x[k] - x_prev[k]) / dt
+
+
+def _contact_keep(stiffness, ratio, dt):
+    """kernels/pbd.py ``contact_keep``: ``exp(-2 zeta_c omega(k) dt)``."""
+    from ...kernels.pbd import stiffness_frequency
+    f = stiffness_frequency(stiffness)
+    return 0.0 if f == np.inf else float(np.exp(-4.0 * np.pi * ratio * f * dt))
+
+
+def _contact(x, x_prev, k, C, g, share, moved, s, keep):
+    """A contact's push along ``g``, then friction (kernels/pbd.py ``_contact`` in XPBD mode, ``_push`` in PBD
+    mode): Coulomb's law on the slide relative to the surface, which moved by ``moved`` [m], up to
+    ``contact_friction`` times the push, and the viscous drag that keeps ``keep`` of the rest."""
+    if not s.xpbd:
+        _push(x, x_prev, k, C, g, share, s.friction)
+        return
+    g2 = g @ g
+    if g2 < 1e-24:
+        return
+    step = -C * share / g2 * g
+    x[k] = x[k] + step
+    n = g / np.sqrt(g2)
+    d = x[k] - x_prev[k] - moved
+    t = d - (d @ n) * n
+    slide = np.linalg.norm(t)
+    if slide <= 0.0:
+        return
+    x[k] = x[k] - (1.0 - max(slide - s.contact_friction * np.linalg.norm(step), 0.0) * keep / slide) * t
 
 
 def _push(x, x_prev, k, C, g, share, friction):

@@ -26,7 +26,14 @@ class PBDSettings:
     tendon_fraction: float   first and last fraction of the rest length that is tendon (paper: 10 %)
     tendon_stiffness: float  stiffness of tendon constraints in [0, 1] (paper: ~0.9)
     belly_rest_fraction: float  belly constraints' rest length as a fraction of their initial length (paper: 2 %)
-    friction: float          eta, fraction of the tangential displacement removed at a contact per substep
+    friction: float          PBD: eta, fraction of the tangential displacement removed at a contact per substep
+                             (thesis §5.3.3), default 0.3
+    contact_friction: float  XPBD: mu, Coulomb friction coefficient of a contact: a slide over a bone or another
+                             muscle is stopped up to mu times the contact's push, default 0 (muscles slide on
+                             their fascia; 0.3 carries a muscle resting on a bone with it)
+    contact_damping_ratio: float  XPBD: viscous drag on a slide over a contact, as a fraction of critical damping
+                             of the muscle's first mode (so a tense muscle's slide stops within a swing or two, a
+                             loose one's slowly), default 0.25
     density: float [kg/m^3]  muscle density (paper: 1.06 g/cm^3)
     min_mass_fraction: float inner particle masses follow the rest profile Phi (paper §6.2), each at least this
                              fraction of the heaviest (0: the paper's plain proportion), default 0.5
@@ -46,6 +53,8 @@ class PBDSettings:
     tendon_stiffness: float = 0.9
     belly_rest_fraction: float = 0.02
     friction: float = 0.3
+    contact_friction: float = 0.0
+    contact_damping_ratio: float = 0.25
     density: float = MUSCLE_DENSITY
     min_mass_fraction: float = 0.5
     gravity: tuple = (0.0, 0.0, 0.0)
@@ -62,6 +71,8 @@ class PBDSettings:
         validation.unit_interval(self.damping_ratio, "damping ratio")
         validation.unit_interval(self.tendon_stiffness, "tendon stiffness")
         validation.unit_interval(self.friction, "friction")
+        validation.unit_interval(self.contact_friction, "contact friction")
+        validation.unit_interval(self.contact_damping_ratio, "contact damping ratio")
         fraction = validation.unit_interval(self.tendon_fraction, "tendon fraction")
         if fraction >= 0.5:
             raise ValueError(f"tendon fraction must be below 0.5 (tendons at both ends), got {fraction:g}.")

@@ -119,6 +119,8 @@ class PBDSolver:
         return PBDParams(n_sub=quality.substeps(int(s.substeps)), dt=float(dt), xpbd=bool(s.xpbd),
                          iterations=quality.sweeps(int(s.iterations)), damping=float(s.damping),
                          damping_ratio=float(s.damping_ratio), gravity=self._gravity, friction=float(s.friction),
+                         contact_friction=float(s.contact_friction),
+                         contact_damping=float(s.contact_damping_ratio),
                          tendon_stiffness=float(s.tendon_stiffness))
 
     @staticmethod
@@ -224,7 +226,7 @@ class PBDSolver:
                 if control.skin_field is not None:
                     values, grads = control.skin_field(x)
                     keep_inside(x, v, model.skin_inv_mass, np.ascontiguousarray(values, dtype=np.float64),
-                                np.ascontiguousarray(grads, dtype=np.float64), float(control.skin_iso), sub_dt,
+                                np.ascontiguousarray(grads, dtype=np.float64), float(control.skin_iso),
                                 s.skin_max_step)
             # the kernel counts non-finite coordinates after the last substep; only the skin field can add more
             self.last_bad_particles = int(scratch.bad_count.sum())

@@ -74,10 +74,6 @@ SAME_RESPONSE = 0.30
 """Largest relative difference of the loose jiggle between 10 and 30 particles."""
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "not met: the loose biceps rests on the humerus and under the skin and contact friction stops its jiggle: the "
-    "skin over it moves 2.2 mm (10 particles) and 1.4 mm (30) after the stop, as in the core with the same scene "
-    "(design notes, Friction stops the loose jiggle)"))
 def test_arm_shake_loose_jiggles_tense_settles_for_10_and_30_particles(bpy):
     import blender_session
 

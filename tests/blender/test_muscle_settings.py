@@ -1,6 +1,6 @@
 """Every collision setting of the muscle panel does what it says (issue 20, items 4 and 5): a new muscle settles
 where it was placed and inside the skin; *Bones*, *Bone Radius*, *Muscles*, *Group* (the paper's overlapping
-pectoral fibres, §5.3 Fig. 7), *Stay Under Skin* and the rig's *Substeps* each change what bind or playback
+pectoral fibres, §5.3 Fig. 7), *Stay Under Skin* and the rig's *Substeps* and *Friction* each change what bind or playback
 computes; the settings survive duplicate, mirror and save/reload, and changing one makes the bind stale."""
 import importlib
 
@@ -263,6 +263,27 @@ def test_substeps(bpy):
         results[substeps] = x
     move = np.linalg.norm(results[2] - results[20], axis=1)
     print(f"2 vs 20 substeps: particles differ by up to {move.max() * 1000:.3f} mm")
+    assert move.max() > 1e-4
+
+
+def test_friction(bpy):
+    """The rig's *Friction* reaches the solver (Coulomb's coefficient of the contacts), and a muscle pressed on its
+    bone moves differently in a bend with 0 and 0.5."""
+    results = {}
+    for friction in (0.0, 0.5):
+        _module("blender.runtime").clear()
+        blender_session.reset()
+        rig, (mesh,) = make_arm(bpy)
+        rig.implicit_muscles.friction = friction
+        assert bpy.ops.implicit_muscles.add_muscle(origin_bone="shoulder", insertion_bone="elbow") == {'FINISHED'}
+        m = rig.implicit_muscles.muscles[0]
+        m.origin_point.z *= 2.0 / 3.0  # into the bone's automatic capsule, as in test_bones_and_bone_radius
+        m.insertion_point.z *= 2.0 / 3.0
+        x, b = _play(bpy, rig, mesh, frames=16)
+        assert b.character.model.settings.contact_friction == friction
+        results[friction] = x
+    move = np.linalg.norm(results[0.0] - results[0.5], axis=1)
+    print(f"friction 0 vs 0.5: particles differ by up to {move.max() * 1000:.3f} mm")
     assert move.max() > 1e-4
 
 

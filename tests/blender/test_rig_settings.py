@@ -84,7 +84,7 @@ def test_the_panel_draws_the_start_frame_and_the_substeps(bpy):
     bpy.context.scene.frame_start = 1001
     log = _draw(bpy, "IMPLICIT_MUSCLES_PT_muscles_data").log
     props = {entry[1] for entry in log if entry[0] == "prop"}
-    assert {"use_scene_start", "substeps"} <= props and "start_frame" not in props
+    assert {"use_scene_start", "substeps", "friction"} <= props and "start_frame" not in props
     assert any(entry[0] == "label" and "1001" in entry[1] for entry in log)
     rig.implicit_muscles.start_frame = 990
     props = {entry[1] for entry in _draw(bpy, "IMPLICIT_MUSCLES_PT_muscles_data").log if entry[0] == "prop"}

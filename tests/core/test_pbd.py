@@ -493,18 +493,25 @@ def test_rest_state_from_a_stored_settle_is_the_same_and_quick():
 
 def test_keep_inside_steps_at_most_max_step_where_the_field_is_flat():
     """Far outside the skin the field is nearly flat: the Newton step -C/|grad| would be 0.4 / 1e-6 = 400 km; it
-    is cut to ``max_step`` along the gradient (near the skin the exact step is kept)."""
+    is cut to ``max_step`` along the gradient (near the skin the exact step is kept). The contact is inelastic:
+    the velocity out of the skin (against the gradient) stops, the rest of it is kept."""
     from implicit_muscles.kernels.pbd import keep_inside
 
     x = np.zeros((2, 3))
-    v = np.zeros((2, 3))
+    v = np.array([[-0.3, 0.2, 0.0], [-0.3, 0.0, 0.0]])
     values = np.array([0.0, 0.45])  # far outside the 0.4-iso; inside it: untouched
     grads = np.array([[1e-6, 0.0, 0.0], [10.0, 0.0, 0.0]])
-    keep_inside(x, v, np.ones(2), values, grads, 0.4, 0.01, 0.005)
-    assert x[0] == pytest.approx([0.005, 0.0, 0.0], abs=1e-15) and v[0, 0] == pytest.approx(0.5)
+    keep_inside(x, v, np.ones(2), values, grads, 0.4, 0.005)
+    assert x[0] == pytest.approx([0.005, 0.0, 0.0], abs=1e-15)
+    assert v[0] == pytest.approx([0.0, 0.2, 0.0], abs=1e-15)  # no velocity outwards, the sliding kept
+    assert np.array_equal(v[1], [-0.3, 0.0, 0.0])  # inside: untouched
+    v[0] = [0.3, 0.0, 0.0]
+    x[:] = 0.0
+    keep_inside(x, v, np.ones(2), values, grads, 0.4, 0.005)
+    assert v[0, 0] == 0.3  # moving inwards already: kept
     assert np.array_equal(x[1], [0.0, 0.0, 0.0])
     x[:] = 0.0
-    keep_inside(x, v, np.ones(2), np.array([0.39, 0.0]), np.array([[10.0, 0.0, 0.0], [0.0, 0.0, 0.0]]), 0.4, 0.01,
+    keep_inside(x, v, np.ones(2), np.array([0.39, 0.0]), np.array([[10.0, 0.0, 0.0], [0.0, 0.0, 0.0]]), 0.4,
                 0.005)
     assert x[0, 0] == pytest.approx(0.001)  # the exact Newton step, 1 mm
     assert np.array_equal(x[1], [0.0, 0.0, 0.0])  # no gradient: nothing to follow

@@ -137,11 +137,6 @@ def _arm_shake_skin(particles, k):
     return pp, (above[-1] + 1) / 24 if len(above) else 0.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "not met: settled in its first pose, the loose biceps rests on the humerus and under the skin, and each contact "
-    "removes 30 % of its sliding per substep (PBDSettings.friction): its belly moves 4 mm after the stop, the skin "
-    "over it 0.7 mm with 30 particles (12.8 mm with 10); with friction 0 the biceps alone moves 51 mm and its skin "
-    "12 mm (design notes, Friction stops the loose jiggle)"))
 def test_arm_shake_loose_biceps_jiggles_tense_one_settles():
     """Issue targets on the paper's arm: with ``k = 0.1`` the skin over the biceps keeps moving after the stop by
     at least 3 mm peak to peak; with ``k = 0.7`` it is within 1 mm of rest 0.2 s after the stop; the loose jiggle
