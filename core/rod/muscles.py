@@ -232,12 +232,12 @@ class RodMuscles:
         t0 = time.perf_counter()
         self.solver.step(state_in.rod, state_out.rod, self.control(control), dt, substeps)
         if control.skin_field is not None and self.keep_inside.any():
-            self._keep_inside(state_out.rod, control, dt / substeps)
+            self._keep_inside(state_out.rod, control)
         t1 = time.perf_counter()
         self.fill(state_out, control)
         self.timings = {"rod solve": t1 - t0, "rod field": time.perf_counter() - t1}
 
-    def _keep_inside(self, rod: RodState, control: PBDControl, sub_dt: float) -> None:
+    def _keep_inside(self, rod: RodState, control: PBDControl) -> None:
         """The muscle-skin constraint after the frame, as the axis solver's (``kernels/pbd.py`` ``keep_inside``,
         paper §6.3): the inner vertices of the rods kept inside move back inside ``control.skin_field`` at
         ``control.skin_iso`` (their velocities with them); frames and scales follow in the next frame's solve."""
@@ -247,8 +247,7 @@ class RodMuscles:
         weight = self.model.inv_mass * np.repeat(self.keep_inside, counts)
         values, grads = control.skin_field(rod.x)
         keep_inside(rod.x, rod.v, np.ascontiguousarray(weight), np.ascontiguousarray(values, dtype=np.float64),
-                    np.ascontiguousarray(grads, dtype=np.float64), float(control.skin_iso), sub_dt,
-                    self.skin_max_step)
+                    np.ascontiguousarray(grads, dtype=np.float64), float(control.skin_iso), self.skin_max_step)
 
     def fill(self, state: PBDState, control: PBDControl) -> None:
         """Copy the rods of ``state.rod`` into ``state``: positions and velocities into ``x`` and ``v``, and their
