@@ -18,8 +18,8 @@ a substep's start, the capsules push at its end). Spring ``i`` pulls with
 pushed out of each bone capsule to ``min(r_b + h(n), gap_b)``, ``h(n)`` the ellipsoid's extent towards the capsule and
 ``gap_b`` the centre's distance to it at rest, and its velocity towards the capsule is removed. Before that, the
 centre is kept within its travel ``l`` [m] of where its bone carries it (the anchors' mean, which is the rest centre
-moved by the bone): beyond it, it is put back on that sphere and its velocity away from it, relative to the anchors',
-is removed (the tissue at full stretch stops with its bone).
+moved by the bone): beyond it, it is put back on that sphere and its velocity relative to the anchors' is removed,
+away from the sphere's centre and along it (the tissue at full stretch moves with its bone).
 """
 from __future__ import annotations
 
@@ -219,11 +219,9 @@ def fat_step(x_in, v_in, anchors0, anchors1, rest_length, omega, zeta, axes, fra
                 x0 = c0 + travel[k] * r0
                 x1 = c1 + travel[k] * r1
                 x2 = c2 + travel[k] * r2
-                vr = (v0 - u0) * r0 + (v1 - u1) * r1 + (v2 - u2) * r2
-                if vr > 0.0:
-                    v0 -= vr * r0
-                    v1 -= vr * r1
-                    v2 -= vr * r2
+                v0 = u0   # at full stretch the tissue moves with its bone: no sliding along the travel's sphere
+                v1 = u1
+                v2 = u2
             for b in range(C):
                 gap = rest_gap[k, b]
                 if not gap < np.inf:
