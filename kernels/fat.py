@@ -95,7 +95,7 @@ def fats_displacement(p, qx, qy, qz, part_fat_start, part_fat_index, fat_center,
                       fat_slope, fat_bounds):
     """How much part ``p``'s fats' change adds to its field at one point: ``(d, dd/dx, dd/dy, dd/dz)``, ``d = sum_k
     s_k lambda_k D_k`` with ``D_k = f_k^0 - f_k`` [m] (the fat where its bone carries it, ``fat_carried (F, 3)``,
-    minus the fat where it is, ``fat_center (F, 3)``), ``s_k = fat_slope[k]`` [1/m] and ``lambda_k`` the weight
+    minus the fat where it is, ``fat_center (F, 3)``), ``s_k = fat_slope[j]`` [1/m] (per CSR entry ``j``) and ``lambda_k`` the weight
     :func:`reach_weight` of ``f_k^0`` (module docstring). ``fat_bounds (F, 6)`` [m]: this frame's world box beyond
     which ``lambda_k = 0``. Takes arrays one by one, as ``kernels/skin_field.py``'s ``_muscles_value`` does (no
     struct copied per point)."""
@@ -114,7 +114,7 @@ def fats_displacement(p, qx, qy, qz, part_fat_start, part_fat_index, fat_center,
         if lam <= 0.0:
             continue
         f1, bx, by, bz = fat_point(qx, qy, qz, k, fat_center, fat_frame, fat_axes)
-        s = fat_slope[k]
+        s = fat_slope[j]
         D = f0 - f1
         d += s * lam * D
         dx += s * (dlam * D * ax + lam * (ax - bx))

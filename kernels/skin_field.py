@@ -58,10 +58,10 @@ class SkinArrays(NamedTuple):
     node_bounds: np.ndarray        # (T, 6) float64 [m] this frame: world box (min xyz, max xyz), field 0 outside
     chord_dev: np.ndarray          # (M,) float64 [m] this frame: each axis's largest distance from its chord
     axis_along: np.ndarray         # (P_axis, 4) float64 [m] this frame: each axis's chord ranges (fusiform.axis_along)
-    part_fat_start: np.ndarray     # (P+1,) int64 CSR: each part's fats (core/fat) ...
-    part_fat_index: np.ndarray     # (sum,) int64 ... as fat indices
-    fat_part: np.ndarray           # (F,) int64 part each fat joins, -1: none
-    fat_slope: np.ndarray          # (F,) float64 [1/m] its part's slope at the iso-surface over each fat
+    part_fat_start: np.ndarray     # (P+1,) int64 CSR: the fats (core/fat) that move each part ...
+    part_fat_index: np.ndarray     # (E,) int64 ... as fat indices
+    fat_part: np.ndarray           # (F,) int64 the part of each fat's bone, -1: none
+    fat_slope: np.ndarray          # (E,) float64 [1/m] the part's slope at its iso-surface over the fat
     fat_axes: np.ndarray           # (F, 3) float64 [m] semi-axes
     fat_center: np.ndarray         # (F, 3) float64 [m] this frame: the fats' centres
     fat_frame: np.ndarray          # (F, 3, 3) float64 this frame: their semi-axes' directions (columns)
@@ -220,8 +220,8 @@ def place_nodes(B, part_bone, grid_corners, muscle_part, skin, muscles):
     from its bone's rigid ``B (B, 4, 4)`` (``part_bone (P,)``), each leaf's box from its grid box's 8 rest corners
     ``grid_corners (P, 8, 3)`` [m] moved by that bone and widened by its muscles' boxes (``muscle_part (M,)``, -1:
     none) by ``reach + R - o``, beyond which the skin sees nothing of a muscle (``K((f_M + o) / R) = 0``), and by
-    its fats' ``fat_bounds``, the operators' boxes from their children's, each muscle axis's largest distance from
-    its chord and its chord ranges (``kernels/fusiform.axis_along``).
+    the ``fat_bounds`` of the fats that move it, the operators' boxes from their children's, each muscle axis's
+    largest distance from its chord and its chord ranges (``kernels/fusiform.axis_along``).
     ``muscles``: this frame's ``MuscleArrays``. The numpy reference is ``core/skin/field.place_reference``."""
     binv = skin.grid_binv
     P = part_bone.shape[0]
@@ -259,9 +259,9 @@ def place_nodes(B, part_bone, grid_corners, muscle_part, skin, muscles):
         for r in range(3):
             leaf[p, r] = min(leaf[p, r], boxes[m, r] - cut)
             leaf[p, 3 + r] = max(leaf[p, 3 + r], boxes[m, 3 + r] + cut)
-    for k in range(skin.fat_part.shape[0]):  # a leaf's box holds its fats' boxes
-        p = skin.fat_part[k]
-        if p >= 0:
+    for p in range(P):  # a leaf's box holds the boxes of the fats that move it
+        for j in range(skin.part_fat_start[p], skin.part_fat_start[p + 1]):
+            k = skin.part_fat_index[j]
             for r in range(3):
                 leaf[p, r] = min(leaf[p, r], skin.fat_bounds[k, r])
                 leaf[p, 3 + r] = max(leaf[p, 3 + r], skin.fat_bounds[k, 3 + r])

@@ -28,12 +28,12 @@ bind): a muscle that reaches the rest skin is seen touching it from inside, ``f_
 itself (its simulation, its volume, its collisions) is as placed; a muscle under the skin has ``o = 0`` and is seen
 unchanged.
 
-**Fats** (``core/fat``, thesis ch. 6) move their skin part by their change, not by themselves: the part's field
-(grid and muscles) is displaced by ``s_k lambda_k (f_k^0 - f_k)`` per fat, ``f_k^0`` the fat where its bone carries
-it, ``f_k`` where its particle is, clamped to [0, 1] (``kernels/fat.py``). The HRBF fits the rest skin (no pull-in
-under a fat), so the rest pose gives the rest mesh exactly, and the part keeps its own fall-off. ``s_k`` [1/m] is the
-part's slope at its iso-surface over the fat (:func:`fat_slopes`, at bind): a fat moved by ``d`` towards the skin
-moves the iso-surface by about ``d`` along its normal. A placement takes this frame's
+**Fats** (``core/fat``, thesis ch. 6) move the skin by their change, not by themselves: the field of each part
+whose rest vertices a fat reaches (:func:`fat_joins`; grid and muscles) is displaced by ``s_k lambda_k (f_k^0 -
+f_k)``, ``f_k^0`` the fat where its bone carries it, ``f_k`` where its particle is, clamped to [0, 1]
+(``kernels/fat.py``). The HRBF fits the rest skin (no pull-in under a fat), so the rest pose gives the rest mesh
+exactly, and the part keeps its own fall-off. ``s_k`` [1/m] is the part's slope at its iso-surface over the fat
+(at bind): a fat moved by ``d`` towards the skin moves the iso-surface by about ``d`` along its normal. A placement takes this frame's
 :class:`core.fat.batch.FatBatch` (None: the fats at bind).
 
 **References.** :meth:`SkinPlacement.evaluate_reference` and :meth:`SkinPlacement.leaf_reference` are the numpy
@@ -115,9 +115,9 @@ class SkinField:
     grid_corners: np.ndarray = None  # (P, 8, 3) [m] rest-space corners of each part grid's box
     fats: FatBatch = dataclasses.field(default_factory=FatBatch.empty)  # (F) the fats at bind
     fat_part: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # (F,) -1: none
-    part_fat_start: np.ndarray = None  # (P+1,) int64 CSR: each part's fats ...
-    part_fat_index: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # ...
-    fat_slope: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))  # (F,) [1/m] fat_slopes()
+    part_fat_start: np.ndarray = None  # (P+1,) int64 CSR: the fats that move each part (fat_joins()) ...
+    part_fat_index: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # (E,) ...
+    fat_slope: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))  # (E,) [1/m] and by what slope
 
     @property
     def part_count(self) -> int:
@@ -207,15 +207,16 @@ class SkinPlacement:
             has = mu > 0
             leaf_v = np.where(has, G, v)
             leaf_g = np.where(has[:, None], G1[:, None] * gr + G2[:, None] * mgr, gr)
-            fat_ids = np.flatnonzero(m.fat_part == p)
-            if len(fat_ids):
+            start = _part_fat_start(m)
+            if start[p] < start[p + 1]:
                 d, dg = np.zeros(n), np.zeros((n, 3))
                 box = self.fats.bounds()
                 carried = self.fats.carried_center
-                for k in fat_ids:
+                for j in range(start[p], start[p + 1]):
+                    k = m.part_fat_index[j]
                     inside = np.all((pts >= box[k, :3]) & (pts <= box[k, 3:]), axis=1)
                     dk, dgk = fat_displacement_reference(pts, self.fats.center[k], carried[k], self.fats.frame[k],
-                                                         self.fats.axes[k], m.fat_slope[k])
+                                                         self.fats.axes[k], m.fat_slope[j])
                     d += np.where(inside, dk, 0.0)
                     dg += np.where(inside[:, None], dgk, 0.0)
                 moved = leaf_v + d
@@ -378,11 +379,12 @@ def place_reference(model: SkinField, bone_transforms=None, muscles: MuscleBatch
         chord_dev = _chord_deviation(muscles)
     fats = _fat_inputs(model, fats)
     if fats.count:
-        joined = model.fat_part >= 0
-        fb = fats.bounds()
+        start = _part_fat_start(model)
+        owner = np.repeat(np.arange(model.part_count), np.diff(start))
+        fb = fats.bounds()[model.part_fat_index]
         lows, highs = boxes[:, :3], boxes[:, 3:]
-        np.minimum.at(lows, model.fat_part[joined], fb[joined, :3])
-        np.maximum.at(highs, model.fat_part[joined], fb[joined, 3:])
+        np.minimum.at(lows, owner, fb[:, :3])
+        np.maximum.at(highs, owner, fb[:, 3:])
     bounds = np.empty((len(model.node_kind), 6))
     node_boxes(boxes, model.node_kind, model.node_part, model.node_left, model.node_right, bounds)
     return grid_binv, bounds, chord_dev
@@ -445,34 +447,44 @@ def _muscle_union_at(points, muscles: MuscleBatch, muscle_ids, offsets):
     return mu
 
 
-FAT_SLOPE_DEPTH = 0.5
-"""The rest vertices whose part's slope sets a fat's (:func:`fat_slopes`): within this many of its smallest
-semi-axes of its surface."""
+FAT_NEAR = 3
+"""A fat moves the field of every part with at least this many rest vertices where its change is fully taken
+(within ``REACH_FULL`` of its smallest semi-axes of its surface, ``kernels/fat.reach_weight``)."""
 
 
-def fat_slopes(model: "SkinField", vertices) -> np.ndarray:
-    """``(F,)`` [1/m] each fat's ``s``: the median gradient length of its part's own field (grid and muscles, at
-    rest) on the part's rest vertices within ``FAT_SLOPE_DEPTH`` smallest semi-axes of the fat's surface, so that a
-    change ``D`` [m] of the fat moves the part's iso-surface by about ``D`` there; where no vertex is that near, the
-    slope of ``K(f / R)`` at its iso-value, ``15 / (16 R)``, with ``R`` the part's support."""
+def fat_joins(model: "SkinField", vertices):
+    """Which parts each fat moves and by what slope: ``(start (P+1,), index (E,), slope (E,))``, CSR by part, ``index``
+    the fats, ``slope`` [1/m] ``s`` of each (part, fat): every part with at least ``FAT_NEAR`` rest vertices within
+    ``REACH_FULL`` smallest semi-axes of the fat's surface (a fat over the border of two parts moves both), ``s`` the
+    median gradient length of the part's own field (grid and muscles, at rest) there, so that a change ``D`` [m] of
+    the fat moves the part's iso-surface by about ``D``. A fat near no part's vertices moves its bone's part, ``s``
+    the slope of ``K(f / R)`` at its iso-value, ``15 / (16 R)``, ``R`` the part's support."""
+    from ...kernels.fat import REACH_FULL
+
     fats = model.fats
-    out = np.zeros(fats.count)
-    if not fats.count:
-        return out
+    P = model.part_count
+    entries = [[] for _ in range(P)]
     rest = model.place()
     for k in range(fats.count):
-        p = model.fat_part[k]
-        if p < 0:
+        if model.fat_part[k] < 0:
             continue
-        own = np.flatnonzero(model.labels == model.part_bone[p])
-        f0, _ = fat_field_reference(vertices[own], fats.center[k], fats.frame[k], fats.axes[k])
-        near = own[f0 <= FAT_SLOPE_DEPTH * fats.support[k]]
-        if len(near):
-            _, grads = rest.leaf_reference(vertices[near])
-            out[k] = float(np.median(np.linalg.norm(grads[p], axis=1)))
-        else:
-            out[k] = 15.0 / (16.0 * model.parts[p].radius)
-    return out
+        f0, _ = fat_field_reference(vertices, fats.center[k], fats.frame[k], fats.axes[k])
+        near = f0 <= REACH_FULL * fats.support[k]
+        found = False
+        for p in range(P):
+            index = np.flatnonzero(near & (model.labels == model.part_bone[p]))
+            if len(index) >= FAT_NEAR:
+                _, grads = rest.leaf_reference(vertices[index])
+                entries[p].append((k, float(np.median(np.linalg.norm(grads[p], axis=1)))))
+                found = True
+        if not found:
+            p = model.fat_part[k]
+            entries[p].append((k, 15.0 / (16.0 * model.parts[p].radius)))
+    start = np.zeros(P + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in entries], out=start[1:])
+    flat = [x for e in entries for x in e]
+    return (start, np.array([k for k, _ in flat], dtype=np.int64),
+            np.array([slope for _, slope in flat], dtype=np.float64))
 
 
 def _pull_under_muscles(samples: PartSamples, muscles: MuscleBatch, muscle_ids, offsets):
@@ -638,7 +650,6 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         name = bone_names[fb[k]] if bone_names is not None else f"bone {fb[k]}"
         raise ValueError(f"a fat joins the skin of {name}, but neither {name} nor any bone above it owns skin "
                          f"vertices; hang the fat on another bone.")
-    _, fat_start, fat_index = _group_by_part(fat_part, len(parts))
     hrbfs, grids = [], []
     for p, ps in enumerate(parts):
         points = ps.points
@@ -664,8 +675,8 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         grid_origin=np.array([g.origin for g in grids]), grid_inv_h=np.array([1.0 / g.spacing for g in grids]),
         muscles=muscles, muscle_offset=offsets, heads=heads, tails=tails, parents=parents,
         grid_corners=np.stack([g.box[0] + _BOX_CORNERS * (g.box[1] - g.box[0]) for g in grids]),
-        fats=fats, fat_part=fat_part, part_fat_start=fat_start, part_fat_index=fat_index,
-        fat_slope=np.zeros(fats.count))
+        fats=fats, fat_part=fat_part)
     if not fats.count:
         return model
-    return dataclasses.replace(model, fat_slope=fat_slopes(model, v))
+    fat_start, fat_index, fat_slope = fat_joins(model, v)
+    return dataclasses.replace(model, part_fat_start=fat_start, part_fat_index=fat_index, fat_slope=fat_slope)
