@@ -449,16 +449,23 @@ def _muscle_union_at(points, muscles: MuscleBatch, muscle_ids, offsets):
 
 FAT_NEAR = 3
 """A fat moves the field of every part with at least this many rest vertices where its change is fully taken
-(within ``REACH_FULL`` of its smallest semi-axes of its surface, ``kernels/fat.reach_weight``)."""
+(within ``REACH_FULL`` of its smallest semi-axes of its surface, ``kernels/fat.reach_weight``), or whose own field
+reads at least ``FAT_FIELD`` on that many of those vertices."""
+FAT_FIELD = 0.1
+"""A part whose field reads this much on the skin a fat moves meets that skin's part in the composition (a crease's
+contact): the fat moves it too, by the same slope, so both fields move together."""
 
 
 def fat_joins(model: "SkinField", vertices):
     """Which parts each fat moves and by what slope: ``(start (P+1,), index (E,), slope (E,))``, CSR by part, ``index``
-    the fats, ``slope`` [1/m] ``s`` of each (part, fat): every part with at least ``FAT_NEAR`` rest vertices within
-    ``REACH_FULL`` smallest semi-axes of the fat's surface (a fat over the border of two parts moves both), ``s`` the
-    median gradient length of the part's own field (grid and muscles, at rest) there, so that a change ``D`` [m] of
-    the fat moves the part's iso-surface by about ``D``. A fat near no part's vertices moves its bone's part, ``s``
-    the slope of ``K(f / R)`` at its iso-value, ``15 / (16 R)``, ``R`` the part's support."""
+    the fats, ``slope`` [1/m] ``s`` of each (part, fat). The fat's skin is the rest vertices within ``REACH_FULL``
+    smallest semi-axes of its surface. It moves every part with at least ``FAT_NEAR`` of those vertices (a fat over
+    the border of two parts moves both), ``s`` the median gradient length of the part's own field (grid and muscles,
+    at rest) there, so that a change ``D`` [m] of the fat moves the part's iso-surface by about ``D``; and every part
+    whose field reads at least ``FAT_FIELD`` on ``FAT_NEAR`` of them (a part meeting that skin at a crease), ``s``
+    the median gradient length of those vertices' own parts there, so both fields move alike. A fat near no part's
+    vertices moves its bone's part, ``s`` the slope of ``K(f / R)`` at its iso-value, ``15 / (16 R)``, ``R`` the
+    part's support."""
     from ...kernels.fat import REACH_FULL
 
     fats = model.fats
@@ -469,14 +476,23 @@ def fat_joins(model: "SkinField", vertices):
         if model.fat_part[k] < 0:
             continue
         f0, _ = fat_field_reference(vertices, fats.center[k], fats.frame[k], fats.axes[k])
-        near = f0 <= REACH_FULL * fats.support[k]
+        near = np.flatnonzero(f0 <= REACH_FULL * fats.support[k])
         found = False
-        for p in range(P):
-            index = np.flatnonzero(near & (model.labels == model.part_bone[p]))
-            if len(index) >= FAT_NEAR:
-                _, grads = rest.leaf_reference(vertices[index])
-                entries[p].append((k, float(np.median(np.linalg.norm(grads[p], axis=1)))))
-                found = True
+        if len(near):
+            values, grads = rest.leaf_reference(vertices[near])
+            own_part = _label_parts(model, model.labels[near])
+            slope_own = np.linalg.norm(np.asarray(grads)[own_part, np.arange(len(near))], axis=1)
+            for p in range(P):
+                own = model.labels[near] == model.part_bone[p]
+                if np.count_nonzero(own) >= FAT_NEAR:
+                    entries[p].append((k, float(np.median(np.linalg.norm(grads[p][own], axis=1)))))
+                    found = True
+                    continue
+                reach = values[p] >= FAT_FIELD
+                if np.count_nonzero(reach) >= FAT_NEAR:
+                    # the part meets the fat's skin: moved by the slope of the skin's own parts there
+                    entries[p].append((k, float(np.median(slope_own[reach]))))
+                    found = True
         if not found:
             p = model.fat_part[k]
             entries[p].append((k, 15.0 / (16.0 * model.parts[p].radius)))
@@ -485,6 +501,13 @@ def fat_joins(model: "SkinField", vertices):
     flat = [x for e in entries for x in e]
     return (start, np.array([k for k, _ in flat], dtype=np.int64),
             np.array([slope for _, slope in flat], dtype=np.float64))
+
+
+def _label_parts(model: "SkinField", labels) -> np.ndarray:
+    """``(n,)`` the part of each vertex's bone ``labels (n,)``."""
+    part_of = np.full(int(max(model.part_bone.max(), labels.max())) + 1, -1, dtype=np.int64)
+    part_of[model.part_bone] = np.arange(model.part_count)
+    return part_of[labels]
 
 
 def _pull_under_muscles(samples: PartSamples, muscles: MuscleBatch, muscle_ids, offsets):

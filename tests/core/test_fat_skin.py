@@ -10,7 +10,8 @@ from implicit_muscles.core.character import MuscledCharacter
 from implicit_muscles.core.fat import FatPrimitive
 from implicit_muscles.core.fat.batch import FatBatch
 from implicit_muscles.core.muscle.batch import pack_muscles
-from implicit_muscles.core.skin.field import bind_skin_field, place_reference
+from implicit_muscles.core.skin.field import FAT_FIELD, FAT_NEAR, bind_skin_field, place_reference
+from implicit_muscles.core.fat.field import fat_field_reference
 from implicit_muscles.kernels.fat import REACH_FULL
 
 KERNEL_TOL = 1e-9
@@ -229,3 +230,33 @@ def test_correction_kernel_counts_the_fat_push_as_its_reference_does(arm):
     limit_correction(out, start, np.full(len(x), np.nan), m, *d.placement.kernel_args, np.empty_like(x),
                      np.empty_like(x), hold)
     assert np.abs(out - expected).max() < KERNEL_TOL
+
+
+SAME_MOVE = 0.05
+"""Relative: a fat's change in the field of a part meeting its skin against the change in its skin's own part."""
+
+
+def test_a_fat_moves_the_part_whose_field_meets_its_skin(arm):
+    """A fat on the upper arm 6 cm short of the elbow: no forearm vertex lies where its change is fully taken, but the
+    forearm's field reaches that skin (the elbow's crease). The fat moves the forearm's field with the upper arm's,
+    by the same slope, so the contact between the two sees both moved alike (design notes: the belly's flicker by the
+    waist)."""
+    fat = FatPrimitive(center=(0.24, 0.0, -0.031), axes=(0.03, 0.024, 0.015), stiffness=0.5, damping=0.1,
+                       name="fat by the elbow")
+    model = bind_skin_field(arm.vertices, arm.faces, arm.weights, arm.heads, arm.tails, arm.parents,
+                            fats=FatBatch.of([fat]), fat_bones=[0])
+    upper, fore = (int(np.flatnonzero(model.part_bone == b)[0]) for b in (0, 1))
+    f0, _ = fat_field_reference(arm.vertices, fat.center, fat.frame, fat.axes)
+    near = f0 <= REACH_FULL * fat.axes.min()
+    assert np.count_nonzero(near & (model.labels == 1)) < FAT_NEAR <= np.count_nonzero(near & (model.labels == 0))
+    B = np.tile(np.eye(4), (3, 1, 1))
+    rest = model.place(B).leaf_reference(arm.vertices[near])[0]
+    moved = FatBatch((fat.center + np.array([0.0, 0.0, -0.006]))[None], fat.frame[None], fat.axes[None],
+                     fat.center[None])
+    after = model.place(B, fats=moved).leaf_reference(arm.vertices[near])[0]
+    meets = (rest[fore] >= FAT_FIELD) & (after[fore] < 1.0) & (after[upper] < 1.0)
+    assert np.count_nonzero(meets) >= FAT_NEAR
+    change_upper = after[upper][meets] - rest[upper][meets]
+    change_fore = after[fore][meets] - rest[fore][meets]
+    assert change_upper.max() > 0.05
+    np.testing.assert_allclose(change_fore, change_upper, rtol=SAME_MOVE, atol=1e-3)
