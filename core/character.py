@@ -219,10 +219,12 @@ class MuscledCharacter:
 
     @property
     def fat_batch(self) -> FatBatch | None:
-        """The fats as the skin sees them after the last step (centres, frames, semi-axes), or None without fats."""
+        """The fats as the skin sees them after the last step (centres, frames, semi-axes, where their bones carry
+        them), or None without fats."""
         if self.fat_model is None:
             return None
-        return FatBatch(self._fat_state.x, self._fat_state.frame, self.fat_model.axes)
+        return FatBatch(self._fat_state.x, self._fat_state.frame, self.fat_model.axes,
+                        self._fat_state.anchors.mean(axis=1))
 
     @property
     def muscle_batch(self):

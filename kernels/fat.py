@@ -1,8 +1,12 @@
-"""Numba kernels of the fat primitive (thesis ch. 6): its field at a point, joined into a skin part's anatomy
-field, and one frame of its particles' dynamics.
+"""Numba kernels of the fat primitive (thesis ch. 6): its field at a point, its change as a displacement of a skin
+part's field, and one frame of its particles' dynamics.
 
-Field (numpy reference ``core/fat/field.py``): ``f = (rho - 1) / |grad rho|`` [m], ``rho = |D^-1 R^T (q - c)|``,
-seen by the skin as ``K((f + o) / R)`` with ``R`` the smallest semi-axis and ``o`` the skin offset.
+Field (numpy reference ``core/fat/field.py``): ``f = (rho - 1) / |grad rho|`` [m], ``rho = |D^-1 R^T (q - c)|``.
+The skin takes a fat's change, not the fat itself (numpy reference ``core/skin/field.py``'s leaves): its part's
+field ``F_p`` becomes ``F_p + sum_k s_k lambda_k(f_k^0) (f_k^0 - f_k)``, clamped to [0, 1], where ``f_k^0`` is the
+fat where its bone carries it (no lag, the anchors' mean), ``f_k`` where its particle is, ``s_k`` [1/m] the part's
+slope at its iso-surface over the fat (measured at bind) and ``lambda_k`` a weight, 1 near the fat and 0 from
+``(REACH_FULL + REACH_FALL) R`` beyond its surface. At rest ``f_k = f_k^0``: the part's own field, exactly.
 
 Dynamics (numpy reference ``core/fat/dynamics.step_reference``): each fat's centre is one particle tied by four
 springs to anchors on its bone, integrated by semi-implicit Euler in substeps, the anchors and bone capsules moving
@@ -14,8 +18,8 @@ a substep's start, the capsules push at its end). Spring ``i`` pulls with
 pushed out of each bone capsule to ``min(r_b + h(n), gap_b)``, ``h(n)`` the ellipsoid's extent towards the capsule and
 ``gap_b`` the centre's distance to it at rest, and its velocity towards the capsule is removed. Before that, the
 centre is kept within its travel ``l`` [m] of where its bone carries it (the anchors' mean, which is the rest centre
-moved by the bone): beyond it, it is put back on that sphere and its velocity away from it, relative to the anchors',
-is removed (the tissue at full stretch stops with its bone).
+moved by the bone): beyond it, it is put back on that sphere and its velocity relative to the anchors' is removed,
+away from the sphere's centre and along it (the tissue at full stretch moves with its bone).
 """
 from __future__ import annotations
 
@@ -24,9 +28,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .blend import table_union
 from .constants import JIT, JIT_FAST
-from .fusiform import _compact
 
 CENTRE_RHO = 1e-12
 """Below this ellipsoidal radius a query is at the centre: ``f = -min(axes)``, no gradient."""
@@ -34,6 +36,10 @@ FAT_STEP_ANGLE = 0.25
 """Largest ``omega h`` [rad] of a substep: substeps per frame are ``max(FAT_MIN_SUBSTEPS, ceil(omega dt / this))``."""
 FAT_MIN_SUBSTEPS = 4
 """Fewest substeps per frame."""
+REACH_FULL = 0.5
+"""A fat's change moves its part's field fully up to this many smallest semi-axes from its surface ..."""
+REACH_FALL = 1.0
+"""... and not at all this many smallest semi-axes further out (:func:`reach_weight`)."""
 
 
 @njit(inline="always", **JIT_FAST)
@@ -85,28 +91,50 @@ def fat_field(points, center, frame, axes, out_values, out_grads):
 
 
 @njit(inline="always", **JIT_FAST)
-def fats_union(p, qx, qy, qz, mu, mx, my, mz, part_fat_start, part_fat_index, fat_center, fat_frame, fat_axes,
-               fat_offset, fat_bounds, clean_table):
-    """Clean-union part ``p``'s fats, each as the skin sees it, ``K((f + o) / R)``, into the anatomy field ``(mu,
-    grad mu)`` of the part's muscles at one point: ``(mu, mx, my, mz)``. ``fat_bounds (F, 6)`` [m]: this frame's
-    world box beyond which a fat's compact field is 0. Takes arrays one by one, as ``kernels/skin_field.py``'s
-    ``_muscles_value`` does (no struct copied per point)."""
+def fats_displacement(p, qx, qy, qz, part_fat_start, part_fat_index, fat_center, fat_carried, fat_frame, fat_axes,
+                      fat_slope, fat_bounds):
+    """How much part ``p``'s fats' change adds to its field at one point: ``(d, dd/dx, dd/dy, dd/dz)``, ``d = sum_k
+    s_k lambda_k D_k`` with ``D_k = f_k^0 - f_k`` [m] (the fat where its bone carries it, ``fat_carried (F, 3)``,
+    minus the fat where it is, ``fat_center (F, 3)``), ``s_k = fat_slope[j]`` [1/m] (per CSR entry ``j``) and ``lambda_k`` the weight
+    :func:`reach_weight` of ``f_k^0`` (module docstring). ``fat_bounds (F, 6)`` [m]: this frame's world box beyond
+    which ``lambda_k = 0``. Takes arrays one by one, as ``kernels/skin_field.py``'s ``_muscles_value`` does (no
+    struct copied per point)."""
+    d = 0.0
+    dx = 0.0
+    dy = 0.0
+    dz = 0.0
     for j in range(part_fat_start[p], part_fat_start[p + 1]):
         k = part_fat_index[j]
         if not (fat_bounds[k, 0] <= qx <= fat_bounds[k, 3] and fat_bounds[k, 1] <= qy <= fat_bounds[k, 4]
                 and fat_bounds[k, 2] <= qz <= fat_bounds[k, 5]):
             continue
         R = min(fat_axes[k, 0], fat_axes[k, 1], fat_axes[k, 2])
-        f, gx, gy, gz = fat_point(qx, qy, qz, k, fat_center, fat_frame, fat_axes)
-        f, gx, gy, gz = _compact(f + fat_offset[k], gx, gy, gz, R)
-        if f <= 0.0:
+        f0, ax, ay, az = fat_point(qx, qy, qz, k, fat_carried, fat_frame, fat_axes)
+        lam, dlam = reach_weight(f0, R)
+        if lam <= 0.0:
             continue
-        G, G1, G2 = table_union(clean_table, mu, f)
-        mx = G1 * mx + G2 * gx
-        my = G1 * my + G2 * gy
-        mz = G1 * mz + G2 * gz
-        mu = G
-    return mu, mx, my, mz
+        f1, bx, by, bz = fat_point(qx, qy, qz, k, fat_center, fat_frame, fat_axes)
+        s = fat_slope[j]
+        D = f0 - f1
+        d += s * lam * D
+        dx += s * (dlam * D * ax + lam * (ax - bx))
+        dy += s * (dlam * D * ay + lam * (ay - by))
+        dz += s * (dlam * D * az + lam * (az - bz))
+    return d, dx, dy, dz
+
+
+@njit(inline="always", **JIT_FAST)
+def reach_weight(f0, R):
+    """The weight of a fat's change at a point where the fat carried by its bone reads ``f0`` [m], ``R`` its
+    smallest semi-axis [m]: ``(lambda, dlambda/df0)``, 1 up to ``REACH_FULL R`` from its surface, falling smoothly
+    (``1 - 3t^2 + 2t^3``) to 0 over ``REACH_FALL R`` more."""
+    w = REACH_FALL * R
+    t = (f0 - REACH_FULL * R) / w
+    if t <= 0.0:
+        return 1.0, 0.0
+    if t >= 1.0:
+        return 0.0, 0.0
+    return 1.0 - t * t * (3.0 - 2.0 * t), -6.0 * t * (1.0 - t) / w
 
 
 @njit(**JIT)
@@ -191,11 +219,9 @@ def fat_step(x_in, v_in, anchors0, anchors1, rest_length, omega, zeta, axes, fra
                 x0 = c0 + travel[k] * r0
                 x1 = c1 + travel[k] * r1
                 x2 = c2 + travel[k] * r2
-                vr = (v0 - u0) * r0 + (v1 - u1) * r1 + (v2 - u2) * r2
-                if vr > 0.0:
-                    v0 -= vr * r0
-                    v1 -= vr * r1
-                    v2 -= vr * r2
+                v0 = u0   # at full stretch the tissue moves with its bone: no sliding along the travel's sphere
+                v1 = u1
+                v2 = u2
             for b in range(C):
                 gap = rest_gap[k, b]
                 if not gap < np.inf:

@@ -9,8 +9,8 @@ and scratch arrays; it writes ``d + smooth(cap(trust * (x - d)))`` into ``x``.
 * The cap of a vertex whose DQS position has passed a contact surface (``kernels/tracking.beyond_contact``) grows
   by its first-order distance to that surface, ``|h| / |grad h|`` with ``h = f_own - f_other``, and the smoothing
   leaves it alone: it makes the crease.
-* The cap of a vertex whose part its muscles raise at its tracked position grows by how far they pushed it out,
-  ``(f_part - f_grid) / |grad f_grid|``, and the smoothing leaves it alone: a muscle's bulge is not a fitting
+* The cap of a vertex whose part its muscles (or its fats' change) raise at its tracked position grows by how far
+  they pushed it out, ``(f_part - f_grid) / |grad f_grid|``, and the smoothing leaves it alone: a muscle's bulge is not a fitting
   error, and its primitive is smooth.
 * A vertex of trust 0 keeps a zero correction through the smoothing (it stays at ``d``: pinned vertices, open
   borders).
@@ -25,8 +25,8 @@ from numba import njit, prange
 
 from .constants import JIT_FAST, JIT_POINT
 from .part_grid import sample_packed
-from .fat import fats_union
-from .skin_field import _detail, _muscles_value, evaluate_point
+from .fat import fats_displacement
+from .skin_field import _detail, _displaced, _muscles_value, evaluate_point
 from .tracking import CHUNK, beyond_contact, contact_gap
 
 
@@ -69,28 +69,33 @@ def _muscle_push(i, x, mesh, field, muscles):
     """How far [m] the muscles have pushed vertex ``i``'s skin part out at its tracked position ``x[i]``: the
     part's value with its muscles minus its grid value alone, over the grid value's gradient (0 if none)."""
     p = field.node_part[mesh.own_leaf[i]]
+    has_muscle = field.part_muscle_start[p] < field.part_muscle_start[p + 1]
     has_fat = field.part_fat_start[p] < field.part_fat_start[p + 1]
-    if field.part_muscle_start[p] == field.part_muscle_start[p + 1] and not has_fat:
+    if not has_muscle and not has_fat:
         return 0.0
     qx = x[i, 0]
     qy = x[i, 1]
     qz = x[i, 2]
-    # the muscles first: where none reaches (the usual case) the grid is not read
-    mu, mx, my, mz = _muscles_value(p, qx, qy, qz, field.part_muscle_start, field.part_muscle_index,
-                                    field.skin_offset, field.chord_dev, field.axis_along, field.clean_table,
-                                    muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
-                                    muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent, muscles.seg_length,
-                                    muscles.seg_angle, muscles.axis_scale, muscles.muscle_scalar,
-                                    muscles.muscle_exponent, muscles.muscle_bounds)
+    # the muscles and fats first: where none reaches (the usual case) the grid is not read
+    mu, mx, my, mz = 0.0, 0.0, 0.0, 0.0
+    if has_muscle:
+        mu, mx, my, mz = _muscles_value(p, qx, qy, qz, field.part_muscle_start, field.part_muscle_index,
+                                        field.skin_offset, field.chord_dev, field.axis_along, field.clean_table,
+                                        muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
+                                        muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent,
+                                        muscles.seg_length, muscles.seg_angle, muscles.axis_scale,
+                                        muscles.muscle_scalar, muscles.muscle_exponent, muscles.muscle_bounds)
+    d, dx, dy, dz = 0.0, 0.0, 0.0, 0.0
     if has_fat:
-        mu, mx, my, mz = fats_union(p, qx, qy, qz, mu, mx, my, mz, field.part_fat_start, field.part_fat_index,
-                                    field.fat_center, field.fat_frame, field.fat_axes, field.fat_offset,
-                                    field.fat_bounds, field.clean_table)
-    if mu <= 0.0:
+        d, dx, dy, dz = fats_displacement(p, qx, qy, qz, field.part_fat_start, field.part_fat_index,
+                                          field.fat_center, field.fat_carried, field.fat_frame, field.fat_axes,
+                                          field.fat_slope, field.fat_bounds)
+    if mu <= 0.0 and d <= 0.0:
         return 0.0
     h, hx, hy, hz = sample_packed(field.grid_values, field.grid_offset, field.grid_dims, field.grid_origin,
                                   field.grid_inv_h, field.grid_binv, p, qx, qy, qz)
-    f, _, _, _ = _detail(field.blend_table, h, hx, hy, hz, mu, mx, my, mz)
+    f, fx, fy, fz = _detail(field.blend_table, h, hx, hy, hz, mu, mx, my, mz)
+    f, _, _, _ = _displaced(f, fx, fy, fz, d, dx, dy, dz)
     g = math.sqrt(hx * hx + hy * hy + hz * hz)
     if f <= h or g < 1e-12:
         return 0.0

@@ -4,7 +4,8 @@ The composition tree is a binary tree stored in **pre-order** (a node's subtree 
 Per point, a pre-order pass marks the nodes whose box holds the point (a pruned node skips its whole subtree), then
 a reverse pre-order pass (children before parents) evaluates: a leaf reads its part grid (``kernels/part_grid.py``)
 and, if the part has muscles, clean-unions their compact fields (``kernels/fusiform.py``) and joins them to the
-part's field with the detail operator (``blend`` arc union); an operator node combines its children
+part's field with the detail operator (``blend`` arc union), and if it has fats, adds their change as a displacement
+(``kernels/fat.py``); an operator node combines its children
 (``kernels/blend.py``; the contact operator's ``alpha`` comes from the angle between the children's gradients).
 
 The field comes as two structs built by ``core/skin/field.py``: :class:`SkinArrays` (the bind data, and this frame's
@@ -21,7 +22,7 @@ import numpy as np
 from numba import njit, prange
 
 from .axis import chord_distance
-from .fat import fats_union
+from .fat import fats_displacement
 from .blend import contact, controller, max_union, table_union
 from .fusiform import _box_distance2, _compact, _field_arrays, axis_along
 from .part_grid import sample_packed
@@ -57,14 +58,15 @@ class SkinArrays(NamedTuple):
     node_bounds: np.ndarray        # (T, 6) float64 [m] this frame: world box (min xyz, max xyz), field 0 outside
     chord_dev: np.ndarray          # (M,) float64 [m] this frame: each axis's largest distance from its chord
     axis_along: np.ndarray         # (P_axis, 4) float64 [m] this frame: each axis's chord ranges (fusiform.axis_along)
-    part_fat_start: np.ndarray     # (P+1,) int64 CSR: each part's fats (core/fat) ...
-    part_fat_index: np.ndarray     # (sum,) int64 ... as fat indices
-    fat_part: np.ndarray           # (F,) int64 part each fat joins, -1: none
-    fat_offset: np.ndarray         # (F,) float64 [m] the skin sees K((f + o) / R) of each fat
+    part_fat_start: np.ndarray     # (P+1,) int64 CSR: the fats (core/fat) that move each part ...
+    part_fat_index: np.ndarray     # (E,) int64 ... as fat indices
+    fat_part: np.ndarray           # (F,) int64 the part of each fat's bone, -1: none
+    fat_slope: np.ndarray          # (E,) float64 [1/m] the part's slope at its iso-surface over the fat
     fat_axes: np.ndarray           # (F, 3) float64 [m] semi-axes
     fat_center: np.ndarray         # (F, 3) float64 [m] this frame: the fats' centres
     fat_frame: np.ndarray          # (F, 3, 3) float64 this frame: their semi-axes' directions (columns)
-    fat_bounds: np.ndarray         # (F, 6) float64 [m] this frame: beyond this box a fat's compact field is 0
+    fat_bounds: np.ndarray         # (F, 6) float64 [m] this frame: beyond this box a fat's change moves nothing
+    fat_carried: np.ndarray        # (F, 3) float64 [m] this frame: where each fat's bone carries its centre
 
 
 @njit(inline="always", **JIT_FAST)
@@ -74,6 +76,20 @@ def _detail(table, h, hx, hy, hz, mu, mx, my, mz):
         return h, hx, hy, hz
     G, G1, G2 = table_union(table, h, mu)
     return G, G1 * hx + G2 * mx, G1 * hy + G2 * my, G1 * hz + G2 * mz
+
+
+@njit(inline="always", **JIT_FAST)
+def _displaced(f, gx, gy, gz, d, dx, dy, dz):
+    """A part's field ``f`` displaced by its fats' ``d`` (``kernels/fat.fats_displacement``), clamped to [0, 1]
+    (no gradient where clamped)."""
+    if d == 0.0:
+        return f, gx, gy, gz
+    f += d
+    if f <= 0.0:
+        return 0.0, 0.0, 0.0, 0.0
+    if f >= 1.0:
+        return 1.0, 0.0, 0.0, 0.0
+    return f, gx + dx, gy + dy, gz + dz
 
 
 @njit(inline="always", **JIT_FAST)
@@ -150,8 +166,7 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
             p = skin.node_part[i]
             f, gx, gy, gz = sample_packed(skin.grid_values, skin.grid_offset, skin.grid_dims, skin.grid_origin,
                                           skin.grid_inv_h, skin.grid_binv, p, qx, qy, qz)
-            has_fat = skin.part_fat_start[p] < skin.part_fat_start[p + 1]
-            if skin.part_muscle_start[p] < skin.part_muscle_start[p + 1] or has_fat:
+            if skin.part_muscle_start[p] < skin.part_muscle_start[p + 1]:
                 mu, mx, my, mz = _muscles_value(p, qx, qy, qz, skin.part_muscle_start, skin.part_muscle_index,
                                                 skin.skin_offset, skin.chord_dev, skin.axis_along, skin.clean_table,
                                                 muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
@@ -159,11 +174,13 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
                                                 muscles.seg_length, muscles.seg_angle, muscles.axis_scale,
                                                 muscles.muscle_scalar,
                                                 muscles.muscle_exponent, muscles.muscle_bounds)
-                if has_fat:  # the part's fats join its muscles' clean union (kernels/fat.py)
-                    mu, mx, my, mz = fats_union(p, qx, qy, qz, mu, mx, my, mz, skin.part_fat_start,
-                                                skin.part_fat_index, skin.fat_center, skin.fat_frame, skin.fat_axes,
-                                                skin.fat_offset, skin.fat_bounds, skin.clean_table)
                 f, gx, gy, gz = _detail(skin.blend_table, f, gx, gy, gz, mu, mx, my, mz)
+            if skin.part_fat_start[p] < skin.part_fat_start[p + 1]:
+                # the part's fats' change displaces its field (kernels/fat.py)
+                d, dx, dy, dz = fats_displacement(p, qx, qy, qz, skin.part_fat_start, skin.part_fat_index,
+                                                  skin.fat_center, skin.fat_carried, skin.fat_frame, skin.fat_axes,
+                                                  skin.fat_slope, skin.fat_bounds)
+                f, gx, gy, gz = _displaced(f, gx, gy, gz, d, dx, dy, dz)
         else:
             a = node_left[i]
             c = node_right[i]
@@ -199,13 +216,12 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
 @njit(**JIT)
 def place_nodes(B, part_bone, grid_corners, muscle_part, skin, muscles):
     """This frame's placement, written into ``skin`` (a :class:`SkinArrays` whose ``grid_binv``, ``node_bounds``,
-    ``chord_dev`` and ``axis_along`` are to be filled): each part grid's world -> rest transform ``[R^T | -R^T t]`` from its bone's
-    rigid ``B (B, 4, 4)`` (``part_bone (P,)``), each leaf's box from its grid box's 8 rest corners
+    ``chord_dev`` and ``axis_along`` are to be filled): each part grid's world -> rest transform ``[R^T | -R^T t]``
+    from its bone's rigid ``B (B, 4, 4)`` (``part_bone (P,)``), each leaf's box from its grid box's 8 rest corners
     ``grid_corners (P, 8, 3)`` [m] moved by that bone and widened by its muscles' boxes (``muscle_part (M,)``, -1:
     none) by ``reach + R - o``, beyond which the skin sees nothing of a muscle (``K((f_M + o) / R) = 0``), and by
-    its fats' ``fat_bounds``, the
-    operators' boxes from their children's, each muscle axis's largest distance from its chord and its chord ranges
-    (``kernels/fusiform.axis_along``).
+    the ``fat_bounds`` of the fats that move it, the operators' boxes from their children's, each muscle axis's
+    largest distance from its chord and its chord ranges (``kernels/fusiform.axis_along``).
     ``muscles``: this frame's ``MuscleArrays``. The numpy reference is ``core/skin/field.place_reference``."""
     binv = skin.grid_binv
     P = part_bone.shape[0]
@@ -243,9 +259,9 @@ def place_nodes(B, part_bone, grid_corners, muscle_part, skin, muscles):
         for r in range(3):
             leaf[p, r] = min(leaf[p, r], boxes[m, r] - cut)
             leaf[p, 3 + r] = max(leaf[p, 3 + r], boxes[m, 3 + r] + cut)
-    for k in range(skin.fat_part.shape[0]):  # a leaf's box holds its fats' boxes
-        p = skin.fat_part[k]
-        if p >= 0:
+    for p in range(P):  # a leaf's box holds the boxes of the fats that move it
+        for j in range(skin.part_fat_start[p], skin.part_fat_start[p + 1]):
+            k = skin.part_fat_index[j]
             for r in range(3):
                 leaf[p, r] = min(leaf[p, r], skin.fat_bounds[k, r])
                 leaf[p, 3 + r] = max(leaf[p, 3 + r], skin.fat_bounds[k, 3 + r])

@@ -1,4 +1,5 @@
-"""Fats as the skin field reads them for one frame: each ellipsoid's centre, frame and semi-axes, and its world box."""
+"""Fats as the skin field reads them for one frame: each ellipsoid's centre, frame and semi-axes, where its bone
+carries it, and the world box of its change's reach."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -9,12 +10,15 @@ import numpy as np
 class FatBatch(NamedTuple):
     """``F`` fats placed for one frame.
 
-    center: (F, 3) float64 [m]; frame: (F, 3, 3) float64 (columns: semi-axis directions); axes: (F, 3) float64 [m]
+    center: (F, 3) float64 [m]; frame: (F, 3, 3) float64 (columns: semi-axis directions); axes: (F, 3) float64 [m];
+    carried: (F, 3) float64 [m] where each fat's bone carries its centre (the anchors' mean; None: ``center``, a fat
+    at rest relative to its bone)
     """
 
     center: np.ndarray
     frame: np.ndarray
     axes: np.ndarray
+    carried: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -38,11 +42,21 @@ class FatBatch(NamedTuple):
         """``(F,)`` [m] each compact support's radius ``R``, the smallest semi-axis."""
         return self.axes.min(axis=1)
 
-    def bounds(self, offsets) -> np.ndarray:
-        """``(F, 6)`` [m] (min xyz, max xyz): beyond this box the skin sees nothing of a fat, ``K((f + o) / R) = 0``
-        where ``f >= R - o``. ``f = (rho - 1) / |grad rho|`` and ``|grad rho| <= 1 / min(axes)``, so ``f < c`` lies
-        inside the ellipsoid scaled by ``1 + c / min(axes)``."""
-        cut = np.maximum(self.support - np.asarray(offsets, dtype=np.float64), 0.0)
-        scale = 1.0 + cut / self.support
+    @property
+    def carried_center(self) -> np.ndarray:
+        """``(F, 3)`` [m] where each fat's bone carries its centre (``carried``, or ``center`` if not given)."""
+        return self.center if self.carried is None else self.carried
+
+    def bounds(self, cut=None) -> np.ndarray:
+        """``(F, 6)`` [m] (min xyz, max xyz): the box around each fat where its bone carries it that holds ``f^0 <
+        cut`` (``cut (F,)`` [m]; None: the reach of its change, ``(REACH_FULL + REACH_FALL) R``, beyond which it moves
+        nothing, ``kernels/fat.reach_weight``). ``f = (rho - 1) / |grad rho|`` and ``|grad rho| <= 1 / min(axes)``,
+        so ``f < c`` lies inside the ellipsoid scaled by ``1 + c / min(axes)``."""
+        from ...kernels.fat import REACH_FALL, REACH_FULL
+
+        if cut is None:
+            cut = (REACH_FULL + REACH_FALL) * self.support
+        scale = 1.0 + np.maximum(np.asarray(cut, dtype=np.float64), 0.0) / self.support
         half = scale[:, None] * np.sqrt(np.einsum("fij,fj->fi", self.frame ** 2, self.axes ** 2))
-        return np.concatenate([self.center - half, self.center + half], axis=1)
+        c = self.carried_center
+        return np.concatenate([c - half, c + half], axis=1)

@@ -239,7 +239,7 @@ def step_reference(model: FatModel, state: FatState, control: FatControl, dt: fl
             if away > model.travel[k]:
                 r = (x[k] - carried) / away
                 x[k] = carried + model.travel[k] * r
-                v[k] = v[k] - max(np.dot(v[k] - u[k], r), 0.0) * r
+                v[k] = u[k].copy()
             caps = (1 - t) * state.capsules + t * control.capsules
             for b in np.flatnonzero(np.isfinite(model.rest_gap[k])):
                 a, e = caps[b]

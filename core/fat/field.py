@@ -41,3 +41,23 @@ def compact_fat_reference(points, center, frame, axes, offset=0.0):
     f, g = fat_field_reference(points, center, frame, axes)
     k, dk = compact(f + offset, float(np.min(axes)))
     return k, dk[:, None] * g
+
+
+def reach_weight_reference(f0, R):
+    """The weight of a fat's change where the fat carried by its bone reads ``f0 (n,)`` [m], ``R`` its smallest
+    semi-axis [m]: ``(lambda (n,), dlambda/df0 (n,))`` (``kernels/fat.reach_weight``)."""
+    from ...kernels.fat import REACH_FALL, REACH_FULL
+
+    t = np.clip((np.asarray(f0, dtype=np.float64) - REACH_FULL * R) / (REACH_FALL * R), 0.0, 1.0)
+    return 1.0 - t * t * (3.0 - 2.0 * t), -6.0 * t * (1.0 - t) / (REACH_FALL * R)
+
+
+def fat_displacement_reference(points, center, carried, frame, axes, slope):
+    """One fat's change as a displacement of its part's field at ``points (n, 3)`` [m]: ``s lambda(f^0) (f^0 - f)``
+    and its gradient, ``(d (n,), grad (n, 3))``, ``f^0`` the ellipsoid centred at ``carried (3,)`` (where its bone
+    carries it), ``f`` at ``center (3,)``, ``slope`` ``s`` [1/m] (``kernels/fat.py``'s module docstring)."""
+    f0, g0 = fat_field_reference(points, carried, frame, axes)
+    f1, g1 = fat_field_reference(points, center, frame, axes)
+    lam, dlam = reach_weight_reference(f0, float(np.min(axes)))
+    D = f0 - f1
+    return slope * lam * D, slope * ((dlam * D)[:, None] * g0 + lam[:, None] * (g0 - g1))

@@ -28,9 +28,12 @@ bind): a muscle that reaches the rest skin is seen touching it from inside, ``f_
 itself (its simulation, its volume, its collisions) is as placed; a muscle under the skin has ``o = 0`` and is seen
 unchanged.
 
-**Fats** (``core/fat``, thesis ch. 6) join their skin part as the muscles do: each fat's compact field
-``K((f + o) / R)`` is clean-unioned with the part's muscles before the detail operator, with its own skin offset
-``o`` (:func:`fat_offsets`), and the HRBF pull-in counts them. A placement takes this frame's
+**Fats** (``core/fat``, thesis ch. 6) move the skin by their change, not by themselves: the field of each part
+whose rest vertices a fat reaches (:func:`fat_joins`; grid and muscles) is displaced by ``s_k lambda_k (f_k^0 -
+f_k)``, ``f_k^0`` the fat where its bone carries it, ``f_k`` where its particle is, clamped to [0, 1]
+(``kernels/fat.py``). The HRBF fits the rest skin (no pull-in under a fat), so the rest pose gives the rest mesh
+exactly, and the part keeps its own fall-off. ``s_k`` [1/m] is the part's slope at its iso-surface over the fat
+(at bind): a fat moved by ``d`` towards the skin moves the iso-surface by about ``d`` along its normal. A placement takes this frame's
 :class:`core.fat.batch.FatBatch` (None: the fats at bind).
 
 **References.** :meth:`SkinPlacement.evaluate_reference` and :meth:`SkinPlacement.leaf_reference` are the numpy
@@ -50,7 +53,7 @@ from . import blend_operators as ops
 from .. import validation
 from .hrbf import fit_hrbf
 from ..fat.batch import FatBatch
-from ..fat.field import compact_fat_reference, fat_field_reference
+from ..fat.field import fat_displacement_reference, fat_field_reference
 from ..muscle.batch import MuscleBatch
 from .part_grid import DEFAULT_GRID_RESOLUTION, bake_part_grid
 from .parts import (DEFAULT_MIN_PART_VERTICES, DEFAULT_SAMPLES_PER_PART, PartSamples, merge_small_parts,
@@ -112,9 +115,9 @@ class SkinField:
     grid_corners: np.ndarray = None  # (P, 8, 3) [m] rest-space corners of each part grid's box
     fats: FatBatch = dataclasses.field(default_factory=FatBatch.empty)  # (F) the fats at bind
     fat_part: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # (F,) -1: none
-    part_fat_start: np.ndarray = None  # (P+1,) int64 CSR: each part's fats ...
-    part_fat_index: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # ...
-    fat_offset: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))  # (F,) [m] fat_offsets()
+    part_fat_start: np.ndarray = None  # (P+1,) int64 CSR: the fats that move each part (fat_joins()) ...
+    part_fat_index: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # (E,) ...
+    fat_slope: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))  # (E,) [1/m] and by what slope
 
     @property
     def part_count(self) -> int:
@@ -141,7 +144,7 @@ class SkinField:
             part_muscle_start=np.zeros(len(self.parts) + 1, dtype=np.int64),
             part_muscle_index=np.zeros(0, dtype=np.int64), muscles=None, muscle_offset=np.zeros(0),
             fats=FatBatch.empty(), fat_part=np.zeros(0, dtype=np.int64), part_fat_start=None,
-            part_fat_index=np.zeros(0, dtype=np.int64), fat_offset=np.zeros(0))
+            part_fat_index=np.zeros(0, dtype=np.int64), fat_slope=np.zeros(0))
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,8 @@ class SkinPlacement:
     def leaf_reference(self, points, details: bool = False):
         """Numpy reference of every leaf (a part's HRBF grid with its muscles joined by the detail operator):
         lists of ``values (n,)`` and ``grads (n, 3)`` per part, at world ``points (n, 3)`` [m].
-        ``details``: also the lists of the HRBF's ``(h, grad h)`` and the muscles' union ``(mu, grad mu)``."""
+        ``details``: also the lists of the HRBF's ``(h, grad h)`` and the muscles' union ``(mu, grad mu)``. A part's
+        fats displace the result (``kernels/fat.py``)."""
         m = self.model
         pts = validation.points(points, "query points", min_count=0)
         n = len(pts)
@@ -199,17 +203,28 @@ class SkinPlacement:
                 use = mv[:, k] > 0
                 mgr = np.where(use[:, None], G1[:, None] * mgr + G2[:, None] * mg[:, k], mgr)
                 mu = np.where(use, G, mu)
-            for k in np.flatnonzero(m.fat_part == p):
-                fv, fg = compact_fat_reference(pts, self.fats.center[k], self.fats.frame[k], self.fats.axes[k],
-                                               m.fat_offset[k])
-                G, G1, G2 = ops.lookup(ops.table("clean"), mu, fv)
-                use = fv > 0
-                mgr = np.where(use[:, None], G1[:, None] * mgr + G2[:, None] * fg, mgr)
-                mu = np.where(use, G, mu)
             G, G1, G2 = ops.lookup(ops.table("blend"), v, mu)
             has = mu > 0
-            part_v.append(np.where(has, G, v))
-            part_g.append(np.where(has[:, None], G1[:, None] * gr + G2[:, None] * mgr, gr))
+            leaf_v = np.where(has, G, v)
+            leaf_g = np.where(has[:, None], G1[:, None] * gr + G2[:, None] * mgr, gr)
+            start = _part_fat_start(m)
+            if start[p] < start[p + 1]:
+                d, dg = np.zeros(n), np.zeros((n, 3))
+                box = self.fats.bounds()
+                carried = self.fats.carried_center
+                for j in range(start[p], start[p + 1]):
+                    k = m.part_fat_index[j]
+                    inside = np.all((pts >= box[k, :3]) & (pts <= box[k, 3:]), axis=1)
+                    dk, dgk = fat_displacement_reference(pts, self.fats.center[k], carried[k], self.fats.frame[k],
+                                                         self.fats.axes[k], m.fat_slope[j])
+                    d += np.where(inside, dk, 0.0)
+                    dg += np.where(inside[:, None], dgk, 0.0)
+                moved = leaf_v + d
+                clamped = (moved <= 0.0) | (moved >= 1.0)
+                leaf_v = np.where(d != 0.0, np.clip(moved, 0.0, 1.0), leaf_v)
+                leaf_g = np.where((d != 0.0)[:, None], np.where(clamped[:, None], 0.0, leaf_g + dg), leaf_g)
+            part_v.append(leaf_v)
+            part_g.append(leaf_g)
             parts_h.append((v, gr))
             parts_mu.append((mu, mgr))
         if details:
@@ -288,9 +303,10 @@ def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | No
         chord_dev=np.empty(muscle_arrays.muscle_scalar.shape[0]),
         axis_along=np.empty((muscle_arrays.axis_points.shape[0], 4)),
         part_fat_start=_part_fat_start(model), part_fat_index=model.part_fat_index, fat_part=model.fat_part,
-        fat_offset=model.fat_offset, fat_axes=np.ascontiguousarray(fats.axes, dtype=np.float64),
+        fat_slope=model.fat_slope, fat_axes=np.ascontiguousarray(fats.axes, dtype=np.float64),
         fat_center=np.ascontiguousarray(fats.center, dtype=np.float64),
-        fat_frame=np.ascontiguousarray(fats.frame, dtype=np.float64), fat_bounds=fats.bounds(model.fat_offset))
+        fat_frame=np.ascontiguousarray(fats.frame, dtype=np.float64), fat_bounds=fats.bounds(),
+        fat_carried=np.ascontiguousarray(fats.carried_center, dtype=np.float64))
     place_nodes(B, model.part_bone, model.grid_corners, model.muscle_part if has_muscles else _NO_PART, arrays,
                 muscle_arrays)
     return SkinPlacement(model=model, grid_binv=arrays.grid_binv, node_bounds=arrays.node_bounds,
@@ -314,7 +330,8 @@ def _fat_inputs(model: SkinField, fats):
         return model.fats
     if fats.count != len(model.fat_part):
         raise ValueError(f"the skin was bound with {len(model.fat_part)} fats, got {fats.count}.")
-    if not (np.isfinite(fats.center).all() and np.isfinite(fats.frame).all()):
+    if not (np.isfinite(fats.center).all() and np.isfinite(fats.frame).all()
+            and np.isfinite(fats.carried_center).all()):
         raise ValueError("a fat's centre or frame contains NaN or infinite values; check the pose.")
     return fats
 
@@ -362,11 +379,12 @@ def place_reference(model: SkinField, bone_transforms=None, muscles: MuscleBatch
         chord_dev = _chord_deviation(muscles)
     fats = _fat_inputs(model, fats)
     if fats.count:
-        joined = model.fat_part >= 0
-        fb = fats.bounds(model.fat_offset)
+        start = _part_fat_start(model)
+        owner = np.repeat(np.arange(model.part_count), np.diff(start))
+        fb = fats.bounds()[model.part_fat_index]
         lows, highs = boxes[:, :3], boxes[:, 3:]
-        np.minimum.at(lows, model.fat_part[joined], fb[joined, :3])
-        np.maximum.at(highs, model.fat_part[joined], fb[joined, 3:])
+        np.minimum.at(lows, owner, fb[:, :3])
+        np.maximum.at(highs, owner, fb[:, 3:])
     bounds = np.empty((len(model.node_kind), 6))
     node_boxes(boxes, model.node_kind, model.node_part, model.node_left, model.node_right, bounds)
     return grid_binv, bounds, chord_dev
@@ -419,44 +437,89 @@ _SKIN_MUSCLE_DEPTH = 0.0
 """``K(x) = SKIN_MUSCLE_MAX`` at ``x = f / R = 0`` (thesis eq. 3.1; checked by a test)."""
 
 
-def _muscle_union_at(points, muscles: MuscleBatch, muscle_ids, offsets, fats: FatBatch | None = None, fat_ids=(),
-                     fat_offset=None):
+def _muscle_union_at(points, muscles: MuscleBatch, muscle_ids, offsets):
     """The clean union of the compact fields of ``muscle_ids`` as the skin sees them (with their ``offsets``) at
-    ``points (n, 3)``, then of the fats ``fat_ids`` (with their ``fat_offset``): the detail operator's ``mu``."""
+    ``points (n, 3)``: the detail operator's ``mu``."""
     mu = np.zeros(len(points))
-    if len(muscle_ids):
-        values, _ = _compact_muscles(muscles, points, offsets)
-        for k in muscle_ids:
-            mu = ops.lookup(ops.table("clean"), mu, values[:, k])[0]
-    for k in fat_ids:
-        fv, _ = compact_fat_reference(points, fats.center[k], fats.frame[k], fats.axes[k], fat_offset[k])
-        mu = ops.lookup(ops.table("clean"), mu, fv)[0]
+    values, _ = _compact_muscles(muscles, points, offsets)
+    for k in muscle_ids:
+        mu = ops.lookup(ops.table("clean"), mu, values[:, k])[0]
     return mu
 
 
-def fat_offsets(vertices, fats: FatBatch, fat_part) -> np.ndarray:
-    """``(F,)`` [m]: how far in each fat's surface has to move for the skin to see it at most ``SKIN_MUSCLE_MAX``
-    on every rest vertex, as :func:`muscle_offsets` for the muscles (0 for a fat under the skin)."""
-    out = np.zeros(fats.count)
+FAT_NEAR = 3
+"""A fat moves the field of every part with at least this many rest vertices where its change is fully taken
+(within ``REACH_FULL`` of its smallest semi-axes of its surface, ``kernels/fat.reach_weight``), or whose own field
+reads at least ``FAT_FIELD`` on that many of those vertices."""
+FAT_FIELD = 0.1
+"""A part whose field reads this much on the skin a fat moves meets that skin's part in the composition (a crease's
+contact): the fat moves it too, by the same slope, so both fields move together."""
+
+
+def fat_joins(model: "SkinField", vertices):
+    """Which parts each fat moves and by what slope: ``(start (P+1,), index (E,), slope (E,))``, CSR by part, ``index``
+    the fats, ``slope`` [1/m] ``s`` of each (part, fat). The fat's skin is the rest vertices within ``REACH_FULL``
+    smallest semi-axes of its surface. It moves every part with at least ``FAT_NEAR`` of those vertices (a fat over
+    the border of two parts moves both), ``s`` the median gradient length of the part's own field (grid and muscles,
+    at rest) there, so that a change ``D`` [m] of the fat moves the part's iso-surface by about ``D``; and every part
+    whose field reads at least ``FAT_FIELD`` on ``FAT_NEAR`` of them (a part meeting that skin at a crease), ``s``
+    the median gradient length of those vertices' own parts there, so both fields move alike. A fat near no part's
+    vertices moves its bone's part, ``s`` the slope of ``K(f / R)`` at its iso-value, ``15 / (16 R)``, ``R`` the
+    part's support."""
+    from ...kernels.fat import REACH_FULL
+
+    fats = model.fats
+    P = model.part_count
+    entries = [[] for _ in range(P)]
+    rest = model.place()
     for k in range(fats.count):
-        if fat_part[k] < 0 or not len(vertices):
+        if model.fat_part[k] < 0:
             continue
-        raw, _ = fat_field_reference(vertices, fats.center[k], fats.frame[k], fats.axes[k])
-        out[k] = max(float(np.max(_SKIN_MUSCLE_DEPTH * fats.support[k] - raw)), 0.0)
-    return out
+        f0, _ = fat_field_reference(vertices, fats.center[k], fats.frame[k], fats.axes[k])
+        near = np.flatnonzero(f0 <= REACH_FULL * fats.support[k])
+        found = False
+        if len(near):
+            values, grads = rest.leaf_reference(vertices[near])
+            own_part = _label_parts(model, model.labels[near])
+            slope_own = np.linalg.norm(np.asarray(grads)[own_part, np.arange(len(near))], axis=1)
+            for p in range(P):
+                own = model.labels[near] == model.part_bone[p]
+                if np.count_nonzero(own) >= FAT_NEAR:
+                    entries[p].append((k, float(np.median(np.linalg.norm(grads[p][own], axis=1)))))
+                    found = True
+                    continue
+                reach = values[p] >= FAT_FIELD
+                if np.count_nonzero(reach) >= FAT_NEAR:
+                    # the part meets the fat's skin: moved by the slope of the skin's own parts there
+                    entries[p].append((k, float(np.median(slope_own[reach]))))
+                    found = True
+        if not found:
+            p = model.fat_part[k]
+            entries[p].append((k, 15.0 / (16.0 * model.parts[p].radius)))
+    start = np.zeros(P + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in entries], out=start[1:])
+    flat = [x for e in entries for x in e]
+    return (start, np.array([k for k, _ in flat], dtype=np.int64),
+            np.array([slope for _, slope in flat], dtype=np.float64))
 
 
-def _pull_under_muscles(samples: PartSamples, muscles: MuscleBatch, muscle_ids, offsets,
-                        fats: FatBatch | None = None, fat_ids=(), fat_offset=None):
+def _label_parts(model: "SkinField", labels) -> np.ndarray:
+    """``(n,)`` the part of each vertex's bone ``labels (n,)``."""
+    part_of = np.full(int(max(model.part_bone.max(), labels.max())) + 1, -1, dtype=np.int64)
+    part_of[model.part_bone] = np.arange(model.part_count)
+    return part_of[labels]
+
+
+def _pull_under_muscles(samples: PartSamples, muscles: MuscleBatch, muscle_ids, offsets):
     """Move each mesh sample in along its normal so that at the skin ``blend(K(f_H), mu) = 0.5`` (module
-    docstring), ``mu`` the part's muscles and fats: returns the moved sample points ``(N, 3)``."""
+    docstring), ``mu`` the part's muscles: returns the moved sample points ``(N, 3)``."""
     from .hrbf import compact
 
     n_mesh = len(samples.points) - samples.caps
-    if n_mesh <= 0 or not (len(muscle_ids) or len(fat_ids)):
+    if n_mesh <= 0 or not len(muscle_ids):
         return samples.points
     p, nrm = samples.points[:n_mesh], samples.normals[:n_mesh]
-    mu = _muscle_union_at(p, muscles, muscle_ids, offsets, fats, fat_ids, fat_offset)
+    mu = _muscle_union_at(p, muscles, muscle_ids, offsets)
     # HRBF value h in [0, 0.5] with blend(h, mu) = 0.5, by bisection (blend is increasing in h; h = 0.5 if mu is
     # too weak to reach the skin's level, nothing to pull then)
     lo, hi = np.zeros(n_mesh), np.full(n_mesh, 0.5)
@@ -610,14 +673,11 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         name = bone_names[fb[k]] if bone_names is not None else f"bone {fb[k]}"
         raise ValueError(f"a fat joins the skin of {name}, but neither {name} nor any bone above it owns skin "
                          f"vertices; hang the fat on another bone.")
-    fat_lists, fat_start, fat_index = _group_by_part(fat_part, len(parts))
-    fat_offset = fat_offsets(v, fats, fat_part)
     hrbfs, grids = [], []
     for p, ps in enumerate(parts):
         points = ps.points
-        if s.pull_under_muscles and ((M and len(lists[p])) or len(fat_lists[p])):
-            points = _pull_under_muscles(ps, muscles, lists[p] if M else (), offsets, fats, fat_lists[p],
-                                         fat_offset)
+        if s.pull_under_muscles and M and len(lists[p]):
+            points = _pull_under_muscles(ps, muscles, lists[p], offsets)
         h = fit_hrbf(points, ps.normals)
         hrbfs.append(h)
         grids.append(bake_part_grid(h, ps.radius, points, heads[ps.bone], tails[ps.bone], ps.bone,
@@ -628,7 +688,7 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
     leaf_node = np.empty(len(parts), dtype=np.int64)
     leaves = np.flatnonzero(kinds == NODE_PART)
     leaf_node[part[leaves]] = leaves
-    return SkinField(
+    model = SkinField(
         settings=s, bone_count=B, parts=parts, hrbfs=hrbfs, grids=grids, labels=labels,
         part_bone=np.array([ps.bone for ps in parts], dtype=np.int64), part_of_bone=part_of_bone,
         muscle_part=muscle_part, part_muscle_start=start, part_muscle_index=index, node_kind=kinds, node_left=left,
@@ -638,4 +698,8 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         grid_origin=np.array([g.origin for g in grids]), grid_inv_h=np.array([1.0 / g.spacing for g in grids]),
         muscles=muscles, muscle_offset=offsets, heads=heads, tails=tails, parents=parents,
         grid_corners=np.stack([g.box[0] + _BOX_CORNERS * (g.box[1] - g.box[0]) for g in grids]),
-        fats=fats, fat_part=fat_part, part_fat_start=fat_start, part_fat_index=fat_index, fat_offset=fat_offset)
+        fats=fats, fat_part=fat_part)
+    if not fats.count:
+        return model
+    fat_start, fat_index, fat_slope = fat_joins(model, v)
+    return dataclasses.replace(model, part_fat_start=fat_start, part_fat_index=fat_index, fat_slope=fat_slope)

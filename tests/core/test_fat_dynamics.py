@@ -175,6 +175,32 @@ def test_a_hopping_fat_stays_within_its_travel_and_jiggles_after_each_landing():
     np.testing.assert_allclose(xs, ref, atol=KERNEL_TOL)
 
 
+def test_at_its_travel_a_fat_moves_with_its_bone_and_does_not_slide_along_it():
+    """A fat sent out past its travel with a sideways velocity, its bone still: the stop takes all its velocity
+    relative to the bone, so it does not slide round its travel's sphere (where it would pass the skin's side and
+    bump it for a frame); the springs then pull it straight back. Kernel and reference alike."""
+    fat = _belly(stiffness=0.25, damping=0.0)
+    model = build_fat_model([fat], [0])
+    e = np.array([0.0, -1.0, 0.0])
+    for reference in (False, True):
+        state = model.rest_state()
+        state.x[0] = model.center[0] + 1.5 * model.travel[0] * e
+        state.v[0] = (0.0, -0.3, 0.6)                      # outward and sideways [m/s]
+        control = FatControl.of(model, _translation((0.0, 0.0, 0.0)), 0.25, 0.0)
+        if reference:
+            out = step_reference(model, state, control, DT)
+        else:
+            out = state.copy()
+            FatSolver(model).step(state, out, control, DT)
+        offset = out.x[0] - model.center[0]
+        side = offset / np.linalg.norm(offset)
+        # it went sideways only in the first substep, before the stop (0.6 m/s for a quarter of the frame) ...
+        assert np.linalg.norm(offset - (offset @ e) * e) <= 0.6 * DT / 4 + 1e-12
+        # ... and after the frame it moves back towards where its bone carries it, not round the sphere
+        assert out.v[0] @ side < 0.0
+        assert np.linalg.norm(out.v[0] - (out.v[0] @ side) * side) < 0.1 * np.linalg.norm(out.v[0])
+
+
 def test_kernel_matches_reference_and_never_writes_its_input():
     fats = [_belly(), FatPrimitive(center=(0.1, 0.1, 0.9), axes=(0.05, 0.08, 0.05), name="buttock")]
     model = build_fat_model(fats, [0, 0], SPINE, [0.03])

@@ -92,7 +92,7 @@ def test_compact_field_is_one_inside_half_on_the_surface_and_zero_outside_its_bo
     fat = FatPrimitive(**BELLY)
     batch = FatBatch.of([fat])
     for offset in (0.0, 0.01):
-        box = batch.bounds([offset])[0]
+        box = batch.bounds([fat.support - offset])[0]
         pts = _queries(fat, n=4000, seed=5)
         k, _ = compact_fat_reference(pts, fat.center, fat.frame, fat.axes, offset)
         outside = np.any((pts < box[:3]) | (pts > box[3:]), axis=1)
