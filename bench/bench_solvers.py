@@ -27,11 +27,7 @@ def _shot(arm, name):
         rest = None
     rows, change = [], 0.0
     for f in range(FRAMES):
-        if name == "biceps curl":
-            bones, activation = scenes.biceps_curl(f, frames=FRAMES)
-            inputs = arm.inputs(activation=activation, stiffness=[0.5] * 4)
-        else:
-            bones, inputs = scenes.arm_shake(f), arm.inputs(stiffness=[0.1] * 4)
+        bones, inputs = scenes.arm_shot_frame(arm, "curl" if name == "biceps curl" else "shake", f, FRAMES)
         arm.frame(bones, inputs=inputs, dt=1 / 24)
         volume = arm.muscle_volumes()[0]
         rest = volume if rest is None else rest

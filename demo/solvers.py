@@ -42,11 +42,7 @@ def play(solvers, shot):
         arm.settle(scenes.arm_shake(0), stiffness=[0.1] * 4)
     volume, height = [], []
     for f in range(frames):
-        if shot == "curl":
-            bones, activation = scenes.biceps_curl(f, frames=FRAMES)
-            inputs = arm.inputs(activation=activation, stiffness=[0.5] * 4)
-        else:
-            bones, inputs = scenes.arm_shake(f), arm.inputs(stiffness=[0.1] * 4)
+        bones, inputs = scenes.arm_shot_frame(arm, shot, f, FRAMES)
         x = arm.frame(bones, inputs=inputs, dt=1 / 24)
         local = (np.linalg.inv(bones[0]) @ np.concatenate([x[probe], np.ones((len(probe), 1))], 1).T).T[:, :3]
         height.append(1e3 * float(np.mean(local[:, 2] - rest[probe, 2])))

@@ -128,6 +128,18 @@ def arm_shake(frame: int, fps: float = 24.0, shake_frames: int = 24):
     return arm_pose(70.0, root=root)
 
 
+def arm_shot_frame(arm, shot: str, frame: int, frames: int = 48):
+    """``(B (3, 4, 4), inputs)`` of ``arm`` (:func:`arm_character`) at ``frame`` of the solvers' side-by-side shots:
+    ``'curl'``, :func:`biceps_curl` over ``frames`` with its activation, stiffness 0.5; ``'shake'``,
+    :func:`arm_shake`, stiffness 0.1 (loose)."""
+    if shot == "curl":
+        bones, activation = biceps_curl(frame, frames=frames)
+        return bones, arm.inputs(activation=activation, stiffness=[0.5] * 4)
+    if shot == "shake":
+        return arm_shake(frame), arm.inputs(stiffness=[0.1] * 4)
+    raise ValueError(f"The arm shot {shot!r} is not 'curl' or 'shake'.")
+
+
 def arm_muscles(particles: int = 30):
     """``(muscles, skin_bones)``: the four arm muscles (``core.muscle.primitive.FusiformMuscle``) and their skin
     bones."""
