@@ -19,6 +19,14 @@ class MusclesAndFat(PBDState):
     def of(cls, muscles: PBDState, fat: FatState) -> "MusclesAndFat":
         return cls(**{f.name: getattr(muscles, f.name) for f in fields(PBDState)}, fat=fat)
 
+    def copy(self) -> "MusclesAndFat":
+        """:meth:`core.pbd.state.PBDState.copy` with a copy of the fats' state."""
+        return MusclesAndFat.of(super().copy(), None if self.fat is None else self.fat.copy())
+
+    def snapshot(self) -> "MusclesAndFat":
+        """:meth:`core.pbd.state.PBDState.snapshot` with a copy of the fats' state."""
+        return MusclesAndFat.of(super().snapshot(), None if self.fat is None else self.fat.copy())
+
     @property
     def nbytes(self) -> int:
         return super().nbytes + (self.fat.nbytes if self.fat is not None else 0)

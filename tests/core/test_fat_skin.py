@@ -203,6 +203,11 @@ def test_a_jiggling_fat_moves_the_skin_over_it(arm):
     character.frame(scenes.arm_shake(21))
     character.restore(snapshot)
     np.testing.assert_array_equal(character.frame(scenes.arm_shake(20)), a)
+    # and so does a copy of it, which keeps the fats' state
+    character.frame(scenes.arm_shake(21))
+    for copied in (snapshot.copy(), snapshot.snapshot()):
+        character.restore(copied)
+        np.testing.assert_array_equal(character.frame(scenes.arm_shake(20)), a)
 
 
 def test_correction_kernel_counts_the_fat_push_as_its_reference_does(arm):
