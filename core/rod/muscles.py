@@ -33,11 +33,11 @@ SOLVERS = (AXIS, ROD)
 REST_FRAMES = 2000
 """Frames :func:`rest_state` holds the rods at rest at most."""
 REST_TOLERANCE = 1e-11
+"""[m] :func:`rest_state` ends at the first frame that moves no rod vertex this far (nor any scale by as much)."""
 REST_ROUNDS = 8
 """Settle-and-rebuild rounds of :meth:`RodMuscles.rest_state` at most."""
 REST_SCALE_TOL = 1e-3
 """A rest settle that leaves no scale further than this from 1 ends :meth:`RodMuscles.rest_state`."""
-"""[m] :func:`rest_state` ends at the first frame that moves no rod vertex this far (nor any scale by as much)."""
 
 _BATCH_POINT_ARRAYS = ("axis_points", "axis_cumulative", "axis_tangent", "axis_normal", "seg_tangent",
                        "seg_length", "seg_angle", "axis_scale")
