@@ -226,16 +226,25 @@ def _play(bpy, rig, mesh, frames, bend=True):
     return b.state_for(frames).x.copy(), b
 
 
+def _fresh_arm(bpy, **rig_settings):
+    """A new session with the test arm, its rig's ``rig_settings`` (``rig.implicit_muscles``) set, and one muscle
+    added from the shoulder to the elbow: ``(rig, mesh)``."""
+    _module("blender.runtime").clear()
+    blender_session.reset()
+    rig, (mesh,) = make_arm(bpy)
+    for name, value in rig_settings.items():
+        setattr(rig.implicit_muscles, name, value)
+    assert bpy.ops.implicit_muscles.add_muscle(origin_bone="shoulder", insertion_bone="elbow") == {'FINISHED'}
+    return rig, mesh
+
+
 def test_stay_under_skin(bpy):
     """A muscle whose handles were dragged out to 1.4 limb radii, its axis 1.5 cm outside the skin: kept under the
     skin, its axis is pulled back in from the shot's first frame; with *Stay Under Skin* off it stays where it was
     put."""
     results = {}
     for keep in (True, False):
-        _module("blender.runtime").clear()
-        blender_session.reset()
-        rig, (mesh,) = make_arm(bpy)
-        assert bpy.ops.implicit_muscles.add_muscle(origin_bone="shoulder", insertion_bone="elbow") == {'FINISHED'}
+        rig, mesh = _fresh_arm(bpy)
         m = rig.implicit_muscles.muscles[0]
         placed = 1.4 / 0.6 * m.origin_point.z
         m.origin_point.z = m.insertion_point.z = placed
@@ -253,11 +262,7 @@ def test_substeps(bpy):
     """The rig's *Substeps* reach the solver, and the muscles' motion in a bend differs with 2 and 20 of them."""
     results = {}
     for substeps in (2, 20):
-        _module("blender.runtime").clear()
-        blender_session.reset()
-        rig, (mesh,) = make_arm(bpy)
-        rig.implicit_muscles.substeps = substeps
-        assert bpy.ops.implicit_muscles.add_muscle(origin_bone="shoulder", insertion_bone="elbow") == {'FINISHED'}
+        rig, mesh = _fresh_arm(bpy, substeps=substeps)
         x, b = _play(bpy, rig, mesh, frames=8)
         assert b.character.model.settings.substeps == substeps
         results[substeps] = x
@@ -271,11 +276,7 @@ def test_friction(bpy):
     bone moves differently in a bend with 0 and 0.5."""
     results = {}
     for friction in (0.0, 0.5):
-        _module("blender.runtime").clear()
-        blender_session.reset()
-        rig, (mesh,) = make_arm(bpy)
-        rig.implicit_muscles.friction = friction
-        assert bpy.ops.implicit_muscles.add_muscle(origin_bone="shoulder", insertion_bone="elbow") == {'FINISHED'}
+        rig, mesh = _fresh_arm(bpy, friction=friction)
         m = rig.implicit_muscles.muscles[0]
         m.origin_point.z *= 2.0 / 3.0  # into the bone's automatic capsule, as in test_bones_and_bone_radius
         m.insertion_point.z *= 2.0 / 3.0
