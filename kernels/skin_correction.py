@@ -9,7 +9,7 @@ and scratch arrays; it writes ``d + smooth(cap(trust * (x - d)))`` into ``x``.
 * The cap of a vertex whose DQS position has passed a contact surface (``kernels/tracking.beyond_contact``) grows
   by its first-order distance to that surface, ``|h| / |grad h|`` with ``h = f_own - f_other``, and the smoothing
   leaves it alone: it makes the crease.
-* The cap of a vertex whose part its muscles (or its fats' change) raise at its tracked position grows by how far
+* The cap of a vertex whose part its muscles' or fats' change raises at its tracked position grows by how far
   they pushed it out, ``(f_part - f_grid) / |grad f_grid|``, and the smoothing leaves it alone: a muscle's bulge is not a fitting
   error, and its primitive is smooth.
 * A vertex of trust 0 keeps a zero correction through the smoothing (it stays at ``d``: pinned vertices, open
@@ -26,7 +26,8 @@ from numba import njit, prange
 from .constants import JIT_FAST, JIT_POINT
 from .part_grid import sample_packed
 from .fat import fats_displacement
-from .skin_field import _detail, _displaced, _muscles_value, evaluate_point
+from .muscle_change import muscles_displacement
+from .skin_field import _displaced, evaluate_point
 from .tracking import CHUNK, beyond_contact, contact_gap
 
 
@@ -66,8 +67,8 @@ def _sweep(src, dst, hold, ring_start, ring_neighbour):
 
 @njit(**JIT_POINT)
 def _muscle_push(i, x, mesh, field, muscles):
-    """How far [m] the muscles have pushed vertex ``i``'s skin part out at its tracked position ``x[i]``: the
-    part's value with its muscles minus its grid value alone, over the grid value's gradient (0 if none)."""
+    """How far [m] the muscles' and fats' change has pushed vertex ``i``'s skin part out at its tracked position
+    ``x[i]``: the part's displaced value minus its grid value alone, over the grid value's gradient (0 if none)."""
     p = field.node_part[mesh.own_leaf[i]]
     has_muscle = field.part_muscle_start[p] < field.part_muscle_start[p + 1]
     has_fat = field.part_fat_start[p] < field.part_fat_start[p + 1]
@@ -76,26 +77,28 @@ def _muscle_push(i, x, mesh, field, muscles):
     qx = x[i, 0]
     qy = x[i, 1]
     qz = x[i, 2]
-    # the muscles and fats first: where none reaches (the usual case) the grid is not read
-    mu, mx, my, mz = 0.0, 0.0, 0.0, 0.0
-    if has_muscle:
-        mu, mx, my, mz = _muscles_value(p, qx, qy, qz, field.part_muscle_start, field.part_muscle_index,
-                                        field.skin_offset, field.chord_dev, field.axis_along, field.clean_table,
-                                        muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
-                                        muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent,
-                                        muscles.seg_length, muscles.seg_angle, muscles.axis_scale,
-                                        muscles.muscle_scalar, muscles.muscle_exponent, muscles.muscle_bounds)
+    # the muscles' and fats' change first: where none reaches (the usual case) the grid is not read
     d, dx, dy, dz = 0.0, 0.0, 0.0, 0.0
+    if has_muscle:
+        d, dx, dy, dz = muscles_displacement(
+            p, qx, qy, qz, field.part_muscle_start, field.part_muscle_index, field.muscle_slope,
+            field.carried_start, field.carried_points, field.carried_cumulative, field.carried_tangent,
+            field.carried_normal, field.carried_seg_tangent, field.carried_seg_length, field.carried_seg_angle,
+            field.carried_scale, field.carried_scalar, field.carried_exponent, field.carried_bounds,
+            field.carried_along, muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
+            muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent, muscles.seg_length, muscles.seg_angle,
+            muscles.axis_scale, muscles.muscle_scalar, muscles.muscle_exponent, muscles.muscle_bounds,
+            field.axis_along)
     if has_fat:
-        d, dx, dy, dz = fats_displacement(p, qx, qy, qz, field.part_fat_start, field.part_fat_index,
-                                          field.fat_center, field.fat_carried, field.fat_frame, field.fat_axes,
-                                          field.fat_slope, field.fat_bounds)
-    if mu <= 0.0 and d <= 0.0:
+        e, _, _, _ = fats_displacement(p, qx, qy, qz, field.part_fat_start, field.part_fat_index,
+                                       field.fat_center, field.fat_carried, field.fat_frame, field.fat_axes,
+                                       field.fat_slope, field.fat_bounds)
+        d += e
+    if d <= 0.0:
         return 0.0
     h, hx, hy, hz = sample_packed(field.grid_values, field.grid_offset, field.grid_dims, field.grid_origin,
                                   field.grid_inv_h, field.grid_binv, p, qx, qy, qz)
-    f, fx, fy, fz = _detail(field.blend_table, h, hx, hy, hz, mu, mx, my, mz)
-    f, _, _, _ = _displaced(f, fx, fy, fz, d, dx, dy, dz)
+    f, _, _, _ = _displaced(h, hx, hy, hz, d, dx, dy, dz)
     g = math.sqrt(hx * hx + hy * hy + hz * hz)
     if f <= h or g < 1e-12:
         return 0.0

@@ -3,13 +3,12 @@
 The composition tree is a binary tree stored in **pre-order** (a node's subtree is ``node .. node_end[node]-1``).
 Per point, a pre-order pass marks the nodes whose box holds the point (a pruned node skips its whole subtree), then
 a reverse pre-order pass (children before parents) evaluates: a leaf reads its part grid (``kernels/part_grid.py``)
-and, if the part has muscles, clean-unions their compact fields (``kernels/fusiform.py``) and joins them to the
-part's field with the detail operator (``blend`` arc union), and if it has fats, adds their change as a displacement
-(``kernels/fat.py``); an operator node combines its children
+and adds the change of the muscles and fats that move the part as a displacement (``kernels/muscle_change.py``,
+``kernels/fat.py``), clamped to [0, 1]; an operator node combines its children
 (``kernels/blend.py``; the contact operator's ``alpha`` comes from the angle between the children's gradients).
 
 The field comes as two structs built by ``core/skin/field.py``: :class:`SkinArrays` (the bind data, and this frame's
-placement) and this frame's muscles, a ``kernels.fusiform.MuscleArrays`` (kept apart: numba's parallel loops take
+placement, with the bind-time muscles carried by their bones) and this frame's muscles, a ``kernels.fusiform.MuscleArrays`` (kept apart: numba's parallel loops take
 flat tuples only). Other kernels (the skin tracking) call :func:`evaluate_point` with both.
 Outputs ``out_values (n,)``, ``out_grads (n, 3)`` [1/m].
 """
@@ -21,10 +20,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .axis import chord_distance
 from .fat import fats_displacement
 from .blend import contact, controller, max_union, table_union
-from .fusiform import _box_distance2, _compact, _field_arrays, axis_along
+from .fusiform import axis_along
+from .muscle_change import MUSCLE_REACH_FALL, MUSCLE_REACH_FULL, muscles_displacement
 from .part_grid import sample_packed
 from .constants import JIT, JIT_FAST, JIT_POINT, NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
 
@@ -35,7 +34,7 @@ CHUNK = 64
 
 class SkinArrays(NamedTuple):
     """The composed skin field (``T`` tree nodes, ``P`` parts, ``M`` muscles). Bind data, then this frame's
-    placement (``grid_binv``, ``node_bounds``, ``chord_dev``, ``axis_along``)."""
+    placement (``grid_binv``, ``node_bounds``, ``axis_along`` and the ``carried_*`` muscles)."""
 
     node_kind: np.ndarray          # (T,) int64 NODE_PART (a leaf: one bone's part), NODE_CONTACT, NODE_CLEAN, NODE_MAX
     node_left: np.ndarray          # (T,) int64 left child of an operator node (-1 for a leaf)
@@ -47,16 +46,15 @@ class SkinArrays(NamedTuple):
     grid_dims: np.ndarray          # (P, 3) int64 grid nodes per axis
     grid_origin: np.ndarray        # (P, 3) float64 [m] rest-space origin of each grid
     grid_inv_h: np.ndarray         # (P,) float64 [1/m] inverse node spacing
-    part_muscle_start: np.ndarray  # (P+1,) int64 CSR: each part's muscles ...
-    part_muscle_index: np.ndarray  # (sum,) int64 ... as muscle indices
-    skin_offset: np.ndarray        # (M,) float64 [m] the skin sees K((f_M + o) / R) (core/skin/field.py)
+    part_muscle_start: np.ndarray  # (P+1,) int64 CSR: the muscles whose change moves each part ...
+    part_muscle_index: np.ndarray  # (E_M,) int64 ... as muscle indices
+    muscle_slope: np.ndarray       # (E_M,) float64 [1/m] the part's slope at its iso-surface over the muscle
     clean_table: np.ndarray        # clean union's table (kernels/blend.py)
     blend_table: np.ndarray        # detail (blend) operator's table
     cos0: float                    # contact controller: cos theta0
     cos1: float                    # contact controller: cos theta1
     grid_binv: np.ndarray          # (P, 3, 4) float64 this frame: world -> rest rigid transform of each part
     node_bounds: np.ndarray        # (T, 6) float64 [m] this frame: world box (min xyz, max xyz), field 0 outside
-    chord_dev: np.ndarray          # (M,) float64 [m] this frame: each axis's largest distance from its chord
     axis_along: np.ndarray         # (P_axis, 4) float64 [m] this frame: each axis's chord ranges (fusiform.axis_along)
     part_fat_start: np.ndarray     # (P+1,) int64 CSR: the fats (core/fat) that move each part ...
     part_fat_index: np.ndarray     # (E,) int64 ... as fat indices
@@ -67,15 +65,19 @@ class SkinArrays(NamedTuple):
     fat_frame: np.ndarray          # (F, 3, 3) float64 this frame: their semi-axes' directions (columns)
     fat_bounds: np.ndarray         # (F, 6) float64 [m] this frame: beyond this box a fat's change moves nothing
     fat_carried: np.ndarray        # (F, 3) float64 [m] this frame: where each fat's bone carries its centre
-
-
-@njit(inline="always", **JIT_FAST)
-def _detail(table, h, hx, hy, hz, mu, mx, my, mz):
-    """The detail operator (``blend`` arc union) joining a part's grid value ``h`` with its muscles' ``mu``."""
-    if mu <= 0.0:
-        return h, hx, hy, hz
-    G, G1, G2 = table_union(table, h, mu)
-    return G, G1 * hx + G2 * mx, G1 * hy + G2 * my, G1 * hz + G2 * mz
+    carried_start: np.ndarray      # (M+1,) int64 the bind-time muscles (kernels/muscle_change.py) ...
+    carried_cumulative: np.ndarray  # (P_axis,) float64 [m] ... their arc lengths, as at bind
+    carried_seg_length: np.ndarray  # (P_axis,) float64 [m]
+    carried_seg_angle: np.ndarray  # (P_axis,) float64 [rad]
+    carried_scale: np.ndarray      # (P_axis,) float64
+    carried_scalar: np.ndarray     # (M, SCALAR_COUNT) float64
+    carried_exponent: np.ndarray   # (M, 4) int64
+    carried_points: np.ndarray     # (P_axis, 3) float64 [m] this frame: carried by each muscle's skin part's bone
+    carried_tangent: np.ndarray    # (P_axis, 3) float64 this frame
+    carried_normal: np.ndarray     # (P_axis, 3) float64 this frame
+    carried_seg_tangent: np.ndarray  # (P_axis, 3) float64 this frame
+    carried_bounds: np.ndarray     # (M, 6) float64 [m] this frame: their axes' boxes
+    carried_along: np.ndarray      # (P_axis, 4) float64 [m] this frame: their chord ranges (fusiform.axis_along)
 
 
 @njit(inline="always", **JIT_FAST)
@@ -90,43 +92,6 @@ def _displaced(f, gx, gy, gz, d, dx, dy, dz):
     if f >= 1.0:
         return 1.0, 0.0, 0.0, 0.0
     return f, gx + dx, gy + dy, gz + dz
-
-
-@njit(inline="always", **JIT_FAST)
-def _muscles_value(p, qx, qy, qz, part_muscle_start, part_muscle_index, skin_offset, chord_dev, axis_along,
-                   clean_table, axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent,
-                   seg_length, seg_angle, axis_scale, muscle_scalar, muscle_exponent, muscle_bounds):
-    """The clean union of part ``p``'s muscles' compact fields at one point: ``(f, gx, gy, gz)``. Takes the
-    structs' arrays one by one (:class:`SkinArrays`, ``MuscleArrays``): an inlined helper that takes a struct copies
-    it, counting references on each of its arrays (design notes: per-point functions count no references)."""
-    mu = 0.0
-    mx = 0.0
-    my = 0.0
-    mz = 0.0
-    for k in range(part_muscle_start[p], part_muscle_start[p + 1]):
-        m = part_muscle_index[k]
-        R = muscle_scalar[m, SCALAR_SUPPORT]
-        # K((f_M + o) / R) = 0 where f_M >= R - o, so beyond reach + R - o from the axis
-        cut = muscle_scalar[m, SCALAR_REACH] + R - skin_offset[m]
-        if cut <= 0.0:
-            continue
-        if _box_distance2(qx, qy, qz, muscle_bounds, m) > cut * cut:
-            continue
-        # lower bound of the distance to the axis: distance to its chord minus the axis's largest deviation
-        if chord_distance(qx, qy, qz, axis_points, axis_start[m], axis_start[m + 1] - 1) - chord_dev[m] > cut:
-            continue
-        f, gx, gy, gz = _field_arrays(qx, qy, qz, m, axis_start, axis_points, axis_cumulative, axis_tangent,
-                                      axis_normal, seg_tangent, seg_length, seg_angle, axis_scale,
-                                      muscle_scalar, muscle_exponent, True, cut, R - skin_offset[m], axis_along)
-        f, gx, gy, gz = _compact(f + skin_offset[m], gx, gy, gz, R)
-        if f <= 0.0:
-            continue
-        G, G1, G2 = table_union(clean_table, mu, f)
-        mx = G1 * mx + G2 * gx
-        my = G1 * my + G2 * gy
-        mz = G1 * mz + G2 * gz
-        mu = G
-    return mu, mx, my, mz
 
 
 @njit(**JIT_POINT)
@@ -161,26 +126,31 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
             continue
         kind = node_kind[i]
         if kind == NODE_PART:
-            # a leaf: the part's grid, joined with its muscles by the detail operator; written out here, so
-            # that no struct is copied per leaf (the design notes: reference counts)
+            # a leaf: the part's grid, displaced by its muscles' and fats' change; written out here, so that no
+            # struct is copied per leaf (the design notes: reference counts)
             p = skin.node_part[i]
             f, gx, gy, gz = sample_packed(skin.grid_values, skin.grid_offset, skin.grid_dims, skin.grid_origin,
                                           skin.grid_inv_h, skin.grid_binv, p, qx, qy, qz)
+            d, dx, dy, dz = 0.0, 0.0, 0.0, 0.0
             if skin.part_muscle_start[p] < skin.part_muscle_start[p + 1]:
-                mu, mx, my, mz = _muscles_value(p, qx, qy, qz, skin.part_muscle_start, skin.part_muscle_index,
-                                                skin.skin_offset, skin.chord_dev, skin.axis_along, skin.clean_table,
-                                                muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
-                                                muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent,
-                                                muscles.seg_length, muscles.seg_angle, muscles.axis_scale,
-                                                muscles.muscle_scalar,
-                                                muscles.muscle_exponent, muscles.muscle_bounds)
-                f, gx, gy, gz = _detail(skin.blend_table, f, gx, gy, gz, mu, mx, my, mz)
+                d, dx, dy, dz = muscles_displacement(
+                    p, qx, qy, qz, skin.part_muscle_start, skin.part_muscle_index, skin.muscle_slope,
+                    skin.carried_start, skin.carried_points, skin.carried_cumulative, skin.carried_tangent,
+                    skin.carried_normal, skin.carried_seg_tangent, skin.carried_seg_length, skin.carried_seg_angle,
+                    skin.carried_scale, skin.carried_scalar, skin.carried_exponent, skin.carried_bounds,
+                    skin.carried_along, muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
+                    muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent, muscles.seg_length,
+                    muscles.seg_angle, muscles.axis_scale, muscles.muscle_scalar, muscles.muscle_exponent,
+                    muscles.muscle_bounds, skin.axis_along)
             if skin.part_fat_start[p] < skin.part_fat_start[p + 1]:
-                # the part's fats' change displaces its field (kernels/fat.py)
-                d, dx, dy, dz = fats_displacement(p, qx, qy, qz, skin.part_fat_start, skin.part_fat_index,
+                e, ex, ey, ez = fats_displacement(p, qx, qy, qz, skin.part_fat_start, skin.part_fat_index,
                                                   skin.fat_center, skin.fat_carried, skin.fat_frame, skin.fat_axes,
                                                   skin.fat_slope, skin.fat_bounds)
-                f, gx, gy, gz = _displaced(f, gx, gy, gz, d, dx, dy, dz)
+                d += e
+                dx += ex
+                dy += ey
+                dz += ez
+            f, gx, gy, gz = _displaced(f, gx, gy, gz, d, dx, dy, dz)
         else:
             a = node_left[i]
             c = node_right[i]
@@ -214,15 +184,16 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
 
 
 @njit(**JIT)
-def place_nodes(B, part_bone, grid_corners, muscle_part, skin, muscles):
+def place_nodes(B, part_bone, grid_corners, skin, muscles):
     """This frame's placement, written into ``skin`` (a :class:`SkinArrays` whose ``grid_binv``, ``node_bounds``,
-    ``chord_dev`` and ``axis_along`` are to be filled): each part grid's world -> rest transform ``[R^T | -R^T t]``
-    from its bone's rigid ``B (B, 4, 4)`` (``part_bone (P,)``), each leaf's box from its grid box's 8 rest corners
-    ``grid_corners (P, 8, 3)`` [m] moved by that bone and widened by its muscles' boxes (``muscle_part (M,)``, -1:
-    none) by ``reach + R - o``, beyond which the skin sees nothing of a muscle (``K((f_M + o) / R) = 0``), and by
-    the ``fat_bounds`` of the fats that move it, the operators' boxes from their children's, each muscle axis's
-    largest distance from its chord and its chord ranges (``kernels/fusiform.axis_along``).
-    ``muscles``: this frame's ``MuscleArrays``. The numpy reference is ``core/skin/field.place_reference``."""
+    ``axis_along`` and ``carried_along`` are to be filled): each part grid's world -> rest transform ``[R^T | -R^T
+    t]`` from its bone's rigid ``B (B, 4, 4)`` (``part_bone (P,)``), each leaf's box from its grid box's 8 rest
+    corners ``grid_corners (P, 8, 3)`` [m] moved by that bone and widened by the carried boxes of the muscles that
+    move it by ``reach + (MUSCLE_REACH_FULL + MUSCLE_REACH_FALL) R``, beyond which a muscle's change moves nothing
+    (``kernels/muscle_change.py``), and by the ``fat_bounds`` of the fats that move it, the operators' boxes from
+    their children's, and the chord ranges (``kernels/fusiform.axis_along``) of this frame's muscle axes
+    (``muscles``, a ``MuscleArrays``) and of the carried ones. The numpy reference is
+    ``core/skin/field.place_reference``."""
     binv = skin.grid_binv
     P = part_bone.shape[0]
     leaf = np.empty((P, 6))
@@ -240,25 +211,21 @@ def place_nodes(B, part_bone, grid_corners, muscle_part, skin, muscles):
                      + B[b, r, 2] * grid_corners[p, k, 2] + B[b, r, 3])
                 leaf[p, r] = min(leaf[p, r], w)
                 leaf[p, 3 + r] = max(leaf[p, 3 + r], w)
-    scal = muscles.muscle_scalar
-    boxes = muscles.muscle_bounds
     start = muscles.axis_start
-    points = muscles.axis_points
-    for m in range(scal.shape[0]):
-        a = start[m]
-        e = start[m + 1] - 1
-        dev = 0.0
-        for k in range(a, e + 1):
-            dev = max(dev, chord_distance(points[k, 0], points[k, 1], points[k, 2], points, a, e))
-        skin.chord_dev[m] = dev
-        axis_along(points, a, e + 1, skin.axis_along)
-        p = muscle_part[m]
-        if p < 0:
-            continue
-        cut = max(scal[m, SCALAR_REACH] + scal[m, SCALAR_SUPPORT] - skin.skin_offset[m], 0.0)
-        for r in range(3):
-            leaf[p, r] = min(leaf[p, r], boxes[m, r] - cut)
-            leaf[p, 3 + r] = max(leaf[p, 3 + r], boxes[m, 3 + r] + cut)
+    for m in range(muscles.muscle_scalar.shape[0]):
+        axis_along(muscles.axis_points, start[m], start[m + 1], skin.axis_along)
+    start = skin.carried_start
+    for m in range(skin.carried_scalar.shape[0]):
+        axis_along(skin.carried_points, start[m], start[m + 1], skin.carried_along)
+    scal = skin.carried_scalar
+    boxes = skin.carried_bounds
+    for p in range(P):  # a leaf's box holds the reach of the muscles that move it
+        for j in range(skin.part_muscle_start[p], skin.part_muscle_start[p + 1]):
+            m = skin.part_muscle_index[j]
+            cut = scal[m, SCALAR_REACH] + (MUSCLE_REACH_FULL + MUSCLE_REACH_FALL) * scal[m, SCALAR_SUPPORT]
+            for r in range(3):
+                leaf[p, r] = min(leaf[p, r], boxes[m, r] - cut)
+                leaf[p, 3 + r] = max(leaf[p, 3 + r], boxes[m, 3 + r] + cut)
     for p in range(P):  # a leaf's box holds the boxes of the fats that move it
         for j in range(skin.part_fat_start[p], skin.part_fat_start[p + 1]):
             k = skin.part_fat_index[j]

@@ -2,39 +2,37 @@
 the skeleton (thesis §3.1 and Fig. 6.1, paper §7.1).
 
 Model (:class:`SkinField`, frozen, built once by :func:`bind_skin_field`): partition the mesh by highest weight,
-sample each part (``core/skin/parts.py``), pull the samples that lie over a muscle of the part in under that
-muscle's surface, fit one HRBF per part (``core/skin/hrbf.py``), bake it in a grid in rest space
-(``core/skin/part_grid.py``) and build the composition tree:
+sample each part (``core/skin/parts.py``), fit one HRBF per part to its rest skin (``core/skin/hrbf.py``), bake it in
+a grid in rest space (``core/skin/part_grid.py``) and build the composition tree:
 
-* a leaf per part: its HRBF field, with the part's muscles clean-unioned and joined by the detail operator;
+* a leaf per part: its HRBF field, displaced by the change of the muscles and fats that move it (below);
 * a bone's children subtrees are combined pairwise with the contact operator, then combined with the bone's own
   leaf with the contact operator (children into parents); several roots are combined the same way. Bones without
   vertices are skipped (their children hang on the nearest ancestor that has a part).
 
 State (:class:`SkinPlacement`, one per frame, from :func:`place_skin` / :meth:`SkinField.place`): bone transforms
 ``B_j = M_j M_ref_j^-1`` (rest -> posed, column vectors, ``(B, 4, 4)``) and the muscles'
-:class:`core.muscle.batch.MuscleBatch` give each part grid's placement and every node's world box;
-:meth:`SkinPlacement.evaluate` returns ``F`` and its gradient at any points (one numba call with the
-``kernels/skin_field.SkinArrays`` and the muscles' ``MuscleArrays``).
+:class:`core.muscle.batch.MuscleBatch` give each part grid's placement, the bind-time muscles carried by their
+bones and every node's world box; :meth:`SkinPlacement.evaluate` returns ``F`` and its gradient at any points (one
+numba call with the ``kernels/skin_field.SkinArrays`` and the muscles' ``MuscleArrays``).
 
-**HRBF pull-in under muscles.** Each mesh sample of a part with muscles moves in along its normal to the depth
-``d`` with ``blend(K(d / R_j), mu) = 0.5``, ``mu`` being the part's muscles (clean union of their compact fields)
-at the sample, so that the composed field is 0.5 on the skin at rest and the skin lies on the fillet where HRBF and
-muscle blend.
+**Muscles** move the skin by their change, not by themselves (issue 20 item 3): the field of each part whose rest
+vertices a muscle lies under (:func:`muscle_joins`) is displaced by ``s_k lambda_k T_k(f_k^0 - f_k)``, ``f_k^0``
+the muscle at bind (its settled rest, rest activation) carried rigidly by its own skin part's bone
+(:func:`carried_muscles`), ``f_k`` the muscle this frame, ``T_k`` a saturation at the muscle's travel and
+``lambda_k`` the weight of ``f_k^0`` (``kernels/muscle_change.py``). ``s_k`` [1/m] is the part's slope at its
+iso-surface over the muscle (at bind): a muscle whose surface moves by ``D`` under the skin moves the iso-surface
+by about ``D`` along its normal, all around the muscle, and the part keeps its own fall-off, so the contact
+operators at the creases see the same kind of field as without muscles.
 
-**Muscle skin offsets.** The skin sees each muscle as ``K((f_M + o) / R)``, moved in by the smallest offset
-``o >= 0`` [m] that keeps it at most ``SKIN_MUSCLE_MAX`` = 0.5 on every rest vertex (:func:`muscle_offsets`, at
-bind): a muscle that reaches the rest skin is seen touching it from inside, ``f_M + o >= 0`` on the skin. The muscle
-itself (its simulation, its volume, its collisions) is as placed; a muscle under the skin has ``o = 0`` and is seen
-unchanged.
+**Fats** (``core/fat``, thesis ch. 6) move the skin the same way: the field of each part whose rest vertices a fat
+reaches (:func:`fat_joins`) is displaced by ``s_k lambda_k (f_k^0 - f_k)``, ``f_k^0`` the fat where its bone carries
+it, ``f_k`` where its particle is (``kernels/fat.py``). A placement takes this frame's
+:class:`core.fat.batch.FatBatch` (None: the fats at bind). The muscles' and fats' displacements add up; the sum is
+clamped to [0, 1].
 
-**Fats** (``core/fat``, thesis ch. 6) move the skin by their change, not by themselves: the field of each part
-whose rest vertices a fat reaches (:func:`fat_joins`; grid and muscles) is displaced by ``s_k lambda_k (f_k^0 -
-f_k)``, ``f_k^0`` the fat where its bone carries it, ``f_k`` where its particle is, clamped to [0, 1]
-(``kernels/fat.py``). The HRBF fits the rest skin (no pull-in under a fat), so the rest pose gives the rest mesh
-exactly, and the part keeps its own fall-off. ``s_k`` [1/m] is the part's slope at its iso-surface over the fat
-(at bind): a fat moved by ``d`` towards the skin moves the iso-surface by about ``d`` along its normal. A placement takes this frame's
-:class:`core.fat.batch.FatBatch` (None: the fats at bind).
+The HRBF fits the rest skin (nothing is pulled in under a muscle or a fat), so the rest pose with the bind-time
+muscles and fats gives the rest mesh exactly.
 
 **References.** :meth:`SkinPlacement.evaluate_reference` and :meth:`SkinPlacement.leaf_reference` are the numpy
 references of the kernel (the convention of ``core/skin``): vectorised over the query points, one node of the tree
@@ -56,9 +54,11 @@ from ..fat.batch import FatBatch
 from ..fat.field import fat_displacement_reference, fat_field_reference
 from ..muscle.batch import MuscleBatch
 from .part_grid import DEFAULT_GRID_RESOLUTION, bake_part_grid
-from .parts import (DEFAULT_MIN_PART_VERTICES, DEFAULT_SAMPLES_PER_PART, PartSamples, merge_small_parts,
+from .parts import (DEFAULT_MIN_PART_VERTICES, DEFAULT_SAMPLES_PER_PART, merge_small_parts,
                     partition_vertices, sample_parts)
 from ...kernels.constants import NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
+from ...kernels.fat import REACH_FULL
+from ...kernels.muscle_change import MUSCLE_REACH_FALL, MUSCLE_REACH_FULL, MUSCLE_TRAVEL
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class SkinSettings:
     samples_per_part: target HRBF samples per part; min_part_vertices: smaller parts join their parent's;
     grid_resolution: nodes along a part grid's longest side;
     seed: sampling seed; unweighted: ``"error"`` or ``"nearest"`` (core/skin/parts.py); contact_angles: the
-    controller's ``theta0, theta1`` [deg]; pull_under_muscles: the HRBF pull-in.
+    controller's ``theta0, theta1`` [deg].
     """
 
     samples_per_part: int = DEFAULT_SAMPLES_PER_PART
@@ -77,7 +77,6 @@ class SkinSettings:
     seed: int = 0
     unweighted: str = "error"
     contact_angles: tuple = (80.0, 110.0)
-    pull_under_muscles: bool = True
 
 
 @dataclass(frozen=True)
@@ -93,9 +92,9 @@ class SkinField:
     labels: np.ndarray  # (V,) int64 part bone of each vertex
     part_bone: np.ndarray  # (P,) int64 bone of each part
     part_of_bone: np.ndarray  # (B,) int64 part of each bone, -1: the bone has no part
-    muscle_part: np.ndarray  # (M,) int64 part index of each muscle, -1: joins no part
-    part_muscle_start: np.ndarray  # (P+1,) int64 CSR: each part's muscles ...
-    part_muscle_index: np.ndarray  # (sum,) int64 ... as muscle indices
+    muscle_part: np.ndarray  # (M,) int64 part of each muscle's skin bone (its carrier), -1: joins no part
+    part_muscle_start: np.ndarray  # (P+1,) int64 CSR: the muscles that move each part (muscle_joins()) ...
+    part_muscle_index: np.ndarray  # (E_M,) int64 ... as muscle indices
     node_kind: np.ndarray  # (T,) int64 NODE_* (pre-order tree, kernels/skin_field.py)
     node_left: np.ndarray  # (T,) int64
     node_right: np.ndarray  # (T,) int64
@@ -107,8 +106,8 @@ class SkinField:
     grid_dims: np.ndarray  # (P, 3) int64
     grid_origin: np.ndarray  # (P, 3) float64 [m]
     grid_inv_h: np.ndarray  # (P,) float64 [1/m]
-    muscles: MuscleBatch | None = None  # the muscles at bind (they define the rest iso-values)
-    muscle_offset: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))  # (M,) [m] muscle_offsets()
+    muscles: MuscleBatch | None = None  # the muscles at bind (their change from these moves the skin)
+    muscle_slope: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))  # (E_M,) [1/m] muscle_joins()
     heads: np.ndarray = None  # (B, 3) [m] rest bone heads (the joints, core/skin/joint_volume.py)
     tails: np.ndarray = None  # (B, 3) [m] rest bone tails
     parents: np.ndarray = None  # (B,) int64, -1 for a root
@@ -142,7 +141,7 @@ class SkinField:
         return dataclasses.replace(
             self, muscle_part=np.full(0, -1, dtype=np.int64),
             part_muscle_start=np.zeros(len(self.parts) + 1, dtype=np.int64),
-            part_muscle_index=np.zeros(0, dtype=np.int64), muscles=None, muscle_offset=np.zeros(0),
+            part_muscle_index=np.zeros(0, dtype=np.int64), muscles=None, muscle_slope=np.zeros(0),
             fats=FatBatch.empty(), fat_part=np.zeros(0, dtype=np.int64), part_fat_start=None,
             part_fat_index=np.zeros(0, dtype=np.int64), fat_slope=np.zeros(0))
 
@@ -155,6 +154,7 @@ class SkinPlacement:
     grid_binv: np.ndarray  # (P, 3, 4) float64 world -> rest rigid transform of each part grid
     node_bounds: np.ndarray  # (T, 6) float64 [m] world box of each node (min xyz, max xyz)
     muscles: MuscleBatch | None  # this frame's muscles (None: no muscles)
+    carried: MuscleBatch | None  # the bind-time muscles carried by their skin parts' bones (None: no muscles)
     arrays: tuple  # kernels.skin_field.SkinArrays
     muscle_arrays: tuple  # kernels.fusiform.MuscleArrays of this frame's muscles
     fats: FatBatch = None  # this frame's fats
@@ -181,54 +181,47 @@ class SkinPlacement:
         return values, grads
 
     def leaf_reference(self, points, details: bool = False):
-        """Numpy reference of every leaf (a part's HRBF grid with its muscles joined by the detail operator):
-        lists of ``values (n,)`` and ``grads (n, 3)`` per part, at world ``points (n, 3)`` [m].
-        ``details``: also the lists of the HRBF's ``(h, grad h)`` and the muscles' union ``(mu, grad mu)``. A part's
-        fats displace the result (``kernels/fat.py``)."""
+        """Numpy reference of every leaf (a part's HRBF grid displaced by its muscles' and fats' change, clamped to
+        [0, 1]): lists of ``values (n,)`` and ``grads (n, 3)`` per part, at world ``points (n, 3)`` [m].
+        ``details``: also the lists of the HRBF's ``(h, grad h)`` and of the displacement ``(d, grad d)``."""
         m = self.model
         pts = validation.points(points, "query points", min_count=0)
         n = len(pts)
         B = np.zeros((m.part_count, 4, 4))
         B[:, :3, :] = self.grid_binv
         B[:, 3, 3] = 1.0
-        part_v, part_g, parts_h, parts_mu = [], [], [], []
-        mv = mg = None
-        if self.muscles is not None and self.muscles.muscle_count:
-            mv, mg = _compact_muscles(self.muscles, pts, m.muscle_offset)
+        part_v, part_g, parts_h, parts_d = [], [], [], []
+        change = None
+        if self.muscles is not None and len(m.part_muscle_index):
+            change = _muscle_change_reference(self.carried, self.muscles, pts)
+        fat_start = _part_fat_start(m)
         for p, g in enumerate(m.grids):
             v, gr = g.sample(pts, np.linalg.inv(B[p]))
-            mu, mgr = np.zeros(n), np.zeros((n, 3))
-            for k in m.part_muscle_index[m.part_muscle_start[p]:m.part_muscle_start[p + 1]]:
-                G, G1, G2 = ops.lookup(ops.table("clean"), mu, mv[:, k])
-                use = mv[:, k] > 0
-                mgr = np.where(use[:, None], G1[:, None] * mgr + G2[:, None] * mg[:, k], mgr)
-                mu = np.where(use, G, mu)
-            G, G1, G2 = ops.lookup(ops.table("blend"), v, mu)
-            has = mu > 0
-            leaf_v = np.where(has, G, v)
-            leaf_g = np.where(has[:, None], G1[:, None] * gr + G2[:, None] * mgr, gr)
-            start = _part_fat_start(m)
-            if start[p] < start[p + 1]:
-                d, dg = np.zeros(n), np.zeros((n, 3))
+            d, dg = np.zeros(n), np.zeros((n, 3))
+            for j in range(m.part_muscle_start[p], m.part_muscle_start[p + 1]):
+                k = m.part_muscle_index[j]
+                d += m.muscle_slope[j] * change[0][:, k]
+                dg += m.muscle_slope[j] * change[1][:, k]
+            if fat_start[p] < fat_start[p + 1]:
                 box = self.fats.bounds()
                 carried = self.fats.carried_center
-                for j in range(start[p], start[p + 1]):
+                for j in range(fat_start[p], fat_start[p + 1]):
                     k = m.part_fat_index[j]
                     inside = np.all((pts >= box[k, :3]) & (pts <= box[k, 3:]), axis=1)
                     dk, dgk = fat_displacement_reference(pts, self.fats.center[k], carried[k], self.fats.frame[k],
                                                          self.fats.axes[k], m.fat_slope[j])
                     d += np.where(inside, dk, 0.0)
                     dg += np.where(inside[:, None], dgk, 0.0)
-                moved = leaf_v + d
-                clamped = (moved <= 0.0) | (moved >= 1.0)
-                leaf_v = np.where(d != 0.0, np.clip(moved, 0.0, 1.0), leaf_v)
-                leaf_g = np.where((d != 0.0)[:, None], np.where(clamped[:, None], 0.0, leaf_g + dg), leaf_g)
+            moved = v + d
+            clamped = (moved <= 0.0) | (moved >= 1.0)
+            leaf_v = np.where(d != 0.0, np.clip(moved, 0.0, 1.0), v)
+            leaf_g = np.where((d != 0.0)[:, None], np.where(clamped[:, None], 0.0, gr + dg), gr)
             part_v.append(leaf_v)
             part_g.append(leaf_g)
             parts_h.append((v, gr))
-            parts_mu.append((mu, mgr))
+            parts_d.append((d, dg))
         if details:
-            return part_v, part_g, parts_h, parts_mu
+            return part_v, part_g, parts_h, parts_d
         return part_v, part_g
 
     def evaluate_reference(self, points):
@@ -279,7 +272,8 @@ def _no_muscle_arrays():
 
 def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | None = None,
                fats: FatBatch | None = None) -> SkinPlacement:
-    """Place the part grids and node boxes of ``model`` for one frame (``kernels/skin_field.place_nodes``).
+    """Place the part grids, the carried muscles and the node boxes of ``model`` for one frame
+    (``kernels/skin_field.place_nodes``).
 
     bone_transforms: ``(B, 4, 4)`` rest -> posed rigid transforms ``B_j`` (None: rest pose; callers check rigidity).
     muscles: the muscles' batch (same muscle order as at bind; None: the bind-time muscles).
@@ -291,27 +285,83 @@ def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | No
     fats = _fat_inputs(model, fats)
     has_muscles = muscles is not None and muscles.muscle_count > 0
     muscle_arrays = muscles.kernel_arrays() if has_muscles else _no_muscle_arrays()
+    carried = carried_muscles(model, B) if has_muscles else None
+    c = carried.kernel_arrays() if has_muscles else _no_muscle_arrays()
     cos0, cos1 = np.cos(np.radians(model.settings.contact_angles))
     arrays = SkinArrays(
         node_kind=model.node_kind, node_left=model.node_left, node_right=model.node_right,
         node_part=model.node_part, node_end=model.node_end, grid_values=model.grid_values,
         grid_offset=model.grid_offset, grid_dims=model.grid_dims, grid_origin=model.grid_origin,
         grid_inv_h=model.grid_inv_h, part_muscle_start=model.part_muscle_start,
-        part_muscle_index=model.part_muscle_index, skin_offset=model.muscle_offset,
+        part_muscle_index=model.part_muscle_index, muscle_slope=model.muscle_slope,
         clean_table=ops.table("clean"), blend_table=ops.table("blend"), cos0=float(cos0), cos1=float(cos1),
         grid_binv=np.empty((model.part_count, 3, 4)), node_bounds=np.empty((len(model.node_kind), 6)),
-        chord_dev=np.empty(muscle_arrays.muscle_scalar.shape[0]),
         axis_along=np.empty((muscle_arrays.axis_points.shape[0], 4)),
         part_fat_start=_part_fat_start(model), part_fat_index=model.part_fat_index, fat_part=model.fat_part,
         fat_slope=model.fat_slope, fat_axes=np.ascontiguousarray(fats.axes, dtype=np.float64),
         fat_center=np.ascontiguousarray(fats.center, dtype=np.float64),
         fat_frame=np.ascontiguousarray(fats.frame, dtype=np.float64), fat_bounds=fats.bounds(),
-        fat_carried=np.ascontiguousarray(fats.carried_center, dtype=np.float64))
-    place_nodes(B, model.part_bone, model.grid_corners, model.muscle_part if has_muscles else _NO_PART, arrays,
-                muscle_arrays)
+        fat_carried=np.ascontiguousarray(fats.carried_center, dtype=np.float64),
+        carried_start=c.axis_start, carried_cumulative=c.axis_cumulative, carried_seg_length=c.seg_length,
+        carried_seg_angle=c.seg_angle, carried_scale=c.axis_scale, carried_scalar=c.muscle_scalar,
+        carried_exponent=c.muscle_exponent, carried_points=c.axis_points, carried_tangent=c.axis_tangent,
+        carried_normal=c.axis_normal, carried_seg_tangent=c.seg_tangent, carried_bounds=c.muscle_bounds,
+        carried_along=np.empty((c.axis_points.shape[0], 4)))
+    place_nodes(B, model.part_bone, model.grid_corners, arrays, muscle_arrays)
     return SkinPlacement(model=model, grid_binv=arrays.grid_binv, node_bounds=arrays.node_bounds,
-                         muscles=muscles if has_muscles else None, arrays=arrays, muscle_arrays=muscle_arrays,
-                         fats=fats)
+                         muscles=muscles if has_muscles else None, carried=carried, arrays=arrays,
+                         muscle_arrays=muscle_arrays, fats=fats)
+
+
+def carried_muscles(model: SkinField, bone_transforms) -> MuscleBatch:
+    """The bind-time muscles (``model.muscles``) each moved rigidly by its skin part's bone (``B (B, 4, 4)``, rest ->
+    posed): ``f^0`` of ``kernels/muscle_change.py``. A muscle that joins no part stays where it was bound. The
+    shapes, lengths and widths are the bind's; axis points, tangents, normals and boxes are moved (a few hundred
+    axis points: vectorised numpy)."""
+    from ...kernels.fusiform import MuscleArrays
+
+    rest = model.muscles
+    a = rest.kernel_arrays()
+    M = rest.muscle_count
+    T = np.broadcast_to(np.eye(4), (M, 4, 4)).copy()
+    joined = model.muscle_part >= 0
+    T[joined] = np.asarray(bone_transforms, dtype=np.float64)[model.part_bone[model.muscle_part[joined]]]
+    owner = np.repeat(np.arange(M), np.diff(a.axis_start))
+    R, t = T[owner, :3, :3], T[owner, :3, 3]
+    turn = lambda v: np.einsum("pij,pj->pi", R, v)  # noqa: E731
+    points = turn(a.axis_points) + t
+    lows = np.minimum.reduceat(points, a.axis_start[:-1], axis=0)
+    highs = np.maximum.reduceat(points, a.axis_start[:-1], axis=0)
+    arrays = MuscleArrays(a.axis_start, points, a.axis_cumulative, turn(a.axis_tangent), turn(a.axis_normal),
+                          turn(a.seg_tangent), a.seg_length, a.seg_angle, a.muscle_scalar, a.muscle_exponent,
+                          np.ascontiguousarray(np.concatenate([lows, highs], axis=1)), a.axis_scale)
+    return dataclasses.replace(rest, arrays=arrays)
+
+
+def travel_reference(D, c):
+    """Numpy reference of ``kernels/muscle_change.travel``: ``(T, dT/dD)`` of the changes ``D (n,)`` [m] saturated
+    at ``c`` [m]."""
+    D = np.asarray(D, dtype=np.float64)
+    a = np.abs(D)
+    inside = a < 2.0 * c
+    return (np.where(inside, D - D * a / (4.0 * c), np.copysign(c, D)),
+            np.where(inside, 1.0 - a / (2.0 * c), 0.0))
+
+
+def _muscle_change_reference(carried: MuscleBatch, muscles: MuscleBatch, points):
+    """``lambda_k(f_k^0) T_k(f_k^0 - f_k)`` of every muscle at ``points (n, 3)`` and its gradient: ``(values (n,
+    M), grads (n, M, 3))`` (``kernels/muscle_change.py``, without the slope)."""
+    from ..muscle.batch import evaluate_muscles
+
+    f0, g0 = evaluate_muscles(carried, points)
+    f1, g1 = evaluate_muscles(muscles, points)
+    R = carried.muscle_scalar[:, SCALAR_SUPPORT][None, :]
+    t = np.clip((f0 - MUSCLE_REACH_FULL * R) / (MUSCLE_REACH_FALL * R), 0.0, 1.0)
+    lam, dlam = 1.0 - t * t * (3.0 - 2.0 * t), -6.0 * t * (1.0 - t) / (MUSCLE_REACH_FALL * R)
+    t, dt = travel_reference(f0 - f1, MUSCLE_TRAVEL * R)
+    values = lam * t
+    grads = (dlam * t)[..., None] * g0 + (lam * dt)[..., None] * (g0 - g1)
+    return values, grads
 
 
 _NO_PART = np.zeros(0, dtype=np.int64)
@@ -356,7 +406,7 @@ def _placement_inputs(model: SkinField, bone_transforms, muscles):
 def place_reference(model: SkinField, bone_transforms=None, muscles: MuscleBatch | None = None,
                     fats: FatBatch | None = None):
     """Numpy reference of :func:`place_skin`'s kernel, for tests: ``(grid_binv (P, 3, 4), node_bounds (T, 6),
-    chord_dev (M,))``."""
+    carried)``, ``carried`` the :func:`carried_muscles` (None without muscles)."""
     from ...kernels.skin_field import node_boxes
 
     B, muscles = _placement_inputs(model, bone_transforms, muscles)
@@ -367,16 +417,18 @@ def place_reference(model: SkinField, bone_transforms=None, muscles: MuscleBatch
     # leaf boxes: the 8 corners of each grid box moved by B_j, then the part's muscles' reach
     world = np.einsum("pij,pkj->pki", Bp[:, :3, :3], model.grid_corners) + Bp[:, None, :3, 3]
     boxes = np.concatenate([world.min(axis=1), world.max(axis=1)], axis=1)
-    chord_dev = np.zeros(0)
+    carried = None
     if muscles is not None and muscles.muscle_count:
-        # the skin sees K((f_M + o) / R): nothing beyond reach + R - o from the axis
-        cut = np.maximum(muscles.muscle_scalar[:, SCALAR_REACH] + muscles.muscle_scalar[:, SCALAR_SUPPORT]
-                         - model.muscle_offset, 0.0)
-        joined = model.muscle_part >= 0
+        # a muscle's change moves nothing beyond reach + (MUSCLE_REACH_FULL + MUSCLE_REACH_FALL) R of its carried
+        # axis
+        carried = carried_muscles(model, B)
+        scal = carried.muscle_scalar
+        cut = scal[:, SCALAR_REACH] + (MUSCLE_REACH_FULL + MUSCLE_REACH_FALL) * scal[:, SCALAR_SUPPORT]
+        owner = np.repeat(np.arange(model.part_count), np.diff(model.part_muscle_start))
+        k = model.part_muscle_index
         lows, highs = boxes[:, :3], boxes[:, 3:]
-        np.minimum.at(lows, model.muscle_part[joined], muscles.muscle_bounds[joined, :3] - cut[joined, None])
-        np.maximum.at(highs, model.muscle_part[joined], muscles.muscle_bounds[joined, 3:] + cut[joined, None])
-        chord_dev = _chord_deviation(muscles)
+        np.minimum.at(lows, owner, carried.muscle_bounds[k, :3] - cut[k, None])
+        np.maximum.at(highs, owner, carried.muscle_bounds[k, 3:] + cut[k, None])
     fats = _fat_inputs(model, fats)
     if fats.count:
         start = _part_fat_start(model)
@@ -387,96 +439,56 @@ def place_reference(model: SkinField, bone_transforms=None, muscles: MuscleBatch
         np.maximum.at(highs, owner, fb[:, 3:])
     bounds = np.empty((len(model.node_kind), 6))
     node_boxes(boxes, model.node_kind, model.node_part, model.node_left, model.node_right, bounds)
-    return grid_binv, bounds, chord_dev
-
-
-def _chord_deviation(m: MuscleBatch) -> np.ndarray:
-    """``(M,)`` [m] each muscle axis's largest distance from its chord (the kernel's cheap rejection test)."""
-    P = m.axis_points
-    first = P[m.axis_start[:-1]]
-    last = P[m.axis_start[1:] - 1]
-    owner = np.repeat(np.arange(m.muscle_count), np.diff(m.axis_start))
-    e = (last - first)[owner]
-    t = np.clip(np.einsum("ij,ij->i", P - first[owner], e) / np.maximum(np.einsum("ij,ij->i", e, e), 1e-30),
-                0.0, 1.0)
-    dist = np.linalg.norm(P - first[owner] - t[:, None] * e, axis=1)
-    return np.maximum.reduceat(dist, m.axis_start[:-1])
-
-
-def _compact_muscles(muscles: MuscleBatch, points, offsets):
-    """Every muscle's compact field as the skin sees it, ``K((f_M + o) / R)`` with its offset ``o`` [m]
-    (module docstring), and its gradient, at ``points (n, 3)``: ``values (n, M)``, ``grads (n, M, 3)``."""
-    from .hrbf import compact
-    from ..muscle.batch import evaluate_muscles
-
-    if muscles is None or not muscles.muscle_count:
-        return np.zeros((len(points), 0)), np.zeros((len(points), 0, 3))
-    raw, grads = evaluate_muscles(muscles, points)
-    R = muscles.muscle_scalar[:, SCALAR_SUPPORT]
-    k, dk = compact(raw + offsets[None, :], R[None, :])
-    return k, dk[..., None] * grads
-
-
-def muscle_offsets(vertices, muscles: MuscleBatch, muscle_part) -> np.ndarray:
-    """``(M,)`` [m]: how far in each muscle's surface has to move for the skin to see it at most
-    ``SKIN_MUSCLE_MAX`` on every rest vertex (0 for a muscle that stays under the skin; module docstring)."""
-    from ..muscle.batch import evaluate_muscles
-
-    out = np.zeros(muscles.muscle_count)
-    if not muscles.muscle_count or not len(vertices):
-        return out
-    raw, _ = evaluate_muscles(muscles, vertices)
-    R = muscles.muscle_scalar[:, SCALAR_SUPPORT]
-    need = np.max(_SKIN_MUSCLE_DEPTH * R[None, :] - raw, axis=0)
-    return np.where(muscle_part >= 0, np.maximum(need, 0.0), 0.0)
-
-
-SKIN_MUSCLE_MAX = 0.5
-"""The most a muscle's compact field may be on the rest skin (module docstring)."""
-_SKIN_MUSCLE_DEPTH = 0.0
-"""``K(x) = SKIN_MUSCLE_MAX`` at ``x = f / R = 0`` (thesis eq. 3.1; checked by a test)."""
-
-
-def _muscle_union_at(points, muscles: MuscleBatch, muscle_ids, offsets):
-    """The clean union of the compact fields of ``muscle_ids`` as the skin sees them (with their ``offsets``) at
-    ``points (n, 3)``: the detail operator's ``mu``."""
-    mu = np.zeros(len(points))
-    values, _ = _compact_muscles(muscles, points, offsets)
-    for k in muscle_ids:
-        mu = ops.lookup(ops.table("clean"), mu, values[:, k])[0]
-    return mu
+    return grid_binv, bounds, carried
 
 
 FAT_NEAR = 3
-"""A fat moves the field of every part with at least this many rest vertices where its change is fully taken
-(within ``REACH_FULL`` of its smallest semi-axes of its surface, ``kernels/fat.reach_weight``), or whose own field
-reads at least ``FAT_FIELD`` on that many of those vertices."""
+"""A fat or a muscle moves the field of every part with at least this many rest vertices where its change is fully
+taken (within ``REACH_FULL`` of its support radius ``R`` of its surface, ``kernels/fat.reach_weight``), or whose own
+field reads at least ``FAT_FIELD`` on that many of those vertices."""
 FAT_FIELD = 0.1
-"""A part whose field reads this much on the skin a fat moves meets that skin's part in the composition (a crease's
-contact): the fat moves it too, by the same slope, so both fields move together."""
+"""A part whose field reads this much on the skin a fat or muscle moves meets that skin's part in the composition (a
+crease's contact): the change moves it too, by the same slope, so both fields move together."""
 
 
 def fat_joins(model: "SkinField", vertices):
     """Which parts each fat moves and by what slope: ``(start (P+1,), index (E,), slope (E,))``, CSR by part, ``index``
-    the fats, ``slope`` [1/m] ``s`` of each (part, fat). The fat's skin is the rest vertices within ``REACH_FULL``
-    smallest semi-axes of its surface. It moves every part with at least ``FAT_NEAR`` of those vertices (a fat over
-    the border of two parts moves both), ``s`` the median gradient length of the part's own field (grid and muscles,
-    at rest) there, so that a change ``D`` [m] of the fat moves the part's iso-surface by about ``D``; and every part
-    whose field reads at least ``FAT_FIELD`` on ``FAT_NEAR`` of them (a part meeting that skin at a crease), ``s``
-    the median gradient length of those vertices' own parts there, so both fields move alike. A fat near no part's
-    vertices moves its bone's part, ``s`` the slope of ``K(f / R)`` at its iso-value, ``15 / (16 R)``, ``R`` the
-    part's support."""
-    from ...kernels.fat import REACH_FULL
-
+    the fats, ``slope`` [1/m] ``s`` of each (part, fat) (:func:`_joins`, the fat's field where its bone carries it at
+    rest, ``R`` its smallest semi-axis)."""
     fats = model.fats
+    f0 = np.zeros((len(vertices), fats.count))
+    for k in range(fats.count):
+        f0[:, k] = fat_field_reference(vertices, fats.center[k], fats.frame[k], fats.axes[k])[0]
+    return _joins(model, vertices, f0, fats.support, model.fat_part)
+
+
+def muscle_joins(model: "SkinField", vertices):
+    """Which parts each muscle's change moves and by what slope: ``(start (P+1,), index (E,), slope (E,))``, as
+    :func:`fat_joins` (:func:`_joins`, the muscle's field at bind, ``R`` its support)."""
+    from ..muscle.batch import evaluate_muscles
+
+    f0, _ = evaluate_muscles(model.muscles, vertices)
+    return _joins(model, vertices, f0, model.muscles.muscle_scalar[:, SCALAR_SUPPORT], model.muscle_part)
+
+
+def _joins(model: "SkinField", vertices, f0, support, item_part):
+    """Which parts each item (fat or muscle) moves and by what slope, from its field at rest ``f0 (V, K)`` [m] on the
+    rest ``vertices (V, 3)``, its support ``R`` ``support (K,)`` [m] and its own part ``item_part (K,)`` (-1: none):
+    ``(start (P+1,), index (E,), slope (E,))``, CSR by part. The item's skin is the rest vertices within
+    ``REACH_FULL R`` of its surface. It moves every part with at least ``FAT_NEAR`` of those vertices (an item over
+    the border of two parts moves both), ``s`` the median gradient length of the part's own field (at rest) there,
+    so that a change ``D`` [m] of the item moves the part's iso-surface by about ``D``; and every part whose field
+    reads at least ``FAT_FIELD`` on ``FAT_NEAR`` of them (a part meeting that skin at a crease), ``s`` the median
+    gradient length of those vertices' own parts there, so both fields move alike. An item near no part's vertices
+    moves its own part, ``s`` the slope of ``K(f / R)`` at its iso-value, ``15 / (16 R)``, ``R`` the part's
+    support."""
     P = model.part_count
     entries = [[] for _ in range(P)]
-    rest = model.place()
-    for k in range(fats.count):
-        if model.fat_part[k] < 0:
+    rest = model.without_muscles().place()
+    for k in range(len(support)):
+        if item_part[k] < 0:
             continue
-        f0, _ = fat_field_reference(vertices, fats.center[k], fats.frame[k], fats.axes[k])
-        near = np.flatnonzero(f0 <= REACH_FULL * fats.support[k])
+        near = np.flatnonzero(f0[:, k] <= REACH_FULL * support[k])
         found = False
         if len(near):
             values, grads = rest.leaf_reference(vertices[near])
@@ -490,11 +502,11 @@ def fat_joins(model: "SkinField", vertices):
                     continue
                 reach = values[p] >= FAT_FIELD
                 if np.count_nonzero(reach) >= FAT_NEAR:
-                    # the part meets the fat's skin: moved by the slope of the skin's own parts there
+                    # the part meets the item's skin: moved by the slope of the skin's own parts there
                     entries[p].append((k, float(np.median(slope_own[reach]))))
                     found = True
         if not found:
-            p = model.fat_part[k]
+            p = item_part[k]
             entries[p].append((k, 15.0 / (16.0 * model.parts[p].radius)))
     start = np.zeros(P + 1, dtype=np.int64)
     np.cumsum([len(e) for e in entries], out=start[1:])
@@ -508,50 +520,6 @@ def _label_parts(model: "SkinField", labels) -> np.ndarray:
     part_of = np.full(int(max(model.part_bone.max(), labels.max())) + 1, -1, dtype=np.int64)
     part_of[model.part_bone] = np.arange(model.part_count)
     return part_of[labels]
-
-
-def _pull_under_muscles(samples: PartSamples, muscles: MuscleBatch, muscle_ids, offsets):
-    """Move each mesh sample in along its normal so that at the skin ``blend(K(f_H), mu) = 0.5`` (module
-    docstring), ``mu`` the part's muscles: returns the moved sample points ``(N, 3)``."""
-    from .hrbf import compact
-
-    n_mesh = len(samples.points) - samples.caps
-    if n_mesh <= 0 or not len(muscle_ids):
-        return samples.points
-    p, nrm = samples.points[:n_mesh], samples.normals[:n_mesh]
-    mu = _muscle_union_at(p, muscles, muscle_ids, offsets)
-    # HRBF value h in [0, 0.5] with blend(h, mu) = 0.5, by bisection (blend is increasing in h; h = 0.5 if mu is
-    # too weak to reach the skin's level, nothing to pull then)
-    lo, hi = np.zeros(n_mesh), np.full(n_mesh, 0.5)
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        over = ops.arc_union("blend", mid, mu) > 0.5
-        hi = np.where(over, mid, hi)
-        lo = np.where(over, lo, mid)
-    target = np.where(mu < 0.5, hi, 0.0)
-    # depth d below the skin with K(d / R) = target: f_H is distance-like near its samples, so h(skin) = K(d / R)
-    R = samples.radius
-    dlo, dhi = np.zeros(n_mesh), np.full(n_mesh, R)
-    for _ in range(40):
-        mid = 0.5 * (dlo + dhi)
-        above = compact(mid, R)[0] > target
-        dlo = np.where(above, mid, dlo)
-        dhi = np.where(above, dhi, mid)
-    depth = np.where(target < 0.5 - 1e-9, dhi, 0.0)
-    out = samples.points.copy()
-    out[:n_mesh] = p - depth[:, None] * nrm
-    return out
-
-
-def _group_by_part(item_part, part_count: int):
-    """Items (muscles or fats) grouped by the skin part they join: ``(lists, start, index)``, ``lists[p]`` the
-    items of part ``p``, ``index[start[p]:start[p + 1]]`` the same flattened (``start (parts + 1,)``, int64);
-    items of part ``-1`` join none."""
-    lists = [np.flatnonzero(item_part == p) for p in range(part_count)]
-    start = np.zeros(part_count + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in lists], out=start[1:])
-    index = np.concatenate(lists).astype(np.int64) if lists else np.zeros(0, dtype=np.int64)
-    return lists, start, index
 
 
 def _build_tree(part_of_bone, parents):
@@ -660,8 +628,6 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         name = bone_names[mb[k]] if bone_names is not None else f"bone {mb[k]}"
         raise ValueError(f"muscle {muscles.names[k]} joins the skin of {name}, but neither {name} nor any bone "
                          f"above it owns skin vertices; pick another skin bone for the muscle.")
-    lists, start, index = _group_by_part(muscle_part, len(parts))
-    offsets = muscle_offsets(v, muscles, muscle_part) if M else np.zeros(0)
     fats = FatBatch.empty() if fats is None else fats
     fb = np.full(fats.count, -1, dtype=np.int64) if fat_bones is None else np.asarray(fat_bones, dtype=np.int64)
     if fb.shape != (fats.count,):
@@ -675,12 +641,9 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
                          f"vertices; hang the fat on another bone.")
     hrbfs, grids = [], []
     for p, ps in enumerate(parts):
-        points = ps.points
-        if s.pull_under_muscles and M and len(lists[p]):
-            points = _pull_under_muscles(ps, muscles, lists[p], offsets)
-        h = fit_hrbf(points, ps.normals)
+        h = fit_hrbf(ps.points, ps.normals)
         hrbfs.append(h)
-        grids.append(bake_part_grid(h, ps.radius, points, heads[ps.bone], tails[ps.bone], ps.bone,
+        grids.append(bake_part_grid(h, ps.radius, ps.points, heads[ps.bone], tails[ps.bone], ps.bone,
                                     s.grid_resolution))
     kinds, left, right, part, end = _build_tree(part_of_bone, parents)
     grid_offsets = np.zeros(len(grids) + 1, dtype=np.int64)
@@ -691,14 +654,19 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
     model = SkinField(
         settings=s, bone_count=B, parts=parts, hrbfs=hrbfs, grids=grids, labels=labels,
         part_bone=np.array([ps.bone for ps in parts], dtype=np.int64), part_of_bone=part_of_bone,
-        muscle_part=muscle_part, part_muscle_start=start, part_muscle_index=index, node_kind=kinds, node_left=left,
+        muscle_part=muscle_part, part_muscle_start=np.zeros(len(parts) + 1, dtype=np.int64),
+        part_muscle_index=np.zeros(0, dtype=np.int64), node_kind=kinds, node_left=left,
         node_right=right, node_part=part, node_end=end, leaf_node=leaf_node,
         grid_values=np.concatenate([g.values.reshape(-1) for g in grids]).astype(np.float32),
         grid_offset=grid_offsets, grid_dims=np.array([g.values.shape[:3] for g in grids], dtype=np.int64),
         grid_origin=np.array([g.origin for g in grids]), grid_inv_h=np.array([1.0 / g.spacing for g in grids]),
-        muscles=muscles, muscle_offset=offsets, heads=heads, tails=tails, parents=parents,
+        muscles=muscles, heads=heads, tails=tails, parents=parents,
         grid_corners=np.stack([g.box[0] + _BOX_CORNERS * (g.box[1] - g.box[0]) for g in grids]),
         fats=fats, fat_part=fat_part)
+    if M:
+        muscle_start, muscle_index, muscle_slope = muscle_joins(model, v)
+        model = dataclasses.replace(model, part_muscle_start=muscle_start, part_muscle_index=muscle_index,
+                                    muscle_slope=muscle_slope)
     if not fats.count:
         return model
     fat_start, fat_index, fat_slope = fat_joins(model, v)

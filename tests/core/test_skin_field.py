@@ -1,5 +1,6 @@
 """The composed skin field of the arm (core/skin/field.py): kernel vs reference, gradient vs finite differences,
-bounding-box pruning, rigid motion, muscles joined by the detail operator, the HRBF pull-in, bad input."""
+bounding-box pruning, rigid motion, muscles moving their parts by their change (kernels/muscle_change.py), bad
+input."""
 import numpy as np
 import pytest
 
@@ -7,10 +8,6 @@ from implicit_muscles.scenes import paper as scenes
 from implicit_muscles.core.muscle.batch import evaluate_muscles, pack_muscles
 from implicit_muscles.core.skin.field import NODE_PART, SkinSettings, bind_skin_field
 
-NO_CANCEL_RATIO = 0.15
-"""Smallest |grad F| / (|dG/dh grad h| + |dG/dmu grad mu|) allowed where both terms matter (1: aligned, 0: a
-critical point); measured 0.23 at the worst of about 900 shell points on the arm, on a muscle's bone side near the
-arm's axis (core/skin/blend_operators.py, detail operator)."""
 KERNEL_TOL = 1e-9
 """Kernel vs numpy reference (same grids and tables, float32 grid values read in float64)."""
 FD_STEP = 1e-5
@@ -175,74 +172,81 @@ def test_muscles_join_their_part_and_show_activation(arm, muscled):
     assert np.abs(shift[far]).max() == 0.0
 
 
-def test_detail_operator_leaves_no_critical_point_near_muscles(arm, muscled):
-    """On shells around each muscle's surface (f_M in [-2, 4] mm), where the muscle's part field (HRBF + muscles by
-    the detail operator) is between 0.2 and 0.8 and both inputs contribute, the two gradient terms
-    ``dG/dh grad h`` and ``dG/dmu grad mu`` never cancel: ``|grad F|`` keeps most of their summed length. A
-    critical point would need exactly opposed terms of equal length (ratio 0)."""
-    from implicit_muscles.core.skin import blend_operators as ops
+CHANGE_FD_TOL = 1e-6
+"""Relative error of the muscles' change's gradient against central differences of its value (closed form, no grid:
+only the difference's truncation, O(FD_STEP^2) over the muscle's curvature)."""
+
+
+def test_a_muscle_moves_its_part_by_its_change_only(arm, muscled):
+    """The skin sees a muscle's change, not the muscle: with the bind-time muscles the field is the muscle-free
+    field exactly (at rest, and with the whole rig bent, the muscles carried by their bones); a biceps 1.5 times as
+    wide (it reaches through the rest skin) changes nothing at rest either; the change of a thinner biceps lowers
+    only the parts it moves, and nothing past its reach."""
+    from implicit_muscles.core.skin.field import carried_muscles
 
     field, muscles = muscled
-    rng = np.random.default_rng(3)
-    for k, m in enumerate(muscles):
-        p = m.axis[rng.integers(1, len(m.axis) - 1, 4000)] + rng.normal(scale=0.02, size=(4000, 3))
-        f, _ = evaluate_muscles(pack_muscles([m]), p)
-        shell = p[(f[:, 0] > -0.002) & (f[:, 0] < 0.004)]
-        values, grads, hs, mus = field.place().leaf_reference(shell, details=True)
-        part = int(field.muscle_part[k])
-        (h, gh), (mu, gmu) = hs[part], mus[part]
-        _, G1, G2 = ops.lookup(ops.table("blend"), h, mu)
-        a = np.linalg.norm(G1[:, None] * gh, axis=1)
-        b = np.linalg.norm(G2[:, None] * gmu, axis=1)
-        F, G = values[part], grads[part]
-        mixed = (F > 0.2) & (F < 0.8) & (a > 0.05 * (a + b)) & (b > 0.05 * (a + b))
-        assert mixed.sum() > 20, m.name
-        ratio = np.linalg.norm(G[mixed], axis=1) / (a + b)[mixed]
-        assert ratio.min() > NO_CANCEL_RATIO, m.name
+    plain = field.without_muscles()
+    q = _near_skin(arm, scale=0.01)
+    np.testing.assert_array_equal(field.place().evaluate(q)[0], plain.place().evaluate(q)[0])
+    B = scenes.arm_pose(130.0)
+    carried = carried_muscles(field, B)
+    np.testing.assert_array_equal(field.place(B, carried).evaluate(q)[0], plain.place(B).evaluate(q)[0])
+    wide, bones = scenes.arm_muscles()
+    wide[0].width_scale = 1.5
+    through = bind_skin_field(arm.vertices, arm.faces, arm.weights, arm.heads, arm.tails, arm.parents,
+                              muscles=pack_muscles(wide), muscle_bones=bones)
+    assert evaluate_muscles(through.muscles, arm.vertices)[0][:, 0].min() < -0.005  # through the rest skin
+    np.testing.assert_array_equal(through.place().evaluate(arm.vertices)[0], plain.place().evaluate(arm.vertices)[0])
+    wide[0].width_scale = 1.2
+    F, _ = through.place(None, pack_muscles(wide)).evaluate(arm.vertices)
+    F0, _ = plain.place().evaluate(arm.vertices)
+    assert (F - F0).min() < -0.05 and (F - F0).max() <= 0.0
+    assert np.all(F[arm.vertices[:, 0] > 0.5] == F0[arm.vertices[:, 0] > 0.5])  # the hand
 
 
-def test_pull_in_lets_a_shrinking_muscle_show(arm):
-    """A biceps shrunk to 70 % of its width moves the skin over it inwards more with the HRBF pull-in than without
-    (without it the HRBF's own surface holds the skin up)."""
-    muscles, bones = scenes.arm_muscles()
-    shifts = []
-    over = (arm.vertices[:, 2] > 0.035) & (np.abs(arm.vertices[:, 0] - 0.2) < 0.05)
-    for pull in (False, True):
-        muscles[0].width_scale = 1.0
-        field = bind_skin_field(arm.vertices, arm.faces, arm.weights, arm.heads, arm.tails, arm.parents,
-                                muscles=pack_muscles(muscles), muscle_bones=bones,
-                                settings=SkinSettings(pull_under_muscles=pull))
-        F0, G0 = field.place().evaluate(arm.vertices)
-        muscles[0].width_scale = 0.7
-        F1, _ = field.place(None, pack_muscles(muscles)).evaluate(arm.vertices)
-        shifts.append(-((F1 - F0) / np.linalg.norm(G0, axis=1))[over].min())  # inward move along -grad [m]
-    muscles[0].width_scale = 1.0
-    assert shifts[1] > 1.2 * shifts[0] and shifts[1] > 0.0015  # [m] the pull-in's share and the least inward move
+@pytest.mark.parametrize("pose", [0.0, 130.0])
+def test_muscle_change_gradient_matches_finite_differences(arm, muscled, pose):
+    """The displacement's gradient (weight, travel and both muscle fields; ``leaf_reference``'s ``details``)
+    against central differences of its value, with a thinner, swollen or bent muscle set (the carried muscles at
+    bind moved by the pose, the current ones not)."""
+    field, muscles = muscled
+    batch = field.muscles
+    for scale in (0.8, 1.3):
+        for m, w in zip(muscles, (scale, 1.0, 1.0, 1.0)):
+            m.width_scale = w
+        placed = field.place(scenes.arm_pose(pose), pack_muscles(muscles))
+        rng = np.random.default_rng(1)
+        q = batch.axis_points[rng.integers(0, len(batch.axis_points), 3000)] + rng.normal(scale=0.02,
+                                                                                          size=(3000, 3))
+        _, _, _, ds = placed.leaf_reference(q, details=True)
+        for p in range(field.part_count):
+            d, g = ds[p]
+            fd = np.stack([(placed.leaf_reference(q + FD_STEP * e, details=True)[3][p][0]
+                            - placed.leaf_reference(q - FD_STEP * e, details=True)[3][p][0]) / (2 * FD_STEP)
+                           for e in np.eye(3)], 1)
+            moving = np.linalg.norm(g, axis=1) > 1.0
+            if p == field.muscle_part[0]:
+                assert moving.sum() > 100
+            if not moving.any():
+                continue
+            err = np.linalg.norm(fd - g, axis=1)[moving] / np.linalg.norm(g, axis=1)[moving]
+            assert np.median(err) < CHANGE_FD_TOL and np.percentile(err, 99) < 100 * CHANGE_FD_TOL
+    for m in muscles:
+        m.width_scale = 1.0
 
 
-def test_a_muscle_through_the_rest_skin_is_seen_under_it(arm):
-    """A biceps 1.5 times as wide reaches through the rest skin (as an artist's muscle may; the arm character's
-    settled biceps does by 8 mm): the skin sees it moved in just enough that its compact field is at most
-    ``SKIN_MUSCLE_MAX`` on every rest vertex, so the pull-in can put the skin at 0.5 and the skin vertices keep
-    iso-values near the contact surface's 0.5. Muscles under the skin are not moved."""
-    from implicit_muscles.core.skin.hrbf import compact
-    from implicit_muscles.core.skin.field import _SKIN_MUSCLE_DEPTH, SKIN_MUSCLE_MAX, _compact_muscles
+def test_muscle_travel_saturates_smoothly():
+    """``kernels/muscle_change.travel`` against its numpy reference, C1 at the saturation, odd, slope 1 at 0."""
+    from implicit_muscles.kernels.muscle_change import travel
+    from implicit_muscles.core.skin.field import travel_reference
 
-    assert compact(_SKIN_MUSCLE_DEPTH, 1.0)[0] == pytest.approx(SKIN_MUSCLE_MAX, abs=1e-6)
-    muscles, bones = scenes.arm_muscles()
-    muscles[0].width_scale = 1.5
-    batch = pack_muscles(muscles)
-    field = bind_skin_field(arm.vertices, arm.faces, arm.weights, arm.heads, arm.tails, arm.parents, muscles=batch,
-                            muscle_bones=bones)
-    raw, _ = evaluate_muscles(batch, arm.vertices, compact=True)
-    seen, _ = _compact_muscles(batch, arm.vertices, field.muscle_offset)
-    through = raw.max(axis=0) > SKIN_MUSCLE_MAX
-    assert through[0] and raw[:, 0].max() > 0.6
-    np.testing.assert_array_equal(field.muscle_offset > 0, through)
-    np.testing.assert_allclose(seen.max(axis=0)[through], SKIN_MUSCLE_MAX, atol=1e-4)
-    np.testing.assert_allclose(seen[:, ~through], raw[:, ~through], atol=1e-12)  # numpy K vs the kernel's
-    F, _ = field.place().evaluate(arm.vertices)
-    assert F.max() < 0.6  # the detail blend is at least mu: seen as placed, the skin would read over 0.6 there
+    D = np.linspace(-0.05, 0.05, 2001)
+    T, dT = travel_reference(D, 0.01)
+    K = np.array([travel(x, 0.01) for x in D])
+    np.testing.assert_allclose(K, np.stack([T, dT], 1), atol=1e-15)
+    np.testing.assert_allclose(T, -travel_reference(-D, 0.01)[0], atol=1e-15)
+    assert travel(0.0, 0.01)[1] == 1.0 and travel(0.02, 0.01) == (0.01, 0.0)
+    np.testing.assert_allclose(np.gradient(T, D)[1:-1], dT[1:-1], atol=1e-2)
 
 
 def test_skin_field_memory_is_small(skin, muscled):
