@@ -8,7 +8,8 @@ T_k(f_k^0 - f_k)``, clamped to [0, 1] with the fats' change (``kernels/skin_fiel
   ``f_k`` the muscle as it is this frame (both the muscle's distance-like field ``f_M`` [m], ``kernels/fusiform``);
 * ``lambda_k`` the weight of ``f_k^0`` (:func:`reach_weight`, the muscle's support ``R``): 1 up to
   ``MUSCLE_REACH_FULL R`` from the muscle's surface at bind, 0 from ``(MUSCLE_REACH_FULL + MUSCLE_REACH_FALL) R``;
-* ``T_k`` the muscle's travel, a smooth saturation of the change at ``c = MUSCLE_TRAVEL R`` (:func:`travel`);
+* ``T_k`` the muscle's travel, a smooth saturation of the change at ``c = MUSCLE_TRAVEL R`` inwards and
+  ``MUSCLE_TRAVEL_OUT R`` outwards (:func:`travel`);
 * ``s_k`` [1/m] the part's slope at its iso-surface over the muscle (measured at bind).
 
 At rest (the bind pose, the bind-time muscles) ``f_k = f_k^0`` and the part's field is its own, exactly. The numpy
@@ -24,7 +25,10 @@ from .constants import JIT_FAST, JIT_POINT, SCALAR_REACH, SCALAR_SUPPORT
 from .fusiform import _box_distance2, _field_arrays
 
 MUSCLE_TRAVEL = 0.25
-"""The change a muscle passes to the skin saturates at this many support radii ``R`` (:func:`travel`)."""
+"""A muscle's change inwards (a thinning) passes to the skin up to this many support radii ``R`` (:func:`travel`) ...
+"""
+MUSCLE_TRAVEL_OUT = 0.3
+"""... and outwards (a swelling) up to this many."""
 MUSCLE_REACH_FULL = 0.5
 """A muscle's change moves its part's field fully up to this many support radii ``R`` from its surface at bind ..."""
 MUSCLE_REACH_FALL = 3.0
@@ -106,7 +110,7 @@ def muscles_displacement(p, qx, qy, qz, part_muscle_start, part_muscle_index, mu
             by = 0.0
             bz = 0.0
         else:
-            t, dt = travel(f0 - f1, c)
+            t, dt = travel(f0 - f1, c if f1 > f0 else MUSCLE_TRAVEL_OUT * R)
         d += s * lam * t
         dx += s * (dlam * t * ax + lam * dt * (ax - bx))
         dy += s * (dlam * t * ay + lam * dt * (ay - by))

@@ -9,9 +9,10 @@ and scratch arrays; it writes ``d + smooth(cap(trust * (x - d)))`` into ``x``.
 * The cap of a vertex whose DQS position has passed a contact surface (``kernels/tracking.beyond_contact``) grows
   by its first-order distance to that surface, ``|h| / |grad h|`` with ``h = f_own - f_other``, and the smoothing
   leaves it alone: it makes the crease.
-* The cap of a vertex whose part its muscles' or fats' change raises at its tracked position grows by how far
-  they pushed it out, ``(f_part - f_grid) / |grad f_grid|``, and the smoothing leaves it alone: a muscle's bulge is not a fitting
-  error, and its primitive is smooth.
+* The cap of a vertex whose part its fats' change raises at its tracked position grows by how far they pushed it
+  out, ``(f_part - f_grid) / |grad f_grid|``, and the smoothing leaves it alone: a fat's bulge is not a fitting
+  error. A muscle's change is capped and smoothed like the rest: held, the active biceps' bulge showed with a crest
+  (docs/design-notes.md, The skin follows a muscle's change).
 * A vertex of trust 0 keeps a zero correction through the smoothing (it stays at ``d``: pinned vertices, open
   borders).
 """
@@ -26,13 +27,12 @@ from numba import njit, prange
 from .constants import JIT_FAST, JIT_POINT
 from .part_grid import sample_packed
 from .fat import fats_displacement
-from .muscle_change import muscles_displacement
 from .skin_field import _displaced, evaluate_point
 from .tracking import CHUNK, beyond_contact, contact_gap
 
 
 PUSH_MIN = 1e-5
-"""[m] A muscle push shorter than this leaves the vertex to the smoothing (the muscles' support fades to 0)."""
+"""[m] A fat's push shorter than this leaves the vertex to the smoothing (the fats' reach fades to 0)."""
 
 
 class CorrectionMesh(NamedTuple):
@@ -66,34 +66,20 @@ def _sweep(src, dst, hold, ring_start, ring_neighbour):
 
 
 @njit(**JIT_POINT)
-def _muscle_push(i, x, mesh, field, muscles):
-    """How far [m] the muscles' and fats' change has pushed vertex ``i``'s skin part out at its tracked position
-    ``x[i]``: the part's displaced value minus its grid value alone, over the grid value's gradient (0 if none)."""
+def _fat_push(i, x, mesh, field):
+    """How far [m] the fats' change has pushed vertex ``i``'s skin part out at its tracked position ``x[i]``: the
+    part's displaced value minus its grid value alone, over the grid value's gradient (0 if none). The muscles'
+    change is smoothed like the rest (module docstring)."""
     p = field.node_part[mesh.own_leaf[i]]
-    has_muscle = field.part_muscle_start[p] < field.part_muscle_start[p + 1]
-    has_fat = field.part_fat_start[p] < field.part_fat_start[p + 1]
-    if not has_muscle and not has_fat:
+    if field.part_fat_start[p] >= field.part_fat_start[p + 1]:
         return 0.0
     qx = x[i, 0]
     qy = x[i, 1]
     qz = x[i, 2]
-    # the muscles' and fats' change first: where none reaches (the usual case) the grid is not read
-    d, dx, dy, dz = 0.0, 0.0, 0.0, 0.0
-    if has_muscle:
-        d, dx, dy, dz = muscles_displacement(
-            p, qx, qy, qz, field.part_muscle_start, field.part_muscle_index, field.muscle_slope,
-            field.carried_start, field.carried_points, field.carried_cumulative, field.carried_tangent,
-            field.carried_normal, field.carried_seg_tangent, field.carried_seg_length, field.carried_seg_angle,
-            field.carried_scale, field.carried_scalar, field.carried_exponent, field.carried_bounds,
-            field.carried_along, muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
-            muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent, muscles.seg_length, muscles.seg_angle,
-            muscles.axis_scale, muscles.muscle_scalar, muscles.muscle_exponent, muscles.muscle_bounds,
-            field.axis_along)
-    if has_fat:
-        e, _, _, _ = fats_displacement(p, qx, qy, qz, field.part_fat_start, field.part_fat_index,
-                                       field.fat_center, field.fat_carried, field.fat_frame, field.fat_axes,
-                                       field.fat_slope, field.fat_bounds)
-        d += e
+    # the fats' change first: where none reaches (the usual case) the grid is not read
+    d, dx, dy, dz = fats_displacement(p, qx, qy, qz, field.part_fat_start, field.part_fat_index, field.fat_center,
+                                      field.fat_carried, field.fat_frame, field.fat_axes, field.fat_slope,
+                                      field.fat_bounds)
     if d <= 0.0:
         return 0.0
     h, hx, hy, hz = sample_packed(field.grid_values, field.grid_offset, field.grid_dims, field.grid_origin,
@@ -111,7 +97,7 @@ def limit_correction(x, start, start_gap, mesh, field, muscles, c0, c1, hold):
     start's first-order distance to the contact surface it has passed (``kernels/tracking.contact_gap``), -1 if
     none, NaN where not known (then evaluated here); ``field``, ``muscles`` the frame's ``SkinArrays`` and
     ``MuscleArrays``; ``c0, c1 (V, 3)`` work arrays; ``hold (V,)`` bool out: the vertices the smoothing left alone
-    (trust 0, at a contact, or pushed by a muscle)."""
+    (trust 0, at a contact, or pushed by a fat)."""
     trust = mesh.trust
     V = x.shape[0]
     T = field.node_kind.shape[0]
@@ -127,8 +113,8 @@ def limit_correction(x, start, start_gap, mesh, field, muscles, c0, c1, hold):
             length = math.sqrt(dx * dx + dy * dy + dz * dz)
             cap = mesh.cap[i]
             hold[i] = t <= 0.0
-            if length > 0.0 and (muscles.muscle_scalar.shape[0] > 0 or field.fat_part.shape[0] > 0):
-                push = _muscle_push(i, x, mesh, field, muscles)
+            if length > 0.0 and field.fat_part.shape[0] > 0:
+                push = _fat_push(i, x, mesh, field)
                 if push > PUSH_MIN:
                     cap += push
                     hold[i] = True

@@ -58,7 +58,7 @@ from .parts import (DEFAULT_MIN_PART_VERTICES, DEFAULT_SAMPLES_PER_PART, merge_s
                     partition_vertices, sample_parts)
 from ...kernels.constants import NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
 from ...kernels.fat import REACH_FULL
-from ...kernels.muscle_change import MUSCLE_REACH_FALL, MUSCLE_REACH_FULL, MUSCLE_TRAVEL
+from ...kernels.muscle_change import MUSCLE_REACH_FALL, MUSCLE_REACH_FULL, MUSCLE_TRAVEL, MUSCLE_TRAVEL_OUT
 
 
 @dataclass(frozen=True)
@@ -358,7 +358,8 @@ def _muscle_change_reference(carried: MuscleBatch, muscles: MuscleBatch, points)
     R = carried.muscle_scalar[:, SCALAR_SUPPORT][None, :]
     t = np.clip((f0 - MUSCLE_REACH_FULL * R) / (MUSCLE_REACH_FALL * R), 0.0, 1.0)
     lam, dlam = 1.0 - t * t * (3.0 - 2.0 * t), -6.0 * t * (1.0 - t) / (MUSCLE_REACH_FALL * R)
-    t, dt = travel_reference(f0 - f1, MUSCLE_TRAVEL * R)
+    D = f0 - f1
+    t, dt = travel_reference(D, np.where(D > 0.0, MUSCLE_TRAVEL_OUT, MUSCLE_TRAVEL) * R)
     values = lam * t
     grads = (dlam * t)[..., None] * g0 + (lam * dt)[..., None] * (g0 - g1)
     return values, grads

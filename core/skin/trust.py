@@ -26,8 +26,9 @@ are held through the smoothing:
 * at a contact the skin must leave the DQS result by as much as the parts intersect: a vertex whose DQS position
   has passed a contact surface (inside another part, the two gradients facing, ``kernels/tracking.beyond_contact``)
   has its cap grown by its first-order distance to that surface: it makes the crease;
-* a muscle's bulge is not a fitting error: the cap of a vertex whose part its muscles raise at its tracked position
-  grows by how far they pushed it out, ``(f_part - f_grid) / |grad f_grid|`` (the primitive is smooth).
+* a fat's bulge is not a fitting error: the cap of a vertex whose part its fats' change raises at its tracked
+  position grows by how far they pushed it out, ``(f_part - f_grid) / |grad f_grid|``. A muscle's change is capped
+  and smoothed like the rest (so its bulge shows rounded).
 
 Elsewhere a smooth correction no longer than an edge cannot fold a face over its neighbours; joint bulges show at
 the scale of the mesh's own edges. The kernel is ``kernels/skin_correction.py``;
@@ -127,8 +128,8 @@ def limit_correction_reference(x, start, passed, distance, trust, cap, ring_star
                                sweeps: int, push=None) -> np.ndarray:
     """Numpy reference of ``kernels.skin_correction.limit_correction``: the positions ``start + c`` with ``c`` the
     trusted, capped, smoothed correction of ``x`` (module docstring); ``passed, distance`` the contact check at
-    ``start`` (:func:`contact_distance_reference`); ``push (V,)`` [m] how far the muscles pushed each vertex out
-    (None: no muscles)."""
+    ``start`` (:func:`contact_distance_reference`); ``push (V,)`` [m] how far the fats pushed each vertex out
+    (None: no fats)."""
     c = trust[:, None] * (np.asarray(x) - start)
     length = np.linalg.norm(c, axis=1)
     contact = passed & (length > 0.0)
