@@ -214,7 +214,7 @@ def test_sag_matches_beam_theory_at_any_particle_count(k):
 def pluck_frequency(particles, k, seconds=2.0, fps=240.0):
     """Frequency [Hz] of a rod pinned at both ends, undamped, set swinging in its first mode (half periods between
     zero crossings of the middle vertex)."""
-    model = rod(particles=particles, settings=RodSettings(damping=1.0))
+    model = rod(particles=particles, settings=RodSettings(damping_ratio=0.0))
     state = RodState.at_rest(model)
     z, L = model.rest_points[:, 2], model.rest_span[0]
     state.v[1:-1, 0] = 0.05 * np.sin(np.pi * z[1:-1] / L)
