@@ -407,6 +407,9 @@ def shot_summary(shot: dict) -> dict:
 
     ratios = plots.volume_ratios(shot)
     worst = max(ratios, key=lambda n: float(np.abs(ratios[n] - 100.0).max()))
+    if "rod" in shot:
+        rod = shot["rod"]
+        r = np.concatenate([100.0 * np.asarray(v) / rod["rest_volumes"][n] for n, v in rod["volumes"].items()])
     stages = {k: _median_ms(v) for k, v in shot["stages_ms"].items()}
     paper = PAPER_TABLE2.get(SHOT_TO_PAPER.get(shot["name"], ""))
     return {
@@ -432,6 +435,9 @@ def shot_summary(shot: dict) -> dict:
                                 "worst_dihedral_increase_deg": max(q["dihedral_increase"])}
                          for kind, q in shot.get("quality", {}).items()},
         "seconds": shot["seconds"],
+        **({} if "rod" not in shot else {  # the arm shots' copy with the biceps as a rod
+            "rod_volume_percent_range": [float(min(r)), float(max(r))],
+            "probe_rod_vs_dqs_max_mm": float(max(shot["probe"]["rod_vs_dqs_mm"]))}),
     }
 
 

@@ -63,6 +63,11 @@ import distance_column  # noqa: E402
 REPO_MODULE = "im_demo"
 """Module name of the demo's extension repository: the add-on is ``bl_ext.im_demo.implicit_muscles``."""
 KINDS = ("dqs", "implicit", "muscles")
+ARM_GAP = {"Curl": 0.8, "Shake": 0.6}
+"""[m] Between the arm copies: the straight arm is about 0.65 m long, bent to 70 degrees (the shake) 0.45 m."""
+ARM_DISTANCE_MM = 5.0
+"""[mm] The arm sheets' colour scale: the muscles' few millimetres (the rod's bulge and jiggle) show; the elbow's
+crease, 20 mm and more, reads as its end."""
 ARM_KINDS = KINDS + ("rod",)
 """The arm shots' copies: the three above and the muscles copy with its biceps as a VIPER rod (*Solver: Rod*, the
 other three muscles on the paper's axis), so both solvers play the same animation side by side."""
@@ -172,6 +177,7 @@ class Shot:
     probe_mesh: str  # the muscles copy's mesh (kind "muscles") that shows the probe muscle
     crease: tuple | None = None  # (frame, bone whose head is the joint, half size of the close-up [m])
     notes: dict = field(default_factory=dict)
+    distance_scale_mm: float | None = None  # the distance columns' colour scale; None: from the sheet frames
 
 
 # --- scenes ----------------------------------------------------------------------------------------------------
@@ -199,7 +205,7 @@ def _arm_variants(bpy, scenes, blender_rig, name):
             if kind == "rod":
                 next(item for item in items if item.name == "biceps").solver = 'ROD'
         variants[kind] = (armature, [skin])
-    _place_side_by_side(bpy, name, variants, gap=0.8)
+    _place_side_by_side(bpy, name, variants, gap=ARM_GAP[name])
     return variants
 
 
@@ -229,7 +235,8 @@ def build_arm_curl(bpy, scenes, blender_rig, quick):
     last = CURL_KEYS[-1][0]
     sheet = [1, 9, 17, 25, 33, 41] if not quick else [1, 25]
     return Shot("arm_curl", "The paper's biceps curl (0 -> 130 -> 0 degrees, biceps activated with it)",
-                range(1, last + 1), sheet, variants, "biceps", "Curl Arm.muscles", crease=(25, "elbow", 0.1))
+                range(1, last + 1), sheet, variants, "biceps", "Curl Arm.muscles", crease=(25, "elbow", 0.1),
+                distance_scale_mm=ARM_DISTANCE_MM)
 
 
 def build_arm_shake(bpy, scenes, blender_rig, quick):
@@ -267,7 +274,8 @@ def build_arm_shake(bpy, scenes, blender_rig, quick):
     sheet = [4, 25, 27, 31, 34, 38, 52, 73] if not quick else [4, 27]
     return Shot("arm_shake", "The paper's arm shake: loose muscles (stiffness 0.1), then tense (0.9)",
                 range(1, last + 1), sheet, variants, "biceps", "Shake Arm.muscles",
-                notes={"loose_frames": [1, period], "tense_frames": [period + 1, last]})
+                notes={"loose_frames": [1, period], "tense_frames": [period + 1, last]},
+                distance_scale_mm=ARM_DISTANCE_MM)
 
 
 def _import_character(bpy, spec, kind):
@@ -650,7 +658,7 @@ def render_shot(bpy, studio, shot, rec, out_dir, quality):
         largest = max([largest] + [column.largest_mm() for column in columns])
     bounds = dict(rec["bounds"])
     for kind, column in zip(kinds, columns):
-        column.scale_mm = distance_column.nice_scale(largest)
+        column.scale_mm = shot.distance_scale_mm or distance_column.nice_scale(largest)
         m_lo, m_hi = (np.asarray(b) for b in rec["bounds"][kind])
         bounds["distance" if kind == "muscles" else f"distance {kind}"] = [(m_lo + column.offset).tolist(),
                                                                           (m_hi + column.offset).tolist()]
