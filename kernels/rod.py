@@ -9,9 +9,14 @@ anchor, frame ``i`` (1 .. n-1) the segment between vertices ``i-1`` and ``i``, f
 One call runs substeps ``k0 .. k1-1`` of a frame split into ``n_sub`` substeps of ``dt`` seconds. Each substep, per
 muscle:
 
-1. predict (VIPER eqs. 21-23 without external torques): ``v <- mu v + g dt``, ``x <- x + v dt``; ``s <- s + mu sv
-   dt``; ``q <- normalize(q + mu qd dt)``; kinematic ends to their targets at ``f1`` of the frame; anchors from the
-   end segments and the interpolated endpoint normals; every XPBD ``lambda <- 0``.
+1. predict (VIPER eqs. 21-23 without external torques): ``v <- v_b + mu (v - v_b) + g dt``, ``x <- x + v dt``;
+   ``s <- s + mu sv dt``; ``q <- normalize(q + mu qd dt)``; kinematic ends to their targets at ``f1`` of the frame;
+   anchors from the end segments and the interpolated endpoint normals; every XPBD ``lambda <- 0``. ``v_b`` is the
+   velocity the bones carry the vertex with, the ends' velocities over the frame interpolated by the vertex's rest
+   arc length (a rigid motion of a straight rod exactly), so the damping acts on the rod's motion relative to its
+   bones only; ``mu = exp(-2 zeta omega dt) (1 + (omega dt)^2)`` (at most 1, :func:`velocity_keep`), ``omega = 2 pi
+   f(k)`` the muscle's first mode: its swing decays as ``exp(-zeta omega t)``, of which the implicit step takes
+   ``ln(1 + (omega dt)^2) / (2 dt)`` by itself, whatever the substeps and the vertex count.
 2. ``iterations`` sweeps. Each first takes one linearized global XPBD step (VIPER eq. 28 with ``beta = 1`` in its
    global form) of the rod's stretch/shear and bend/twist rows together: ``(J W J^T + alpha~) dlambda = -C -
    alpha~ lambda``, ``alpha~ = alpha / dt^2``, ``W`` the inverse masses and inertias; the rows grouped per block
@@ -68,7 +73,7 @@ class RodParams(NamedTuple):
 
     n_sub: int                 # substeps of the frame
     dt: float                  # [s] substep length
-    damp: float                # velocity factor per substep (mu^(dt / dt_ref))
+    damping_ratio: float       # zeta, damping of the rod's motion relative to its bones, fraction of critical
     iterations: int            # sweeps per substep (direct solve, then the scales)
     gravity: np.ndarray        # (3,) float64 [m/s^2]
     friction: float            # eta, tangential displacement removed at a contact
@@ -100,6 +105,7 @@ class RodFrame(NamedTuple):
     bend_stiffness: np.ndarray     # (M,) float64 [N m^2] EI (and GJ) of each muscle
     stretch_stiffness: np.ndarray  # (M,) float64 [N] EA of each muscle
     shortening: np.ndarray         # (M,) float64 factor on the belly segments' rest lengths (1: none)
+    frequency: np.ndarray          # (M,) float64 [Hz] f(k), the first mode the damping ratio refers to
     end_prev: np.ndarray           # (M, 2, 3) float64 [m]
     end_cur: np.ndarray            # (M, 2, 3) float64 [m]
     normal_prev: np.ndarray        # (M, 2, 3) float64 endpoint normals
@@ -234,6 +240,20 @@ def _smooth(ia, ib, alpha, s, lam, ws):
     lam[ia] += dl
     s[ia] -= ws[ia] * dl
     s[ib] += ws[ib] * dl
+
+
+@njit(**JIT_FAST)
+def velocity_keep(frequency, damping_ratio, dt):
+    """The fraction ``mu`` of a rod's velocity relative to its bones kept per substep of ``dt`` [s] (module doc):
+    ``exp(-2 zeta omega dt) (1 + (omega dt)^2)``, at most 1, ``omega = 2 pi frequency`` [Hz]. The first factor is
+    a drag ``-2 zeta omega m v`` taken exactly over the substep (the swing decays as ``exp(-zeta omega t)``); the
+    second gives back what the implicit step damps by itself (``ln(1 + (omega dt)^2) / (2 dt)`` per second), so
+    the decay does not depend on the substep length. 1 where the step alone damps more, or ``frequency`` is not
+    finite."""
+    if not math.isfinite(frequency) or frequency <= 0.0:
+        return 1.0
+    x = 2.0 * math.pi * frequency * dt
+    return min(1.0, math.exp(-2.0 * damping_ratio * x) * (1.0 + x * x))
 
 
 TOUCH_MIN_SCALE = 0.25
@@ -550,7 +570,6 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
     n_sub = params.n_sub
     dt = params.dt
     inv_dt2 = 1.0 / (dt * dt)
-    damp = params.damp
     axis_start = model.axis_start
     inv_mass = model.inv_mass
     ws = model.scale_inv_mass
@@ -580,9 +599,16 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
         ei = frame.bend_stiffness[m]
         ea = frame.stretch_stiffness[m]
         shorten = frame.shortening[m]
+        damp = velocity_keep(frame.frequency[m], params.damping_ratio, dt)
+        span = 0.0
+        for k in range(a, b - 1):
+            span += rest_length[k]
+        inv_span = 1.0 / span if span > 0.0 else 0.0
+        inv_frame = 1.0 / (n_sub * dt)
         for sub in range(k0, k1):
             f1 = (sub + 1) / n_sub
             # 1. prediction
+            arc = 0.0
             for k in range(a, b):
                 s_prev[k] = s[k]
                 for c in range(3):
@@ -594,9 +620,15 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
                     sv[k] *= damp
                     s[k] += sv[k] * dt
                 if inv_mass[k] > 0.0:
+                    t = arc * inv_span
                     for c in range(3):
-                        v[k, c] = damp * v[k, c] + params.gravity[c] * dt
+                        # the velocity the bones carry the vertex with: the ends' over the frame, by rest arc
+                        vb = ((1.0 - t) * (frame.end_cur[m, 0, c] - frame.end_prev[m, 0, c])
+                              + t * (frame.end_cur[m, 1, c] - frame.end_prev[m, 1, c])) * inv_frame
+                        v[k, c] = vb + damp * (v[k, c] - vb) + params.gravity[c] * dt
                         x[k, c] += v[k, c] * dt
+                if k < b - 1:
+                    arc += rest_length[k]
             for c in range(3):
                 x[a, c] = frame.end_prev[m, 0, c] + f1 * (frame.end_cur[m, 0, c] - frame.end_prev[m, 0, c])
                 x[b - 1, c] = frame.end_prev[m, 1, c] + f1 * (frame.end_cur[m, 1, c] - frame.end_prev[m, 1, c])

@@ -10,7 +10,7 @@ import numpy as np
 from .. import validation
 from ..pbd.control import PBDControl
 from ..pbd.solver import _frame_array
-from .model import RodModel
+from .model import RodModel, jiggle_frequency
 from .state import RodState
 
 
@@ -74,7 +74,7 @@ class RodSolver:
         from ...kernels.rod import RodParams
 
         s = self.model.settings
-        return RodParams(n_sub=int(n_sub), dt=float(sub_dt), damp=float(s.damping ** (sub_dt / s.reference_dt)),
+        return RodParams(n_sub=int(n_sub), dt=float(sub_dt), damping_ratio=float(s.damping_ratio),
                          iterations=int(s.iterations), gravity=self._gravity, friction=float(s.friction),
                          contraction=float(s.contraction), volume_compliance=float(s.volume_compliance),
                          smoothing=float(s.smoothing), touch_squeeze=float(s.touch_squeeze))
@@ -99,6 +99,7 @@ class RodSolver:
         caps = _frame_array(control.capsules, (m.capsule_count, 2, 3), "bone capsules", m.rest_capsules)
         ei, ea = m.stiffnesses(stiffness)
         return RodFrame(bend_stiffness=ei, stretch_stiffness=ea, shortening=self.shortening(activation, np.sqrt(span2)),
+                        frequency=np.ascontiguousarray(jiggle_frequency(stiffness)),
                         end_prev=state_in.endpoints, end_cur=ends, normal_prev=state_in.normals,
                         normal_cur=normals, cap_prev=state_in.capsules, cap_cur=caps)
 
