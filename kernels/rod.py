@@ -60,7 +60,7 @@ import numpy as np
 from numba import njit
 
 from .constants import JIT_FAST, MIN_DISTANCE
-from .pbd import _push
+from .pbd import _contact, _push, _radius, contact_keep
 
 
 class RodParams(NamedTuple):
@@ -76,6 +76,8 @@ class RodParams(NamedTuple):
     volume_compliance: float   # [1/J] alpha of the volume constraint (0: incompressible)
     smoothing: float           # scale smoothing stiffness as a multiple of EI
     touch_squeeze: float       # share of the scale's inverse mass a bone's touch uses (VIPER: 1; 0: pushes only)
+    contact_friction: float    # mu, Coulomb coefficient of a muscle contact (the axis solver's contact_friction)
+    contact_damping: float     # zeta_c, drag on a slide over a muscle, a fraction of critical (kernels/pbd.py)
 
 
 class RodModelArrays(NamedTuple):
@@ -92,6 +94,10 @@ class RodModelArrays(NamedTuple):
     cap_start: np.ndarray          # (M+1,) int64 CSR: capsules each muscle collides with
     cap_index: np.ndarray          # (C,) int64
     cap_radius: np.ndarray         # (C,) float64 [m]
+    touch_start: np.ndarray        # (M+1,) int64 CSR: the muscle chains each rod collides with (muscle contacts)
+    touch_chain: np.ndarray        # (T,) int64 chain index (RodFrame.chain_start)
+    touch_bundle: np.ndarray       # (T,) bool a fibre of the rod's own bundle: no drag, the rig's Coulomb only
+    chain_rod: np.ndarray          # (O,) int64 the rod each chain is (its live state is used), -1 for an axis muscle
 
 
 class RodFrame(NamedTuple):
@@ -106,6 +112,11 @@ class RodFrame(NamedTuple):
     normal_cur: np.ndarray         # (M, 2, 3) float64
     cap_prev: np.ndarray           # (B, 2, 3) float64 [m]
     cap_cur: np.ndarray            # (B, 2, 3) float64 [m]
+    stiffness: np.ndarray          # (M,) float64 the artist's k (the drag of a muscle contact, kernels/pbd.py)
+    chain_start: np.ndarray        # (O+1,) int64 CSR: particles of each muscle chain (the character's axis layout)
+    chain_prev: np.ndarray         # (Q, 3) float64 [m] the chains' particles at the frame's start
+    chain_cur: np.ndarray          # (Q, 3) float64 [m] and at its end (the axis muscles already stepped)
+    chain_radius: np.ndarray       # (Q,) float64 [m] their radii D = w Phi(s) (rows of rod chains unused)
 
 
 class RodScratch(NamedTuple):
@@ -289,6 +300,178 @@ def _collide(m, x, x_prev, s, model, frame, f1, friction, squeeze):
             if C < 0.0 and d > MIN_DISTANCE:
                 _touch(k, C, dx / d, dy / d, dz / d, r0, x, x_prev, s, model.inv_mass[k],
                        squeeze * model.scale_inv_mass[k], friction)
+
+
+SEGMENT_PARALLEL = 1e-12
+"""Two segments whose directions' cross product is below this fraction of their lengths squared are parallel
+(:func:`segment_pair`: the closest pair is then taken at the first segment's start)."""
+
+
+@njit(**JIT_FAST)
+def segment_pair(ax, ay, az, bx, by, bz, cx, cy, cz, dx, dy, dz):
+    """``(t, u)``: the parameters in [0, 1] of the closest points ``a + t (b - a)`` and ``c + u (d - c)`` of the
+    segments ``ab`` and ``cd`` (Ericson, *Real-Time Collision Detection* 5.1.9); for parallel segments ``t = 0``
+    and ``u`` the closest to it."""
+    e1x = bx - ax
+    e1y = by - ay
+    e1z = bz - az
+    e2x = dx - cx
+    e2y = dy - cy
+    e2z = dz - cz
+    rx = ax - cx
+    ry = ay - cy
+    rz = az - cz
+    aa = e1x * e1x + e1y * e1y + e1z * e1z
+    ee = e2x * e2x + e2y * e2y + e2z * e2z
+    ff = e2x * rx + e2y * ry + e2z * rz
+    if aa <= MIN_DISTANCE * MIN_DISTANCE and ee <= MIN_DISTANCE * MIN_DISTANCE:
+        return 0.0, 0.0
+    if aa <= MIN_DISTANCE * MIN_DISTANCE:
+        return 0.0, min(max(ff / ee, 0.0), 1.0)
+    cc = e1x * rx + e1y * ry + e1z * rz
+    if ee <= MIN_DISTANCE * MIN_DISTANCE:
+        return min(max(-cc / aa, 0.0), 1.0), 0.0
+    bb = e1x * e2x + e1y * e2y + e1z * e2z
+    denom = aa * ee - bb * bb
+    t = 0.0
+    if denom > SEGMENT_PARALLEL * aa * ee:
+        t = min(max((bb * ff - cc * ee) / denom, 0.0), 1.0)
+    u = (bb * t + ff) / ee
+    if u < 0.0:
+        u = 0.0
+        t = min(max(-cc / aa, 0.0), 1.0)
+    elif u > 1.0:
+        u = 1.0
+        t = min(max((bb - cc) / aa, 0.0), 1.0)
+    return t, u
+
+
+MUSCLE_SHARE = 0.5
+"""Share of a muscle contact's correction the rod takes: each side takes half, as between axis muscles
+(kernels/pbd.py); the other side takes its half in its own step."""
+
+
+@njit(**JIT_FAST)
+def _muscle_contacts(m, x, x_prev, s, model, frame, params, snap_x, snap_v, snap_s, g0, f1, keep):
+    """Rod ``m``'s segments, capsules of radius ``r0 s`` (linear along each), against the muscle chains it touches
+    (``model.touch_*``): another rod's segments, capsules of its radii, or an axis muscle's particles, spheres of
+    radius ``D = w Phi(s)`` as the axis solver's own collisions see them (so an axis settled against the rod's
+    field at rest does not touch its capsule). ``C = |p - q| - r_p - r_q >= 0`` between the closest points ``p =
+    x_a + t (x_b - x_a)`` and ``q`` (:func:`segment_pair`), on the rod's positions: each of ``x_a``, ``x_b`` moves
+    along the normal by its XPBD share (``w_a (1 - t) / W``, ``w_b t / W``, ``W = w_a (1 - t)^2 + w_b t^2``) of
+    ``MUSCLE_SHARE`` of the correction, then the axis solver's friction and drag on its slide relative to the
+    other surface (kernels/pbd.py ``_contact``; no drag, ``keep`` 1, between the fibres of one bundle). An axis
+    muscle's particles are where the axis solver left them this frame, interpolated at ``f1``; another rod is where
+    it was at the substep's start (``snap_*``; its velocity then gives its surface's motion), as the axis solver's
+    muscles see each other, so no rod reads another's live state and the result does not depend on their order
+    (moved on by that velocity, the two rods' positions fed back into each other and locked into a two-substep
+    oscillation). ``g0``: the substep's start as a fraction
+    of the frame."""
+    a = model.axis_start[m]
+    b = model.axis_start[m + 1]
+    w = model.inv_mass
+    r0 = model.rest_radius
+    dt = params.dt
+    mu = params.contact_friction
+    for entry in range(model.touch_start[m], model.touch_start[m + 1]):
+        o = model.touch_chain[entry]
+        kp = 1.0 if model.touch_bundle[entry] else keep
+        ro = model.chain_rod[o]
+        if ro >= 0:  # the other rod's segments (j, j + 1)
+            c0 = model.axis_start[ro]
+            c1 = model.axis_start[ro + 1] - 1
+            step = 1
+        else:  # the axis muscle's particles (j, j)
+            c0 = frame.chain_start[o]
+            c1 = frame.chain_start[o + 1]
+            step = 0
+        for j in range(c0, c1):
+            jn = j + step
+            # the other segment (j, jn): its ends, radii and their displacements over the substep
+            if ro >= 0:
+                ux0 = snap_v[j, 0] * dt
+                uy0 = snap_v[j, 1] * dt
+                uz0 = snap_v[j, 2] * dt
+                ux1 = snap_v[jn, 0] * dt
+                uy1 = snap_v[jn, 1] * dt
+                uz1 = snap_v[jn, 2] * dt
+                cx = snap_x[j, 0]
+                cy = snap_x[j, 1]
+                cz = snap_x[j, 2]
+                dx = snap_x[jn, 0]
+                dy = snap_x[jn, 1]
+                dz = snap_x[jn, 2]
+                rc = r0[j] * snap_s[j]
+                rd = r0[jn] * snap_s[jn]
+            else:
+                P = frame.chain_prev
+                N = frame.chain_cur
+                h = f1 - g0
+                ux0 = h * (N[j, 0] - P[j, 0])
+                uy0 = h * (N[j, 1] - P[j, 1])
+                uz0 = h * (N[j, 2] - P[j, 2])
+                ux1 = ux0
+                uy1 = uy0
+                uz1 = uz0
+                cx = P[j, 0] + f1 * (N[j, 0] - P[j, 0])
+                cy = P[j, 1] + f1 * (N[j, 1] - P[j, 1])
+                cz = P[j, 2] + f1 * (N[j, 2] - P[j, 2])
+                dx = cx
+                dy = cy
+                dz = cz
+                rc = frame.chain_radius[j]
+                rd = rc
+            # the other segment's bounding sphere
+            ox = 0.5 * (cx + dx)
+            oy = 0.5 * (cy + dy)
+            oz = 0.5 * (cz + dz)
+            orad = 0.5 * math.sqrt((dx - cx) ** 2 + (dy - cy) ** 2 + (dz - cz) ** 2) + max(rc, rd)
+            for k in range(a, b - 1):
+                wa = w[k]
+                wb = w[k + 1]
+                if wa == 0.0 and wb == 0.0:
+                    continue
+                ra = r0[k] * s[k]
+                rb = r0[k + 1] * s[k + 1]
+                mx = 0.5 * (x[k, 0] + x[k + 1, 0]) - ox
+                my = 0.5 * (x[k, 1] + x[k + 1, 1]) - oy
+                mz = 0.5 * (x[k, 2] + x[k + 1, 2]) - oz
+                half = 0.5 * math.sqrt((x[k + 1, 0] - x[k, 0]) ** 2 + (x[k + 1, 1] - x[k, 1]) ** 2
+                                       + (x[k + 1, 2] - x[k, 2]) ** 2)
+                reach = half + max(ra, rb) + orad
+                if mx * mx + my * my + mz * mz >= reach * reach:
+                    continue
+                t, u = segment_pair(x[k, 0], x[k, 1], x[k, 2], x[k + 1, 0], x[k + 1, 1], x[k + 1, 2],
+                                    cx, cy, cz, dx, dy, dz)
+                nx = x[k, 0] + t * (x[k + 1, 0] - x[k, 0]) - (cx + u * (dx - cx))
+                ny = x[k, 1] + t * (x[k + 1, 1] - x[k, 1]) - (cy + u * (dy - cy))
+                nz = x[k, 2] + t * (x[k + 1, 2] - x[k, 2]) - (cz + u * (dz - cz))
+                d = math.sqrt(nx * nx + ny * ny + nz * nz)
+                C = d - (1.0 - t) * ra - t * rb - (1.0 - u) * rc - u * rd
+                if C >= 0.0 or d < MIN_DISTANCE:
+                    continue
+                nx /= d
+                ny /= d
+                nz /= d
+                W = wa * (1.0 - t) * (1.0 - t) + wb * t * t
+                if W <= 0.0:
+                    continue
+                sx = ux0 + u * (ux1 - ux0)
+                sy = uy0 + u * (uy1 - uy0)
+                sz = uz0 + u * (uz1 - uz0)
+                if wa > 0.0 and t < 1.0:
+                    _contact(x, x_prev, k, C, nx, ny, nz, MUSCLE_SHARE * wa * (1.0 - t) / W, sx, sy, sz, mu, kp)
+                if wb > 0.0 and t > 0.0:
+                    _contact(x, x_prev, k + 1, C, nx, ny, nz, MUSCLE_SHARE * wb * t / W, sx, sy, sz, mu, kp)
+
+
+@njit(**JIT_FAST)
+def chain_radii(axis_start, particle_s, expo, scal, out):
+    """``out (P,)`` [m]: the axis particles' collision radii ``D = w Phi_a(s)`` (kernels/pbd.py ``_radius``) from
+    a muscle batch's exponents ``expo (M, 4)`` and scalars ``scal (M, SCALAR_COUNT)`` (this frame's widths)."""
+    for m in range(axis_start.shape[0] - 1):
+        for k in range(axis_start[m], axis_start[m + 1]):
+            out[k] = _radius(m, particle_s[k], expo, scal)
 
 
 @njit(**JIT_FAST)
@@ -545,7 +728,8 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
 
     ``params``: :class:`RodParams`; ``model``: :class:`RodModelArrays`; ``frame``: :class:`RodFrame`;
     ``scratch``: :class:`RodScratch` (``bad_count (M,)``: non-finite values after the frame's last substep).
-    Muscles do not interact, so they are solved one after the other; one muscle is one banded system.
+    Substep after substep, the muscles one after the other within each (one muscle is one banded system); a rod
+    reads the others only from the substep's snapshot (muscle contacts), so their order changes nothing.
     """
     n_sub = params.n_sub
     dt = params.dt
@@ -572,16 +756,27 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
     col = np.zeros(6)
     s_touch = np.zeros(s.shape[0])  # the scales before the touch
     w_free = np.zeros(s.shape[0])   # the scales' inverse masses, 0 where the touch moved one
-    for m in range(axis_start.shape[0] - 1):
-        a = axis_start[m]
-        b = axis_start[m + 1]
-        f0 = a + m            # first frame of the muscle
-        n = b - a             # vertices; frames f0 .. f0 + n
-        ei = frame.bend_stiffness[m]
-        ea = frame.stretch_stiffness[m]
-        shorten = frame.shortening[m]
-        for sub in range(k0, k1):
-            f1 = (sub + 1) / n_sub
+    touching = model.touch_chain.shape[0] > 0
+    snap_x = np.empty((x.shape[0] if touching else 0, 3))  # the rods at the substep's start (muscle contacts)
+    snap_v = np.empty((x.shape[0] if touching else 0, 3))
+    snap_s = np.empty(x.shape[0] if touching else 0)
+    for sub in range(k0, k1):
+        g0 = sub / n_sub
+        f1 = (sub + 1) / n_sub
+        if touching:
+            for k in range(x.shape[0]):
+                snap_s[k] = s[k]
+                for c in range(3):
+                    snap_x[k, c] = x[k, c]
+                    snap_v[k, c] = v[k, c]
+        for m in range(axis_start.shape[0] - 1):
+            a = axis_start[m]
+            b = axis_start[m + 1]
+            f0 = a + m            # first frame of the muscle
+            n = b - a             # vertices; frames f0 .. f0 + n
+            ei = frame.bend_stiffness[m]
+            ea = frame.stretch_stiffness[m]
+            shorten = frame.shortening[m]
             # 1. prediction
             for k in range(a, b):
                 s_prev[k] = s[k]
@@ -622,6 +817,9 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
             for it in range(params.iterations):
                 _direct_solve(a, b, f0, shorten, ei, ea, inv_dt2, x, q, model, scratch.lam_stretch,
                               scratch.lam_bend, J, D, U, r, dx, dth, col)
+                if model.touch_start[m + 1] > model.touch_start[m]:  # other muscles, before the scales follow
+                    _muscle_contacts(m, x, x_prev, s, model, frame, params, snap_x, snap_v, snap_s, g0, f1,
+                                     contact_keep(frame.stiffness[m], params.contact_damping, dt))
                 if params.smoothing > 0.0 and ei > 0.0:
                     for k in range(a, b - 1):
                         _smooth(k, k + 1, rest_length[k] / (params.smoothing * ei) * inv_dt2, s,
