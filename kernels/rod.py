@@ -346,37 +346,45 @@ def segment_pair(ax, ay, az, bx, by, bz, cx, cy, cz, dx, dy, dz):
     return t, u
 
 
-MUSCLE_SHARE = 0.5
-"""Share of a muscle contact's correction the rod takes: each side takes half, as between axis muscles
-(kernels/pbd.py); the other side takes its half in its own step."""
+AXIS_SHARE = 0.5
+"""Share of a contact with an axis muscle the rod takes: half, as between axis muscles (kernels/pbd.py); the axis
+took its half in its own step, against the rod where the last frame left it."""
+ROD_SHARE = 0.25
+"""Share of a contact between two rods each rod takes per round (:data:`ROD_CONTACT_ROUNDS`), both from one
+snapshot: with a half each, two rods pressed hard together fell into an oscillation of two substeps' period."""
+ROD_CONTACT_ROUNDS = 2
+"""Rounds of the rods' contacts with each other per substep, each from a new snapshot: together they take 3/4 of
+an overlap."""
 
 
 @njit(**JIT_FAST)
-def _muscle_contacts(m, x, x_prev, s, model, frame, params, snap_x, snap_v, snap_s, g0, f1, keep):
+def _muscle_contacts(m, rods, x, x_prev, s, model, frame, params, snap_x, snap_d, snap_s, g0, f1, keep):
     """Rod ``m``'s segments, capsules of radius ``r0 s`` (linear along each), against the muscle chains it touches
-    (``model.touch_*``): another rod's segments, capsules of its radii, or an axis muscle's particles, spheres of
-    radius ``D = w Phi(s)`` as the axis solver's own collisions see them (so an axis settled against the rod's
-    field at rest does not touch its capsule). ``C = |p - q| - r_p - r_q >= 0`` between the closest points ``p =
-    x_a + t (x_b - x_a)`` and ``q`` (:func:`segment_pair`), on the rod's positions: each of ``x_a``, ``x_b`` moves
-    along the normal by its XPBD share (``w_a (1 - t) / W``, ``w_b t / W``, ``W = w_a (1 - t)^2 + w_b t^2``) of
-    ``MUSCLE_SHARE`` of the correction, then the axis solver's friction and drag on its slide relative to the
-    other surface (kernels/pbd.py ``_contact``; no drag, ``keep`` 1, between the fibres of one bundle). An axis
-    muscle's particles are where the axis solver left them this frame, interpolated at ``f1``; another rod is where
-    it was at the substep's start (``snap_*``; its velocity then gives its surface's motion), as the axis solver's
-    muscles see each other, so no rod reads another's live state and the result does not depend on their order
-    (moved on by that velocity, the two rods' positions fed back into each other and locked into a two-substep
-    oscillation). ``g0``: the substep's start as a fraction
-    of the frame."""
+    (``model.touch_*``): with ``rods``, the other rods' segments, capsules of their radii; without, the axis
+    muscles' particles, spheres of radius ``D = w Phi(s)`` as the axis solver's own collisions see them (so an
+    axis settled against the rod's field at rest does not touch its capsule). ``C = |p - q| - r_p - r_q >= 0``
+    between the closest points ``p = x_a + t (x_b - x_a)`` and ``q`` (:func:`segment_pair`), on the rod's
+    positions: each of ``x_a``, ``x_b`` moves along the normal by its XPBD share (``w_a (1 - t) / W``, ``w_b t /
+    W``, ``W = w_a (1 - t)^2 + w_b t^2``) of ``AXIS_SHARE`` or ``ROD_SHARE`` of the correction, then the axis solver's friction
+    and drag on its slide relative to the other surface (kernels/pbd.py ``_contact``; no drag, ``keep`` 1, between
+    the fibres of one bundle). An axis muscle's particles are where the axis solver left them this frame,
+    interpolated at ``f1`` (``g0``: the substep's start as a fraction of the frame); another rod is its snapshot
+    after every rod's sweeps of this substep (``snap_x``, ``snap_s``, ``snap_d`` its displacement over the
+    substep: ``ROD_SHARE`` each per round of ``ROD_CONTACT_ROUNDS``), so no rod reads another's live state and the
+    result does not depend on their order."""
     a = model.axis_start[m]
     b = model.axis_start[m + 1]
     w = model.inv_mass
     r0 = model.rest_radius
     dt = params.dt
     mu = params.contact_friction
+    part = ROD_SHARE if rods else AXIS_SHARE
     for entry in range(model.touch_start[m], model.touch_start[m + 1]):
         o = model.touch_chain[entry]
         kp = 1.0 if model.touch_bundle[entry] else keep
         ro = model.chain_rod[o]
+        if (ro >= 0) != rods:
+            continue
         if ro >= 0:  # the other rod's segments (j, j + 1)
             c0 = model.axis_start[ro]
             c1 = model.axis_start[ro + 1] - 1
@@ -389,12 +397,12 @@ def _muscle_contacts(m, x, x_prev, s, model, frame, params, snap_x, snap_v, snap
             jn = j + step
             # the other segment (j, jn): its ends, radii and their displacements over the substep
             if ro >= 0:
-                ux0 = snap_v[j, 0] * dt
-                uy0 = snap_v[j, 1] * dt
-                uz0 = snap_v[j, 2] * dt
-                ux1 = snap_v[jn, 0] * dt
-                uy1 = snap_v[jn, 1] * dt
-                uz1 = snap_v[jn, 2] * dt
+                ux0 = snap_d[j, 0]
+                uy0 = snap_d[j, 1]
+                uz0 = snap_d[j, 2]
+                ux1 = snap_d[jn, 0]
+                uy1 = snap_d[jn, 1]
+                uz1 = snap_d[jn, 2]
                 cx = snap_x[j, 0]
                 cy = snap_x[j, 1]
                 cz = snap_x[j, 2]
@@ -460,9 +468,9 @@ def _muscle_contacts(m, x, x_prev, s, model, frame, params, snap_x, snap_v, snap
                 sy = uy0 + u * (uy1 - uy0)
                 sz = uz0 + u * (uz1 - uz0)
                 if wa > 0.0 and t < 1.0:
-                    _contact(x, x_prev, k, C, nx, ny, nz, MUSCLE_SHARE * wa * (1.0 - t) / W, sx, sy, sz, mu, kp)
+                    _contact(x, x_prev, k, C, nx, ny, nz, part * wa * (1.0 - t) / W, sx, sy, sz, mu, kp)
                 if wb > 0.0 and t > 0.0:
-                    _contact(x, x_prev, k + 1, C, nx, ny, nz, MUSCLE_SHARE * wb * t / W, sx, sy, sz, mu, kp)
+                    _contact(x, x_prev, k + 1, C, nx, ny, nz, part * wb * t / W, sx, sy, sz, mu, kp)
 
 
 @njit(**JIT_FAST)
@@ -757,18 +765,12 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
     s_touch = np.zeros(s.shape[0])  # the scales before the touch
     w_free = np.zeros(s.shape[0])   # the scales' inverse masses, 0 where the touch moved one
     touching = model.touch_chain.shape[0] > 0
-    snap_x = np.empty((x.shape[0] if touching else 0, 3))  # the rods at the substep's start (muscle contacts)
-    snap_v = np.empty((x.shape[0] if touching else 0, 3))
+    snap_x = np.empty((x.shape[0] if touching else 0, 3))  # the rods after their sweeps (muscle contacts)
+    snap_d = np.empty((x.shape[0] if touching else 0, 3))
     snap_s = np.empty(x.shape[0] if touching else 0)
     for sub in range(k0, k1):
         g0 = sub / n_sub
         f1 = (sub + 1) / n_sub
-        if touching:
-            for k in range(x.shape[0]):
-                snap_s[k] = s[k]
-                for c in range(3):
-                    snap_x[k, c] = x[k, c]
-                    snap_v[k, c] = v[k, c]
         for m in range(axis_start.shape[0] - 1):
             a = axis_start[m]
             b = axis_start[m + 1]
@@ -817,9 +819,9 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
             for it in range(params.iterations):
                 _direct_solve(a, b, f0, shorten, ei, ea, inv_dt2, x, q, model, scratch.lam_stretch,
                               scratch.lam_bend, J, D, U, r, dx, dth, col)
-                if model.touch_start[m + 1] > model.touch_start[m]:  # other muscles, before the scales follow
-                    _muscle_contacts(m, x, x_prev, s, model, frame, params, snap_x, snap_v, snap_s, g0, f1,
-                                     contact_keep(frame.stiffness[m], params.contact_damping, dt))
+                if model.touch_start[m + 1] > model.touch_start[m]:  # axis muscles, before the scales follow
+                    _muscle_contacts(m, False, x, x_prev, s, model, frame, params, snap_x, snap_d, snap_s, g0,
+                                     f1, contact_keep(frame.stiffness[m], params.contact_damping, dt))
                 if params.smoothing > 0.0 and ei > 0.0:
                     for k in range(a, b - 1):
                         _smooth(k, k + 1, rest_length[k] / (params.smoothing * ei) * inv_dt2, s,
@@ -828,6 +830,21 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
                     k = a + j if it % 2 == 0 else b - 2 - j
                     _volume(k, k + 1, rest_length[k], params.volume_compliance * inv_dt2, x, s,
                             scratch.lam_volume, ws)
+        for _ in range(ROD_CONTACT_ROUNDS if touching else 0):  # rods against rods, Jacobi rounds
+            for k in range(x.shape[0]):  # the rods where the others see them
+                snap_s[k] = s[k]
+                for c in range(3):
+                    snap_x[k, c] = x[k, c]
+                    snap_d[k, c] = x[k, c] - x_prev[k, c]
+            for m in range(axis_start.shape[0] - 1):
+                if model.touch_start[m + 1] > model.touch_start[m]:
+                    _muscle_contacts(m, True, x, x_prev, s, model, frame, params, snap_x, snap_d, snap_s, g0, f1,
+                                     contact_keep(frame.stiffness[m], params.contact_damping, dt))
+        for m in range(axis_start.shape[0] - 1):
+            a = axis_start[m]
+            b = axis_start[m + 1]
+            f0 = a + m
+            n = b - a
             for k in range(a, b):
                 s_touch[k] = s[k]
             _collide(m, x, x_prev, s, model, frame, f1, params.friction, params.touch_squeeze)
