@@ -82,8 +82,9 @@ class MuscledCharacter:
     :class:`core.fat.primitive.FatPrimitive` at rest, on ``fat_bones (F,)``; ``fat_collide_bones (F,)`` bool (default
     all). ``solvers``: per muscle ``'AXIS'`` (the paper's PBD axis, default) or ``'ROD'`` (a VIPER rod,
     ``core/rod/muscles.py``, with ``rod`` its :class:`core.rod.settings.RodSettings`); None: every muscle ``'AXIS'``.
-    A rod muscle collides with its bones (VIPER's touch constraint) and the axis muscles of its contact set push
-    against it; it does not push them, nor other rods."""
+    A rod muscle collides with its bones (VIPER's touch constraint) and with the muscles of its contact set, axes
+    and rods, which push it as it pushes them (``core/rod/contacts.py``); the rods of one bundle
+    (``MuscleCollisions.bundles``) push each other even in one overlap group."""
 
     def __init__(self, rig, muscles, origin_bones, insertion_bones, skin_bones, pbd: PBDSettings | None = None,
                  skin: SkinSettings | None = None, tracking: TrackingSettings | None = None,
