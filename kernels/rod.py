@@ -374,17 +374,19 @@ def _muscle_contacts(m, rods, x, x_prev, s, model, frame, params, snap_x, snap_d
                      part=1.0):
     """Rod ``m``'s segments, capsules of radius ``r0 s`` (linear along each), against the muscle chains it touches
     (``model.touch_*``; ``part``: a factor on the share, :data:`AXIS_AFTER`): with ``rods``, the other rods'
-    segments, capsules of their radii; without, the axis muscles' particles, spheres of radius ``D = w Phi(s)`` as the axis solver's own collisions see them (so an
-    axis settled against the rod's field at rest does not touch its capsule). ``C = |p - q| - r_p - r_q >= 0``
-    between the closest points ``p = x_a + t (x_b - x_a)`` and ``q`` (:func:`segment_pair`), on the rod's
-    positions: each of ``x_a``, ``x_b`` moves along the normal by its XPBD share (``w_a (1 - t) / W``, ``w_b t /
-    W``, ``W = w_a (1 - t)^2 + w_b t^2``) of ``AXIS_SHARE`` or ``ROD_SHARE`` of the correction, then the axis solver's friction
-    and drag on its slide relative to the other surface (kernels/pbd.py ``_contact``; no drag, ``keep`` 1, between
-    the fibres of one bundle). An axis muscle's particles are where the axis solver left them this frame,
-    interpolated at ``f1`` (``g0``: the substep's start as a fraction of the frame); another rod is its snapshot
-    after every rod's sweeps of this substep (``snap_x``, ``snap_s``, ``snap_d`` its displacement over the
-    substep: ``ROD_SHARE`` each per round of ``ROD_CONTACT_ROUNDS``), so no rod reads another's live state and the
-    result does not depend on their order."""
+    segments, capsules of their radii; without, the axis muscles' particles, spheres of radius ``D = w Phi(s)``
+    as the axis solver's own collisions see them (so an axis settled against the rod's field at rest does not
+    touch its capsule). ``C = |p - q| - r_p - r_q >= 0`` between the closest points ``p = x_a + t (x_b - x_a)``
+    and ``q`` (:func:`segment_pair`), on the rod's positions, across the rod only (the normal's component along
+    the segment removed; a normal within ``ACROSS_MIN`` of it is left out): each of ``x_a``, ``x_b`` moves along
+    it by its XPBD share (``w_a (1 - t) / W``, ``w_b t / W``, ``W = w_a (1 - t)^2 + w_b t^2``) of ``AXIS_SHARE``
+    or ``ROD_SHARE`` of the correction, then the axis solver's friction and drag on its slide relative to the
+    other surface (kernels/pbd.py ``_contact``; no drag, ``keep`` 1, between the fibres of one bundle). An axis
+    muscle's particles are where the axis solver left them this frame, interpolated at ``f1`` (``g0``: the
+    substep's start as a fraction of the frame); another rod is its snapshot after every rod's sweeps of this
+    substep (``snap_x``, ``snap_s``, ``snap_d`` its displacement over the substep: ``ROD_SHARE`` each per round
+    of ``ROD_CONTACT_ROUNDS``), so no rod reads another's live state and the result does not depend on their
+    order."""
     a = model.axis_start[m]
     b = model.axis_start[m + 1]
     w = model.inv_mass

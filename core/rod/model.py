@@ -153,8 +153,8 @@ def build_rod_model(muscles: Sequence, settings: RodSettings | None = None, caps
     capsules: (B, 2, 3) [m] bone segments at rest; capsule_radius [m]: (B,) or (M, B), as
     ``core.pbd.model.build_pbd_model``; bone_collisions: (M,) bool (default all True); capsule_margin [m]: a muscle
     collides with the capsules within its reach plus this margin at rest (default a quarter of its length).
-    touches, chain_rod: the muscle contacts (``core.rod.contacts.muscle_touches``; default none): per rod a list of ``(chain,
-    bundle)`` pairs and ``(O,)`` the rod index of each chain, -1 for an axis muscle's.
+    touches, chain_rod: the muscle contacts (``core.rod.contacts.muscle_touches``; default none): per rod a list
+    of ``(chain, bundle)`` pairs and ``(O,)`` the rod index of each chain, -1 for an axis muscle's.
     """
     settings = (settings or RodSettings()).validated()
     muscles = list(muscles)

@@ -7,10 +7,7 @@ import numpy as np
 
 import blender_session
 from blender_scenes import animated_arm, bind, evaluated
-from test_evaluation import SAME_TOL
-
-FRAMES = (1, 12, 30, 40)
-"""Frames compared between playing, jumping, scrubbing back and the bake."""
+from test_rod_solver import FRAMES, scrubs_and_bakes_as_played
 PASS_TOL = 0.002
 """[m] Largest overlap of two fibres' capsules (tests/core/test_rod_contacts.py)."""
 
@@ -63,21 +60,7 @@ def test_a_rod_muscle_with_fibres_is_a_bundle_that_plays_scrubs_and_bakes(bpy):
             played[f] = evaluated(bpy, mesh)
     assert min(clearances) > -PASS_TOL
     assert all(np.isfinite(x).all() for x in played.values())
-    # scrubbing: a jump simulates the frames between, back comes from the cache; both as played
-    bpy.ops.implicit_muscles.reset_simulation()
-    scene.frame_set(1)
-    scene.frame_set(30)
-    assert np.abs(evaluated(bpy, mesh) - played[30]).max() < SAME_TOL
-    scene.frame_set(40)
-    for f in (12, 40, 1, 30):
-        scene.frame_set(f)
-        assert np.abs(evaluated(bpy, mesh) - played[f]).max() < SAME_TOL, f
-    # the bake plays what playback showed
-    bpy.context.view_layer.objects.active = mesh
-    assert bpy.ops.implicit_muscles.bake(frame_start=1, frame_end=40) == {'FINISHED'}
-    for f in reversed(FRAMES):
-        scene.frame_set(f)
-        assert np.abs(evaluated(bpy, mesh) - played[f]).max() < SAME_TOL, f
+    scrubs_and_bakes_as_played(bpy, mesh, played)
 
 
 def test_fibres_of_an_axis_muscle_overlap_and_the_panel_says_which(bpy):
