@@ -37,6 +37,11 @@ class RodSettings:
     density: float [kg/m^3]  default 1060 (paper §6.2)
     min_mass_fraction: float radii used for the inertias at least this fraction of the largest, default 0.5
     gravity: (3,) [m/s^2]    default off
+    contact_friction: float  mu, Coulomb coefficient of a contact with another muscle (as the axis solver's, whose
+                             value ``core.character.MuscledCharacter`` gives it), default 0
+    contact_damping_ratio: float  drag on a slide over another muscle, a fraction of critical damping of the rod's
+                             first mode (the axis solver's law, ``kernels/pbd.py`` ``contact_keep``), default 0.25;
+                             none between the fibres of one bundle
     """
 
     substeps: int = 20
@@ -54,6 +59,8 @@ class RodSettings:
     density: float = MUSCLE_DENSITY
     min_mass_fraction: float = 0.5
     gravity: tuple = (0.0, 0.0, 0.0)
+    contact_friction: float = 0.0
+    contact_damping_ratio: float = 0.25
 
     def validated(self) -> "RodSettings":
         """A copy with every value checked (``ValueError`` with a plain sentence otherwise)."""
@@ -79,6 +86,10 @@ class RodSettings:
         validation.positive(self.density, "muscle density")
         validation.unit_interval(self.min_mass_fraction, "minimum mass fraction")
         validation.vector3(self.gravity, "gravity")
+        validation.unit_interval(self.contact_friction, "contact friction")
+        value = float(self.contact_damping_ratio)
+        if not value >= 0.0 or value == float("inf"):
+            raise ValueError(f"contact damping ratio must be 0 or more, got {value!r}.")
         return replace(self, substeps=int(self.substeps), iterations=int(self.iterations))
 
     def substeps_for(self, dt: float) -> int:
