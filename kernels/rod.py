@@ -47,8 +47,8 @@ muscle (the rods' contacts with each other between steps 2 and 3 of all of them)
    the volume), so a contact neither leaves the rod's volume off nor undoes the touch.
 3. ``v = (x - x_prev) / dt``, ``sv = (s - s_prev) / dt``, ``qd = (q - q_prev) / dt``.
 
-Inverse masses: positions ``1 / m_k`` (masses by length; 0 at the kinematic ends); scales ``2 / (m_k r0_k^2)`` (the radial inertia of
-a disc, eq. 23); segment frames ``1 / I`` with ``I = m (r^2 / 4 + l^2 / 12)``; anchors 0.
+Inverse masses: positions ``1 / m_k`` (masses by length; 0 at the kinematic ends); scales ``2 / (m_k r0_k^2)`` (the
+radial inertia of a disc, eq. 23); segment frames ``1 / I`` with ``I = m (r^2 / 4 + l^2 / 12)``; anchors 0.
 
 Structs (``P`` vertices, ``M`` muscles, ``F = P + M`` frames, ``B`` capsules):
     x, v: (P, 3)            positions [m], velocities [m/s]
