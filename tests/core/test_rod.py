@@ -219,22 +219,27 @@ def test_sag_matches_beam_theory_at_any_particle_count(k):
     assert sags[30] == pytest.approx(sags[60], rel=COUNT_TOL)
 
 
-def pluck_frequency(particles, k, seconds=2.0, fps=240.0):
-    """Frequency [Hz] of a rod pinned at both ends, undamped, set swinging in its first mode (half periods between
-    zero crossings of the middle vertex)."""
-    model = rod(particles=particles, settings=RodSettings(damping_ratio=0.0))
+def pluck(particles, k, settings, frame_dt, frames):
+    """``(t (frames,) [s], x (frames,) [m])``: the middle vertex's sideways offset, frame by frame, of a rod pinned
+    at both ends and set swinging in its first mode (``settings`` its ``RodSettings``, ``frame_dt`` [s] a frame)."""
+    model = rod(particles=particles, settings=settings)
     state = RodState.at_rest(model)
     z, L = model.rest_points[:, 2], model.rest_span[0]
     state.v[1:-1, 0] = 0.05 * np.sin(np.pi * z[1:-1] / L)
     mid = int(np.argmin(np.abs(z - L / 2)))
     solver, nxt, control = RodSolver(model), state.copy(), PBDControl(stiffness=k)
     xs = []
-    for _ in range(int(seconds * fps)):
-        solver.step(state, nxt, control, 1.0 / fps)
+    for _ in range(frames):
+        solver.step(state, nxt, control, frame_dt)
         state, nxt = nxt, state
         xs.append(state.x[mid, 0])
-    xs = np.array(xs)
-    t = np.arange(1, len(xs) + 1) / fps
+    return np.arange(1, frames + 1) * frame_dt, np.array(xs)
+
+
+def pluck_frequency(particles, k, seconds=2.0, fps=240.0):
+    """Frequency [Hz] of an undamped plucked rod (:func:`pluck`): half periods between zero crossings of the middle
+    vertex."""
+    t, xs = pluck(particles, k, RodSettings(damping_ratio=0.0), 1.0 / fps, int(seconds * fps))
     i = np.flatnonzero(xs[:-1] * xs[1:] < 0)
     crossings = t[i] - xs[i] * (t[i + 1] - t[i]) / (xs[i + 1] - xs[i])
     assert len(crossings) >= 4
@@ -250,22 +255,12 @@ def test_pluck_frequency_follows_k_at_any_particle_count(k):
 
 
 def pluck_damping_ratio(particles, k, zeta, substeps=20, fps=24.0, seconds=2.0, sample=10):
-    """Damping ratio of the first mode of a rod pinned at both ends, set swinging in that mode: the decay rate of
-    its middle vertex's peaks (the first five) over ``2 pi f(k)``, run at ``fps`` (sampled ``sample`` times a
-    frame, each sample keeping the substep length of ``substeps`` per frame at 24 fps)."""
-    model = rod(particles=particles, settings=RodSettings(damping_ratio=zeta, substeps=substeps))
-    state = RodState.at_rest(model)
-    z, L = model.rest_points[:, 2], model.rest_span[0]
-    state.v[1:-1, 0] = 0.05 * np.sin(np.pi * z[1:-1] / L)
-    mid = int(np.argmin(np.abs(z - L / 2)))
-    solver, nxt, control = RodSolver(model), state.copy(), PBDControl(stiffness=k)
-    xs = []
-    for _ in range(int(seconds * fps * sample)):
-        solver.step(state, nxt, control, 1.0 / (fps * sample))
-        state, nxt = nxt, state
-        xs.append(abs(state.x[mid, 0]))
-    xs = np.array(xs)
-    t = np.arange(1, len(xs) + 1) / (fps * sample)
+    """Damping ratio of a plucked rod's first mode (:func:`pluck`): the decay rate of its middle vertex's peaks (the
+    first five) over ``2 pi f(k)``, run at ``fps`` (sampled ``sample`` times a frame, each sample keeping the substep
+    length of ``substeps`` per frame at 24 fps)."""
+    t, xs = pluck(particles, k, RodSettings(damping_ratio=zeta, substeps=substeps), 1.0 / (fps * sample),
+                  int(seconds * fps * sample))
+    xs = np.abs(xs)
     peak = np.flatnonzero((xs[1:-1] > xs[:-2]) & (xs[1:-1] >= xs[2:]))[:5] + 1
     assert len(peak) == 5
     rate = -np.polyfit(t[peak], np.log(xs[peak]), 1)[0]
