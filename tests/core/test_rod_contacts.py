@@ -17,11 +17,12 @@ PAIR_TOL = 1e-9
 """[m] Distance between the closest points of two segments, kernel against the plain reference."""
 PASS_TOL = 0.002
 """[m] Largest overlap of two rods pressed together (each takes a share of a contact's correction per substep, and
-its elasticity answers before the next: a press leaves a small overlap; measured 0.5 mm)."""
+its elasticity answers before the next: a press leaves a small overlap; docs/design-notes.md, *Muscle contacts
+and bundles*)."""
 CHAIN_TOL = 0.006
 """[m] Largest overlap of a rod and an axis muscle's chain that does not yield, pressed 5.7 cm into it (the rod
-takes its half of the contact mostly before its elastic solve, which takes some of it back; measured 5.5 mm at the
-deepest; an axis muscle in a character yields, taking the other half itself)."""
+takes its half of the contact mostly before its elastic solve, which takes some of it back; an axis muscle in a
+character yields, taking the other half itself; the measured overlap is in the design notes)."""
 FREE_OVERLAP = 0.01
 """[m] Least overlap of two rods of one overlap group pushed through each other (they ignore each other)."""
 VOLUME_TOL = 0.03
