@@ -815,6 +815,16 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
     snap_x = np.empty((x.shape[0] if touching else 0, 3))  # the rods after their sweeps (muscle contacts)
     snap_d = np.empty((x.shape[0] if touching else 0, 3))
     snap_s = np.empty(x.shape[0] if touching else 0)
+    muscles = axis_start.shape[0] - 1
+    keep = np.empty(muscles)      # velocity kept per substep (damping), per muscle
+    inv_span = np.empty(muscles)  # 1 / rest length of each muscle, 0 for none
+    for m in range(muscles):
+        keep[m] = velocity_keep(frame.frequency[m], params.damping_ratio, dt)
+        span = 0.0
+        for k in range(axis_start[m], axis_start[m + 1] - 1):
+            span += rest_length[k]
+        inv_span[m] = 1.0 / span if span > 0.0 else 0.0
+    inv_frame = 1.0 / (n_sub * dt)
     for sub in range(k0, k1):
         g0 = sub / n_sub
         f1 = (sub + 1) / n_sub
@@ -826,12 +836,7 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
             ei = frame.bend_stiffness[m]
             ea = frame.stretch_stiffness[m]
             shorten = frame.shortening[m]
-            damp = velocity_keep(frame.frequency[m], params.damping_ratio, dt)
-            span = 0.0
-            for k in range(a, b - 1):
-                span += rest_length[k]
-            inv_span = 1.0 / span if span > 0.0 else 0.0
-            inv_frame = 1.0 / (n_sub * dt)
+            damp = keep[m]
             # 1. prediction
             arc = 0.0
             for k in range(a, b):
@@ -845,7 +850,7 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
                     sv[k] *= damp
                     s[k] += sv[k] * dt
                 if inv_mass[k] > 0.0:
-                    t = arc * inv_span
+                    t = arc * inv_span[m]
                     for c in range(3):
                         # the velocity the bones carry the vertex with: the ends' over the frame, by rest arc
                         vb = ((1.0 - t) * (frame.end_cur[m, 0, c] - frame.end_prev[m, 0, c])
