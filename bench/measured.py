@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 START = "<!-- measured:start -->"
 END = "<!-- measured:end -->"
 HEADER = ["benchmark", "ours", "baseline in the same run", "target"]
-ORDER = ["muscle_field", "pbd", "skin", "quality", "deform", "scaling", "blender", "cold_start", "display",
+ORDER = ["muscle_field", "pbd", "solvers", "skin", "quality", "deform", "scaling", "blender", "cold_start", "display",
          "long_run"]
 """Benchmarks in the table's order (``bench/bench_<name>.py``); the demo's row comes last."""
 LONG_RUN_ENERGY_GROWTH = 1.5
@@ -105,6 +105,19 @@ def rows_pbd(d: dict) -> list:
     rows.append(["PBD, 50 chains x 30 particles, distance only, 10 substeps, 1 sweep",
                  f"{num(all_cores)} ms ({t} threads), {num(one)} ms (1)", baseline, target])
     return rows
+
+
+def rows_solvers(d: dict) -> list:
+    r = d["results"]
+    cell = lambda shot: ", ".join(  # noqa: E731
+        f"{config} {num(r[f'{shot}, {config}']['pbd least'])} ms" for config in ("all axis", "biceps rod",
+                                                                              "all rods"))
+    frame = ", ".join(f"{num(r[f'biceps curl, {config}']['total least'])}" for config in ("all axis", "biceps rod",
+                                                                                         "all rods"))
+    return [["Muscle solvers, the paper's arm (4 muscles), 1 thread: the muscles' stage, the least frame (these "
+             "small frames' medians measure a shared machine's other work)",
+             f"biceps curl: {cell('biceps curl')}; arm shake: {cell('arm shake')}; whole curl frame {frame} ms",
+             "the paper's axis solver: all axis", "none (issue 25: the cost of each)"]]
 
 
 def rows_skin(d: dict) -> list:
@@ -345,7 +358,7 @@ def _demo_speed(s: dict) -> str:
     return ("; the muscles copy per frame, " + ", ".join(parts)) if parts else ""
 
 
-ROWS = {"muscle_field": rows_muscle_field, "pbd": rows_pbd, "skin": rows_skin, "quality": rows_quality,
+ROWS = {"muscle_field": rows_muscle_field, "pbd": rows_pbd, "solvers": rows_solvers, "skin": rows_skin, "quality": rows_quality,
         "deform": rows_deform, "scaling": rows_scaling,
         "blender": rows_blender, "cold_start": rows_cold_start, "display": rows_display,
         "long_run": rows_long_run}

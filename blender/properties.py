@@ -112,8 +112,8 @@ class ImplicitMuscle(PropertyGroup):
                                               "of the same Group)")
     collision_group: IntProperty(name="Group", default=0, min=0, max=64, **SETUP,
                                  description="Muscles with the same group (1 or more) overlap freely instead of "
-                                             "pushing each other, as the fibres of one muscle always do (0: no "
-                                             "group)")
+                                             "pushing each other, as the fibres of one axis muscle always do "
+                                             "(0: no group); the fibres of one Rod muscle still push each other")
     keep_inside: BoolProperty(name="Stay Under Skin", default=True, **SETUP,
                               description="Keep the muscle inside the skin when joints bend")
     bone_radius: FloatProperty(name="Bone Radius", subtype='DISTANCE', unit='LENGTH', default=0.0, min=0.0,
@@ -122,7 +122,9 @@ class ImplicitMuscle(PropertyGroup):
                                            "automatic, a quarter of the limb's radius measured from the skin)")
 
     fibres: IntProperty(name="Fibres", default=1, min=1, max=16, **SETUP,
-                        description="Fan-shaped muscles (pectoral, deltoid) are made of several fibres")
+                        description="Fan-shaped muscles (pectoral, deltoid) are made of several fibres. With "
+                                    "Solver Axis they overlap freely; with Solver Rod they are a bundle: rods that "
+                                    "slide along each other without passing through (unless Muscles is off)")
     origin_spread: FloatProperty(name="Origin Spread", subtype='DISTANCE', unit='LENGTH', default=0.0, min=0.0,
                                  soft_max=0.3, **SETUP,
                                  description="How far apart the fibres start, across the muscle")

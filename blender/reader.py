@@ -179,7 +179,8 @@ def read_collisions(armature, source):
     """``core.pbd.collisions.MuscleCollisions`` of the fibres whose Blender muscles are ``source (fibres,)``: each
     fibre takes its muscle's *Bones*, *Muscles*, *Stay Under Skin* and *Bone Radius* (0: automatic, NaN for the
     core); the fibres of a muscle share its *Group* (1-64), or else an overlap group of their own, so they never
-    push each other."""
+    push each other, except the fibres of a muscle whose *Solver* is Rod: they are a bundle (its index), rods that
+    push each other and slide along each other without passing through."""
     from ..core.pbd.collisions import MuscleCollisions
 
     items = armature.implicit_muscles.muscles
@@ -189,7 +190,8 @@ def read_collisions(armature, source):
         keep_inside=[m.keep_inside for m in fibres],
         overlap_groups=[m.collision_group if m.collision_group > 0 else OWN_GROUP + int(k)
                         for m, k in zip(fibres, source)],
-        bone_radius=[m.bone_radius if m.bone_radius > 0.0 else math.nan for m in fibres])
+        bone_radius=[m.bone_radius if m.bone_radius > 0.0 else math.nan for m in fibres],
+        bundles=[int(k) if m.solver == 'ROD' and m.fibres > 1 else -1 for m, k in zip(fibres, source)])
 
 
 def read_solvers(armature, source) -> tuple:

@@ -27,6 +27,7 @@ state then also holds them (``core/fat/state.MusclesAndFat``).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -62,6 +63,10 @@ START_SETTLE_MAX_FRAMES = 120
 START_SETTLE_STILL = 1e-5
 """[m] :meth:`MuscledCharacter.settle` ends (after ``START_SETTLE_FRAMES``) at the first frame that moves no muscle
 particle this far."""
+REST_TOGETHER_FRAMES = 480
+"""Frames :meth:`MuscledCharacter._settle_together` holds the rest with rods and axes pushing each other at most."""
+REST_TOGETHER_TOL = 1e-10
+"""[m] :meth:`MuscledCharacter._settle_together` ends at the first frame that moves no particle this far."""
 KEEP_INSIDE_ISO = 0.4
 """Iso-value of the skin's parts without the muscles (compact convention) inside which the muscle axes are kept
 (paper §6.3, muscle-skin collision); ``None`` turns the constraint off."""
@@ -77,8 +82,9 @@ class MuscledCharacter:
     :class:`core.fat.primitive.FatPrimitive` at rest, on ``fat_bones (F,)``; ``fat_collide_bones (F,)`` bool (default
     all). ``solvers``: per muscle ``'AXIS'`` (the paper's PBD axis, default) or ``'ROD'`` (a VIPER rod,
     ``core/rod/muscles.py``, with ``rod`` its :class:`core.rod.settings.RodSettings`); None: every muscle ``'AXIS'``.
-    A rod muscle collides with its bones (VIPER's touch constraint) and the axis muscles of its contact set push
-    against it; it does not push them, nor other rods."""
+    A rod muscle collides with its bones (VIPER's touch constraint) and with the muscles of its contact set, axes
+    and rods, which push it as it pushes them (``core/rod/contacts.py``); the rods of one bundle
+    (``MuscleCollisions.bundles``) push each other even in one overlap group."""
 
     def __init__(self, rig, muscles, origin_bones, insertion_bones, skin_bones, pbd: PBDSettings | None = None,
                  skin: SkinSettings | None = None, tracking: TrackingSettings | None = None,
@@ -117,10 +123,14 @@ class MuscledCharacter:
                                     capsule_radius=self.capsule_radius, contact_sets=sets, overlap_groups=overlap,
                                     bone_collisions=c.bones & ~self.rod_muscles, keep_inside=c.keep_inside)
             if self.rod_muscles.any():  # built from the axes as given, before anything settles
+                rod = replace(rod or RodSettings(), contact_friction=built.settings.contact_friction,
+                              contact_damping_ratio=built.settings.contact_damping_ratio)  # one contact law
+                bundles = [int(g) if g >= 0 else None for g in c.bundles]
                 self.rods = RodMuscles(self.muscles, self.rod_muscles, built.axis_start, rod,
                                        capsules=self.capsules_rest, capsule_radius=self.capsule_radius,
                                        bone_collisions=c.bones, keep_inside=c.keep_inside,
-                                       skin_max_step=built.settings.skin_max_step)
+                                       skin_max_step=built.settings.skin_max_step, contact_sets=sets,
+                                       overlap_groups=overlap, bundles=bundles)
                 rod_rest = self.rods.rest_state()  # first: the axes settle against the rods at their rest
                 built = freeze(built, self.rod_muscles, rod_rest.x)
             stored = self._stored_rest(built, settled_rest)
@@ -132,12 +142,16 @@ class MuscledCharacter:
             # the model with the settled particle parameters (PBDModel.with_particle_s) and its rest state
             self.model, self._rest = stored
             self.solver = PBDSolver(self.model)
+            self._settled_x = self._rest.x.copy()  # the axes' own rest, what settled_rest() gives back
             if self.rods is not None:  # the rods' own rest, mirrored into the axis state
+                self.rods.particle_s = self.model.particle_s
                 self._rest.rod = rod_rest
                 self.rods.fill(self._rest, PBDControl.of(self.inputs()))
+                self._settle_together()
         else:  # Implicit Skinning alone: nothing to simulate, the state is empty
             self.model = self.solver = None
             self._rest = PBDState.empty()
+            self._settled_x = self._rest.x.copy()
             rest_hint = (self._rest.x.copy(), np.zeros(0))
         self._rest_hint = rest_hint
         self._state = self._rest.copy()
@@ -178,6 +192,27 @@ class MuscledCharacter:
         self.reach = REACH_FACTOR * max(float(np.linalg.norm(np.ptp(rig.vertices, axis=0))), 1e-3)
         self.timings: dict = {}
 
+    def _settle_together(self, dt: float = 1.0 / 24.0) -> None:
+        """Where rods touch axis muscles (``RodMuscles.chains``), the rest is where both push each other: the rods
+        rested alone, then the axes against them (one way), so the rig is held at rest with both solvers until a
+        frame moves no particle ``REST_TOGETHER_TOL`` [m] nor any scale as much (at most ``REST_TOGETHER_FRAMES``);
+        then every rate is zeroed. Nothing to do without such contacts."""
+        model = self.rods.model
+        if not np.any(model.chain_rod[model.touch_chain] < 0):
+            return
+        control = PBDControl.of(self.inputs())
+        state, spare = self._rest, self._rest.copy()
+        for _ in range(REST_TOGETHER_FRAMES):
+            self.solver.step(state, spare, control, dt)
+            self.rods.step(state, spare, control, dt)
+            moved = max(float(np.abs(spare.x - state.x).max()), float(np.abs(spare.rod.s - state.rod.s).max()))
+            state, spare = spare, state
+            if moved < REST_TOGETHER_TOL:
+                break
+        for rate in (state.v, state.rod.v, state.rod.sv, state.rod.qd):
+            rate[:] = 0.0
+        self._rest = state
+
     @staticmethod
     def _bones(values, count, what):
         arr = np.asarray(values, dtype=np.int64).reshape(-1)
@@ -202,7 +237,7 @@ class MuscledCharacter:
     def settled_rest(self) -> tuple:
         """``(x (P, 3), particle_s (P,))`` of the settled rest: pass it back as ``settled_rest`` to bind the same
         character again with no settling at all and bit for bit the same."""
-        return self._rest.x.copy(), (self.model.particle_s.copy() if self.model else np.zeros(0))
+        return self._settled_x.copy(), (self.model.particle_s.copy() if self.model else np.zeros(0))
 
     def rest_hint(self) -> tuple:
         """``(x (P, 3), particle_s (P,))`` where the rest settle started: pass it back as ``rest_hint`` to bind the

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-COLUMN_LABELS = ("dual quaternions", "Implicit Skinning", "Implicit Skinning + muscles")
+COLUMN_LABELS = {"dqs": "dual quaternions", "implicit": "Implicit Skinning", "muscles": "Implicit Skinning + muscles",
+                 "rod": "+ muscles, the biceps a rod"}
+"""The crease close-up's panel titles, by copy."""
 STAGE_COLOURS = {"read": "#bbbbbb", "pbd": "#d95f02", "pose": "#7570b3", "field": "#e7298a", "tracking": "#1b9e77",
                  "write": "#666666"}
 STAGE_NAMES = {"read": "pose read", "pbd": "PBD (muscle axes)", "pose": "DQS", "field": "field update",
@@ -60,9 +62,9 @@ def crease(shot: dict, out_dir: Path, dpi: int) -> Path:
     plt = _pyplot()
     files = shot["crease"]["files"]
     fig, axes = plt.subplots(1, len(files), figsize=(3.3 * len(files), 3.6), dpi=dpi, constrained_layout=True)
-    for ax, item, label in zip(axes, files, COLUMN_LABELS):
+    for ax, item in zip(axes, files):
         ax.imshow(_image(item["file"]))
-        ax.set_title(label, fontsize=10)
+        ax.set_title(COLUMN_LABELS[item["kind"]], fontsize=10)
         ax.set_xticks([])
         ax.set_yticks([])
     fig.suptitle(f"The elbow's inner side at frame {shot['crease']['frame']} (130 degrees), seen from the side",
@@ -115,6 +117,11 @@ def curves(shot: dict, out_dir: Path, dpi: int) -> Path:
     colours = plt.get_cmap("tab20")(np.linspace(0, 1, max(len(ratios), 2)))
     for (name, r), colour in zip(ratios.items(), colours):
         vol.plot(frames, r, lw=1.4, color=colour, label=name)
+    if "rod" in shot:  # the copy with the probe muscle as a rod: that muscle's volume
+        name = shot["probe"]["muscle"]
+        r = 100.0 * np.asarray(shot["rod"]["volumes"][name]) / shot["rod"]["rest_volumes"][name]
+        vol.plot(frames, r, lw=1.4, color="#1b7837", ls="--", label=f"{name} as a rod (VIPER)")
+        ratios = {**ratios, "rod": r}
     vol.axhline(100.0, color="k", lw=0.6)
     low = min(97.0, min(float(r.min()) for r in ratios.values()) - 0.5)
     high = max(103.0, max(float(r.max()) for r in ratios.values()) + 0.5)
@@ -125,6 +132,9 @@ def curves(shot: dict, out_dir: Path, dpi: int) -> Path:
     probe = shot["probe"]
     skin.plot(frames, probe["muscles_vs_dqs_mm"], color="#b2182b", lw=1.6, label="Implicit Skinning + muscles")
     skin.plot(frames, probe["implicit_vs_dqs_mm"], color="#2166ac", lw=1.6, label="Implicit Skinning")
+    if "rod_vs_dqs_mm" in probe:
+        skin.plot(frames, probe["rod_vs_dqs_mm"], color="#1b7837", lw=1.6,
+                  label=f"+ muscles, {probe['muscle']} a rod (VIPER)")
     if "muscles_vs_implicit_mm" in probe:
         skin.plot(frames, probe["muscles_vs_implicit_mm"], color="#b2182b", lw=1.2, ls="--",
                   label="the muscles' own effect: + muscles against Implicit Skinning")

@@ -13,7 +13,8 @@ process with the add-on enabled): ``human`` (the MakeHuman body jumping, made by
 
 * ``<shot>.blend``            the scene, bound and baked (``implicit_muscles_cache/``): open it in Blender
 * ``<shot>_sheet.png``        contact sheet: the same frames, same camera, DQS | Implicit Skinning | with muscles |
-                              the muscles copy coloured by its distance from DQS (colour bar in mm)
+                              the muscles copy coloured by its distance from DQS (colour bar in mm); the arm shots
+                              add the muscles copy with its biceps as a VIPER rod, and its distance column
 * ``<shot>_curves.png``       each muscle's volume in % of rest (paper Fig. 13), the skin over the biceps against
                               DQS and against Implicit Skinning alone, and the time per frame by stage
 * ``arm_curl_crease.png``     close-up of the elbow's contact crease at 130 degrees, one panel per copy
@@ -27,6 +28,8 @@ and a table like the paper's Table 2 printed at the end (also in ``timings.json`
 * ``phi_family.png``         ``Phi_a(s)`` for a in 0..1 (paper Fig. 6) and ``phi(alpha, beta; s)`` for a few pairs
 * ``arm_elbow.png``          the paper's arm bent 110 degrees: dual quaternions | Implicit Skinning | with muscles
                              (``demo/arm_demo.py``)
+* ``solvers.png``            the arm curl and shake from the core with the biceps on each muscle solver, axis and
+                             rod: its field volume and the skin over it (``demo/solvers.py``)
 * ``timings.json``           render times, measured mesh volumes against ``pi w^2 l`` (paper eq. 3), file list
 
 ``--quick`` renders tiny, noisy images and fewer sheet frames (for tests); the shots still play every frame. The
@@ -404,6 +407,9 @@ def shot_summary(shot: dict) -> dict:
 
     ratios = plots.volume_ratios(shot)
     worst = max(ratios, key=lambda n: float(np.abs(ratios[n] - 100.0).max()))
+    if "rod" in shot:
+        rod = shot["rod"]
+        r = np.concatenate([100.0 * np.asarray(v) / rod["rest_volumes"][n] for n, v in rod["volumes"].items()])
     stages = {k: _median_ms(v) for k, v in shot["stages_ms"].items()}
     paper = PAPER_TABLE2.get(SHOT_TO_PAPER.get(shot["name"], ""))
     return {
@@ -429,6 +435,9 @@ def shot_summary(shot: dict) -> dict:
                                 "worst_dihedral_increase_deg": max(q["dihedral_increase"])}
                          for kind, q in shot.get("quality", {}).items()},
         "seconds": shot["seconds"],
+        **({} if "rod" not in shot else {  # the arm shots' copy with the biceps as a rod
+            "rod_volume_percent_range": [float(min(r)), float(max(r))],
+            "probe_rod_vs_dqs_max_mm": float(max(shot["probe"]["rod_vs_dqs_mm"]))}),
     }
 
 
@@ -487,10 +496,13 @@ def main(argv=None) -> int:
     import arm_demo
     print("rendering arm_elbow.png ...", flush=True)
     arm = arm_demo.render_arms(studio, out_dir, quality, font_path)
+    import solvers
+    print("plotting solvers.png ...", flush=True)
+    solvers.main([str(out_dir / "solvers.png")])
     shots = run_shots(out_dir, args.quick, quality.plot_dpi)
     summaries = {shot["name"]: shot_summary(shot) for shot in shots}
 
-    files = [fig["file"] for fig in figures] + [arm["file"], plot["file"]]
+    files = [fig["file"] for fig in figures] + [arm["file"], plot["file"], out_dir / "solvers.png"]
     for shot in shots:
         files += [Path(shot["blend"]), *shot["figures"]]
     files.append(out_dir / "timings.json")

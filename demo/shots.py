@@ -1,11 +1,13 @@
 """The demo's animated shots, made in Blender with the add-on's own operators, as an artist would make them.
 
 Four shots, each holding three copies of one character side by side, on the same animation (the sheets add a
-fourth column, ``distance_column.py``: the muscles copy coloured by its distance from the DQS copy):
+column, ``distance_column.py``: the muscles copy coloured by its distance from the DQS copy):
 
 * ``dqs``: the Armature modifier with *Preserve Volume* (dual-quaternion skinning), nothing of ours;
 * ``implicit``: Implicit Skinning bound with no muscle (``Bind Skin`` on an armature without muscles);
-* ``muscles``: Implicit Skinning with muscles added by ``implicit_muscles.add_muscle`` with presets.
+* ``muscles``: Implicit Skinning with muscles added by ``implicit_muscles.add_muscle`` with presets;
+* ``rod`` (the arm shots only): the muscles copy with its biceps' *Solver* set to *Rod (VIPER)*, the two muscle
+  solvers side by side (issue 25).
 
 Shots:
 
@@ -61,8 +63,17 @@ import distance_column  # noqa: E402
 REPO_MODULE = "im_demo"
 """Module name of the demo's extension repository: the add-on is ``bl_ext.im_demo.implicit_muscles``."""
 KINDS = ("dqs", "implicit", "muscles")
+ARM_GAP = {"Curl": 0.8, "Shake": 0.6}
+"""[m] Between the arm copies: the straight arm is about 0.65 m long, bent to 70 degrees (the shake) 0.45 m."""
+ARM_DISTANCE_MM = 5.0
+"""[mm] The arm sheets' colour scale: the muscles' few millimetres (the rod's bulge and jiggle) show; the elbow's
+crease, 20 mm and more, reads as its end."""
+ARM_KINDS = KINDS + ("rod",)
+"""The arm shots' copies: the three above and the muscles copy with its biceps as a VIPER rod (*Solver: Rod*, the
+other three muscles on the paper's axis), so both solvers play the same animation side by side."""
 LABELS = {"dqs": "dual quaternions", "implicit": "Implicit Skinning", "muscles": "Implicit Skinning + muscles",
-          "distance": "+ muscles: distance from\ndual quaternions"}
+          "rod": "+ muscles, the biceps\nas a rod (VIPER)", "distance": "+ muscles: distance from\ndual quaternions",
+          "distance rod": "the biceps a rod: distance\nfrom dual quaternions"}
 SKIN_COLOUR = (0.62, 0.40, 0.30)
 """Base colour of every skin in the renders (linear RGB)."""
 
@@ -166,6 +177,7 @@ class Shot:
     probe_mesh: str  # the muscles copy's mesh (kind "muscles") that shows the probe muscle
     crease: tuple | None = None  # (frame, bone whose head is the joint, half size of the close-up [m])
     notes: dict = field(default_factory=dict)
+    distance_scale_mm: float | None = None  # the distance columns' colour scale; None: from the sheet frames
 
 
 # --- scenes ----------------------------------------------------------------------------------------------------
@@ -180,14 +192,20 @@ def _place_side_by_side(bpy, shot_name, variants, gap):
         armature.parent = holder
 
 
+MUSCLED = ("muscles", "rod")
+"""The kinds of copy that have muscles."""
+
+
 def _arm_variants(bpy, scenes, blender_rig, name):
     variants = {}
-    for kind in KINDS:  # each shot names its meshes: their baked caches share the output folder
+    for kind in ARM_KINDS:  # each shot names its meshes: their baked caches share the output folder
         armature, skin = blender_rig.build_rig(scenes.arm_rig(), f"{name} Rig.{kind}", f"{name} Arm.{kind}")
-        if kind == "muscles":
-            blender_rig.add_arm_muscles(armature, scenes)
+        if kind in MUSCLED:
+            items = blender_rig.add_arm_muscles(armature, scenes)
+            if kind == "rod":
+                next(item for item in items if item.name == "biceps").solver = 'ROD'
         variants[kind] = (armature, [skin])
-    _place_side_by_side(bpy, name, variants, gap=0.8)
+    _place_side_by_side(bpy, name, variants, gap=ARM_GAP[name])
     return variants
 
 
@@ -203,21 +221,22 @@ def build_arm_curl(bpy, scenes, blender_rig, quick):
     for armature, _ in variants.values():
         for frame, degrees, _ in CURL_KEYS:
             _key_elbow(blender_rig, armature, frame, degrees)
-    armature = variants["muscles"][0]
     follow_joint = addon_session.addon_module(REPO_MODULE, "blender.joint").follow_joint
     flexion = math.radians(max(degrees for _, degrees, _ in CURL_KEYS))
-    for item in armature.implicit_muscles.muscles:  # no activation keys: each flexor follows the elbow
-        share = CURL_SHARES[item.name]
-        if share <= 0.0:
-            continue
-        problem = follow_joint(armature, item)
-        if problem:
-            raise RuntimeError(problem)
-        item.joint_angle_active = math.copysign(flexion / share, item.joint_angle_active)
+    for armature in (variants[kind][0] for kind in MUSCLED):
+        for item in armature.implicit_muscles.muscles:  # no activation keys: each flexor follows the elbow
+            share = CURL_SHARES[item.name]
+            if share <= 0.0:
+                continue
+            problem = follow_joint(armature, item)
+            if problem:
+                raise RuntimeError(problem)
+            item.joint_angle_active = math.copysign(flexion / share, item.joint_angle_active)
     last = CURL_KEYS[-1][0]
     sheet = [1, 9, 17, 25, 33, 41] if not quick else [1, 25]
     return Shot("arm_curl", "The paper's biceps curl (0 -> 130 -> 0 degrees, biceps activated with it)",
-                range(1, last + 1), sheet, variants, "biceps", "Curl Arm.muscles", crease=(25, "elbow", 0.1))
+                range(1, last + 1), sheet, variants, "biceps", "Curl Arm.muscles", crease=(25, "elbow", 0.1),
+                distance_scale_mm=ARM_DISTANCE_MM)
 
 
 def build_arm_shake(bpy, scenes, blender_rig, quick):
@@ -241,19 +260,22 @@ def build_arm_shake(bpy, scenes, blender_rig, quick):
         for fc in fcurves(armature):
             for point in fc.keyframe_points:
                 point.interpolation = 'LINEAR'
-    armature = variants["muscles"][0]
-    for k, item in enumerate(armature.implicit_muscles.muscles):
-        for frame, stiffness in ((1, s["stiffness"][0]), (period + 1, s["stiffness"][1])):
-            item.stiffness = stiffness
-            armature.keyframe_insert(f"implicit_muscles.muscles[{k}].stiffness", frame=frame)
-    for fc in fcurves(armature):
-        if fc.data_path.endswith("stiffness"):
-            for point in fc.keyframe_points:
-                point.interpolation = 'CONSTANT'
-    sheet = [1, 4, 7, 25, 49, 52, 55, 73] if not quick else [4, 52]
+    for armature in (variants[kind][0] for kind in MUSCLED):
+        for k, item in enumerate(armature.implicit_muscles.muscles):
+            for frame, stiffness in ((1, s["stiffness"][0]), (period + 1, s["stiffness"][1])):
+                item.stiffness = stiffness
+                armature.keyframe_insert(f"implicit_muscles.muscles[{k}].stiffness", frame=frame)
+        for fc in fcurves(armature):
+            if fc.data_path.endswith("stiffness"):
+                for point in fc.keyframe_points:
+                    point.interpolation = 'CONSTANT'
+    # shaking; the stop (frame 25) and the loose rod's swings after it (about 2 Hz: out at 27 and 31, back at 34,
+    # out at 38); tense, shaking and stopped
+    sheet = [4, 25, 27, 31, 34, 38, 52, 73] if not quick else [4, 27]
     return Shot("arm_shake", "The paper's arm shake: loose muscles (stiffness 0.1), then tense (0.9)",
                 range(1, last + 1), sheet, variants, "biceps", "Shake Arm.muscles",
-                notes={"loose_frames": [1, period], "tense_frames": [period + 1, last]})
+                notes={"loose_frames": [1, period], "tense_frames": [period + 1, last]},
+                distance_scale_mm=ARM_DISTANCE_MM)
 
 
 def _import_character(bpy, spec, kind):
@@ -492,11 +514,16 @@ def play(bpy, shot, runtime, playback):
     fat_index = _fat_vertices(probe_bound, rest)
     dqs_obj = next(o for o in kinds["dqs"][1] if o.name.split(".")[0] == probe_obj.name.split(".")[0])
     implicit_obj = next(o for o in kinds["implicit"][1] if o.name.split(".")[0] == probe_obj.name.split(".")[0])
+    rod_obj = next((o for o in kinds["rod"][1] if o.name.split(".")[0] == probe_obj.name.split(".")[0]), None) \
+        if "rod" in kinds else None
     rec = {"frames": [], "wall_ms": [], "stages_ms": {}, "implicit_total_ms": [], "volumes": {}, "finite": True,
            "probe": {"muscle": shot.probe, "mesh": shot.probe_mesh, "vertices": int(len(probe_index)),
                      "muscles_vs_dqs_mm": [], "implicit_vs_dqs_mm": [], "muscles_vs_implicit_mm": []},
            "fallbacks": [], "quality": {},
            "fats": {name: {"vertices": int(len(i)), "skin_vs_implicit_mm": []} for name, i in fat_index.items()}}
+    if rod_obj is not None:  # the copy with the biceps as a rod: its skin over the probe and its muscles' volumes
+        rec["probe"]["rod_vs_dqs_mm"] = []
+        rec["rod"] = {"volumes": {}, "rest_volumes": {}}
     quality = _quality_meshes(kinds, runtime)
     stages = ("read", "pbd", "pose", "field", "tracking", "write")
     lo = {kind: np.full(3, np.inf) for kind in kinds}
@@ -522,6 +549,11 @@ def play(bpy, shot, runtime, playback):
             act = playback.muscle_values(armature_eval, b.source).activation
             for name, v in zip((m.name for m in b.character.muscles), b.character.muscle_volumes(act)):
                 rec["volumes"].setdefault(name, []).append(float(v))
+        if rod_obj is not None:
+            b = runtime.bound(rod_obj)
+            act = playback.muscle_values(kinds["rod"][0].evaluated_get(depsgraph), b.source).activation
+            for name, v in zip((m.name for m in b.character.muscles), b.character.muscle_volumes(act)):
+                rec["rod"]["volumes"].setdefault(name, []).append(float(v))
         world = {}
         for kind, (_, meshes) in kinds.items():
             for mesh in meshes:
@@ -537,6 +569,10 @@ def play(bpy, shot, runtime, playback):
             np.linalg.norm(shown["implicit"][probe_index] - shown["dqs"][probe_index], axis=1))))
         p["muscles_vs_implicit_mm"].append(1e3 * float(np.median(
             np.linalg.norm(shown["muscles"][probe_index] - shown["implicit"][probe_index], axis=1))))
+        if rod_obj is not None:
+            rod_shown = _to_armature(world[rod_obj.name], kinds["rod"][0])
+            p["rod_vs_dqs_mm"].append(1e3 * float(np.median(
+                np.linalg.norm(rod_shown[probe_index] - shown["dqs"][probe_index], axis=1))))
         for name, index in fat_index.items():
             rec["fats"][name]["skin_vs_implicit_mm"].append(1e3 * float(np.median(
                 np.linalg.norm(shown["muscles"][index] - shown["implicit"][index], axis=1))))
@@ -549,13 +585,14 @@ def play(bpy, shot, runtime, playback):
             rec["stages_ms"].setdefault(k, []).append(1e3 * totals[k])
     rec["bounds"] = {kind: [lo[kind].tolist(), hi[kind].tolist()] for kind in kinds}
     rec["rest_volumes"] = {}
-    for mesh in muscle_meshes:
+    for mesh in muscle_meshes + ([rod_obj] if rod_obj is not None else []):
         b = runtime.bound(mesh)
         if len(b.character.muscles):
             probe = b.character.state()
             b.character.reset()
+            out = rec["rod"]["rest_volumes"] if mesh is rod_obj else rec["rest_volumes"]
             for name, v in zip((m.name for m in b.character.muscles), b.character.muscle_volumes()):
-                rec["rest_volumes"][name] = float(v)
+                out[name] = float(v)
             b.character.restore(probe)
     return rec
 
@@ -563,15 +600,17 @@ def play(bpy, shot, runtime, playback):
 def _studio_scene(bpy, studio, shot, bounds, quality, column=None):
     """Skin material, a label under each copy, lights and a camera fitting ``bounds`` (kind -> world box of the
     copy over the whole shot); with ``column`` (a :class:`distance_column.DistanceColumn` whose box is
-    ``bounds["distance"]``), its colour bar beside it."""
+    ``bounds["distance"]``, or a list of them, boxes ``bounds["distance"]``, ``bounds["distance rod"]``), one colour
+    bar right of the last."""
     skin = studio.muscle_material("Skin", color=SKIN_COLOUR, subsurface=0.15)
     for _, meshes in shot.variants.values():
         for mesh in meshes:
             mesh.data.materials.clear()
             mesh.data.materials.append(skin)
             mesh.data.polygons.foreach_set("use_smooth", np.ones(len(mesh.data.polygons), dtype=bool))
-    if column is not None:
-        for obj in column.objects:
+    columns = [] if column is None else column if isinstance(column, list) else [column]
+    for c in columns:
+        for obj in c.objects:
             obj.data.polygons.foreach_set("use_smooth", np.ones(len(obj.data.polygons), dtype=bool))
     lo = np.min([b[0] for b in bounds.values()], axis=0)
     hi = np.max([b[1] for b in bounds.values()], axis=0)
@@ -579,10 +618,10 @@ def _studio_scene(bpy, studio, shot, bounds, quality, column=None):
     text = studio.label_material()
     for kind, (b_lo, b_hi) in bounds.items():
         studio.label(LABELS[kind], (0.5 * (b_lo[0] + b_hi[0]), lo[1], lo[2] - 0.8 * size), size, text)
-    if column is not None:
-        d_lo, d_hi = (np.asarray(b) for b in bounds["distance"])
-        bar_lo, bar_hi = column.colour_bar(studio, np.array([d_lo[0], lo[1], lo[2]]),
-                                           np.array([d_hi[0], lo[1], hi[2]]), size, text)
+    if columns:  # one bar, right of the last column (the columns share its scale)
+        d_lo, d_hi = (np.asarray(b) for b in bounds[list(k for k in bounds if k.startswith("distance"))[-1]])
+        bar_lo, bar_hi = columns[-1].colour_bar(studio, np.array([d_lo[0], lo[1], lo[2]]),
+                                                np.array([d_hi[0], lo[1], hi[2]]), size, text)
         lo, hi = np.minimum(lo, bar_lo), np.maximum(hi, bar_hi)
     corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
     corners = np.concatenate([corners, [[lo[0], lo[1], lo[2] - 3.2 * size]]])
@@ -594,45 +633,50 @@ def _studio_scene(bpy, studio, shot, bounds, quality, column=None):
     return settings
 
 
-def _distance_column(bpy, shot):
-    """The shot's :class:`distance_column.DistanceColumn`: the muscles copy's meshes against the DQS copy's, one
-    copy's gap right of the muscles copy."""
-    muscles_armature, muscle_meshes = shot.variants["muscles"]
+def _distance_column(bpy, shot, kind="muscles", place=1):
+    """A :class:`distance_column.DistanceColumn` of the shot: copy ``kind``'s meshes against the DQS copy's,
+    ``place`` copies' gaps right of the shot's last copy."""
+    armature, meshes = shot.variants[kind]
     dqs_armature, dqs_meshes = shot.variants["dqs"]
-    implicit_armature = shot.variants["implicit"][0]
-    pairs = [(m, next(o for o in dqs_meshes if o.name.split(".")[0] == m.name.split(".")[0])) for m in muscle_meshes]
-    offset = np.array(muscles_armature.matrix_world.translation - implicit_armature.matrix_world.translation)
-    return distance_column.DistanceColumn(bpy, pairs, (muscles_armature, dqs_armature), offset, _evaluated,
-                                          _to_armature)
+    step = np.array(shot.variants["muscles"][0].matrix_world.translation
+                    - shot.variants["implicit"][0].matrix_world.translation)
+    last = np.array(list(shot.variants.values())[-1][0].matrix_world.translation)
+    pairs = [(m, next(o for o in dqs_meshes if o.name.split(".")[0] == m.name.split(".")[0])) for m in meshes]
+    offset = last + place * step - np.array(armature.matrix_world.translation)
+    return distance_column.DistanceColumn(bpy, pairs, (armature, dqs_armature), offset, _evaluated, _to_armature)
 
 
 def render_shot(bpy, studio, shot, rec, out_dir, quality):
     """The sheet frames, each one image of the three copies and the distance column (same camera throughout); the
     crease close-ups when the shot has them."""
     scene = bpy.context.scene
-    column = _distance_column(bpy, shot)
+    kinds = [kind for kind in MUSCLED if kind in shot.variants]  # a column per muscled copy, on one scale
+    columns = [_distance_column(bpy, shot, kind, place) for place, kind in enumerate(kinds, 1)]
     largest = 0.0
     for f in shot.sheet_frames:
         scene.frame_set(f)
-        largest = max(largest, column.largest_mm())
-    column.scale_mm = distance_column.nice_scale(largest)
+        largest = max([largest] + [column.largest_mm() for column in columns])
     bounds = dict(rec["bounds"])
-    m_lo, m_hi = (np.asarray(b) for b in rec["bounds"]["muscles"])
-    bounds["distance"] = [(m_lo + column.offset).tolist(), (m_hi + column.offset).tolist()]
-    settings = _studio_scene(bpy, studio, shot, bounds, quality, column)
+    for kind, column in zip(kinds, columns):
+        column.scale_mm = shot.distance_scale_mm or distance_column.nice_scale(largest)
+        m_lo, m_hi = (np.asarray(b) for b in rec["bounds"][kind])
+        bounds["distance" if kind == "muscles" else f"distance {kind}"] = [(m_lo + column.offset).tolist(),
+                                                                          (m_hi + column.offset).tolist()]
+    settings = _studio_scene(bpy, studio, shot, bounds, quality, columns)
     frames_dir = out_dir / "frames"
     frames_dir.mkdir(parents=True, exist_ok=True)
     rows, seconds = [], []
     for f in shot.sheet_frames:
         scene.frame_set(f)
-        column.show()
+        for column in columns:
+            column.show()
         path = frames_dir / f"{shot.name}_{f:03d}.png"
         seconds.append(studio.render(scene, path, settings))
         rows.append({"frame": f, "file": str(path)})
-    for obj in column.objects:  # the saved file keeps only what the artist made
+    for obj in [obj for column in columns for obj in column.objects]:  # the saved file keeps what the artist made
         bpy.data.objects.remove(obj)
     out = {"rows": rows, "render_seconds": seconds, "resolution": [settings.width, settings.height],
-           "distance_scale_mm": column.scale_mm}
+           "distance_scale_mm": columns[0].scale_mm}
     if shot.crease is not None:
         out["crease"] = render_crease(bpy, studio, shot, out_dir, quality)
     return out
@@ -675,7 +719,7 @@ def run_shot(bpy, name, out_dir, quick, quality):
     scene.frame_set(shot.frames[0])
     t1 = time.perf_counter()
     bind_seconds = {}
-    for kind in ("implicit", "muscles"):
+    for kind in [k for k in ("implicit",) + MUSCLED if k in shot.variants]:
         for mesh in shot.variants[kind][1]:
             bpy.context.view_layer.objects.active = mesh
             tb = time.perf_counter()

@@ -7,11 +7,16 @@ endpoint normal). Frames of muscle ``m`` are ``frame_start[m] = axis_start[m] + 
 anchor, frame ``i`` (1 .. n-1) the segment between vertices ``i-1`` and ``i``, frame ``n`` the insertion anchor.
 
 One call runs substeps ``k0 .. k1-1`` of a frame split into ``n_sub`` substeps of ``dt`` seconds. Each substep, per
-muscle:
+muscle (the rods' contacts with each other between steps 2 and 3 of all of them):
 
-1. predict (VIPER eqs. 21-23 without external torques): ``v <- mu v + g dt``, ``x <- x + v dt``; ``s <- s + mu sv
-   dt``; ``q <- normalize(q + mu qd dt)``; kinematic ends to their targets at ``f1`` of the frame; anchors from the
-   end segments and the interpolated endpoint normals; every XPBD ``lambda <- 0``.
+1. predict (VIPER eqs. 21-23 without external torques): ``v <- v_b + mu (v - v_b) + g dt``, ``x <- x + v dt``;
+   ``s <- s + mu sv dt``; ``q <- normalize(q + mu qd dt)``; kinematic ends to their targets at ``f1`` of the frame;
+   anchors from the end segments and the interpolated endpoint normals; every XPBD ``lambda <- 0``. ``v_b`` is the
+   velocity the bones carry the vertex with, the ends' velocities over the frame interpolated by the vertex's rest
+   arc length (a rigid motion of a straight rod exactly), so the damping acts on the rod's motion relative to its
+   bones only; ``mu = exp(-2 zeta omega dt) (1 + (omega dt)^2)`` (at most 1, :func:`velocity_keep`), ``omega = 2 pi
+   f(k)`` the muscle's first mode: its swing decays as ``exp(-zeta omega t)``, of which the implicit step takes
+   ``ln(1 + (omega dt)^2) / (2 dt)`` by itself, whatever the substeps and the vertex count.
 2. ``iterations`` sweeps. Each first takes one linearized global XPBD step (VIPER eq. 28 with ``beta = 1`` in its
    global form) of the rod's stretch/shear and bend/twist rows together: ``(J W J^T + alpha~) dlambda = -C -
    alpha~ lambda``, ``alpha~ = alpha / dt^2``, ``W`` the inverse masses and inertias; the rows grouped per block
@@ -25,30 +30,35 @@ muscle:
      the shorter difference), ``alpha = l_mid / (4 EI)``; ``dC/dtheta_b = -dC/dtheta_a = 1/2 (w I - [v]x) R_a^T``
      with ``(w, v) = conj(q_a) q_b``; a pair with an anchor keeps only its twist row (the rod is pinned at its
      ends, free to swing);
-   then, Gauss-Seidel on the scales:
+   the rod against the axis muscles it touches comes before it (:func:`_muscle_contacts`, on the positions, so the
+   solve spreads the push along the rod) and, with ``AXIS_AFTER`` of its share, after it; then, Gauss-Seidel on
+   the scales:
    - scale smoothing per segment (eq. 13): ``C = s_b - s_a``, ``alpha = l0 / (smoothing EI)``;
    - volume per segment (eq. 18 in the form of the authors' code): ``C = s_a s_b |x_b - x_a| / l0 - 1``,
      ``alpha = volume_compliance``, moving the scales only (the lengths are the stretch constraints' business;
      design notes: with the position part, Gauss-Seidel leaves a contracted segment at a quarter of its
      contraction); last, so the hard constraint holds at the end of the sweep; forward on even sweeps,
      backward on odd ones (no bias towards one end);
-   then, after the last sweep, collisions of each inner vertex (a sphere of radius ``r0 s``) with the bone capsules:
+   then, after every rod's last sweep, the rods against each other (``ROD_CONTACT_ROUNDS`` rounds, each from a
+   snapshot of all rods); then collisions of each inner vertex (a sphere of radius ``r0 s``) with the bone capsules:
    ``C = |x - c| - R - r0 s >= 0`` moving the position and the scale by their inverse masses (VIPER's touch
    constraint), followed by tangential friction on the position (kernels/pbd.py ``_push``), and one more forward
    volume pass on the scales the touch did not move (a touched vertex keeps its scale, its neighbours take
    the volume), so a contact neither leaves the rod's volume off nor undoes the touch.
 3. ``v = (x - x_prev) / dt``, ``sv = (s - s_prev) / dt``, ``qd = (q - q_prev) / dt``.
 
-Inverse masses: positions ``1 / m_k`` (masses by length; 0 at the kinematic ends); scales ``2 / (m_k r0_k^2)`` (the radial inertia of
-a disc, eq. 23); segment frames ``1 / I`` with ``I = m (r^2 / 4 + l^2 / 12)``; anchors 0.
+Inverse masses: positions ``1 / m_k`` (masses by length; 0 at the kinematic ends); scales ``2 / (m_k r0_k^2)`` (the
+radial inertia of a disc, eq. 23); segment frames ``1 / I`` with ``I = m (r^2 / 4 + l^2 / 12)``; anchors 0.
 
 Structs (``P`` vertices, ``M`` muscles, ``F = P + M`` frames, ``B`` capsules):
     x, v: (P, 3)            positions [m], velocities [m/s]
     s, sv: (P,)             scales, scale velocities [1/s]
     q, qd: (F, 4)           frames (w, x, y, z) and their rates [1/s]
     RodParams               scalar settings of the call
-    RodModelArrays          static arrays (masses, rest lengths and radii, rest Darboux vectors, capsule CSR)
-    RodFrame                the frame's inputs (stiffnesses, activation, kinematic targets)
+    RodModelArrays          static arrays (masses, rest lengths and radii, rest Darboux vectors, capsule CSR, the
+                            muscle chains each rod touches)
+    RodFrame                the frame's inputs (stiffnesses, activation, kinematic targets, the axis muscles'
+                            chains the rods collide with)
     RodScratch              per-call scratch (previous values, lambdas) and outputs (non-finite counts)
 """
 from __future__ import annotations
@@ -60,7 +70,7 @@ import numpy as np
 from numba import njit
 
 from .constants import JIT_FAST, MIN_DISTANCE
-from .pbd import _push
+from .pbd import _contact, _push, _radius, contact_keep
 
 
 class RodParams(NamedTuple):
@@ -68,7 +78,7 @@ class RodParams(NamedTuple):
 
     n_sub: int                 # substeps of the frame
     dt: float                  # [s] substep length
-    damp: float                # velocity factor per substep (mu^(dt / dt_ref))
+    damping_ratio: float       # zeta, damping of the rod's motion relative to its bones, fraction of critical
     iterations: int            # sweeps per substep (direct solve, then the scales)
     gravity: np.ndarray        # (3,) float64 [m/s^2]
     friction: float            # eta, tangential displacement removed at a contact
@@ -76,6 +86,8 @@ class RodParams(NamedTuple):
     volume_compliance: float   # [1/J] alpha of the volume constraint (0: incompressible)
     smoothing: float           # scale smoothing stiffness as a multiple of EI
     touch_squeeze: float       # share of the scale's inverse mass a bone's touch uses (VIPER: 1; 0: pushes only)
+    contact_friction: float    # mu, Coulomb coefficient of a muscle contact (the axis solver's contact_friction)
+    contact_damping: float     # zeta_c, drag on a slide over a muscle, a fraction of critical (kernels/pbd.py)
 
 
 class RodModelArrays(NamedTuple):
@@ -92,6 +104,10 @@ class RodModelArrays(NamedTuple):
     cap_start: np.ndarray          # (M+1,) int64 CSR: capsules each muscle collides with
     cap_index: np.ndarray          # (C,) int64
     cap_radius: np.ndarray         # (C,) float64 [m]
+    touch_start: np.ndarray        # (M+1,) int64 CSR: the muscle chains each rod collides with (muscle contacts)
+    touch_chain: np.ndarray        # (T,) int64 chain index (RodFrame.chain_start)
+    touch_bundle: np.ndarray       # (T,) bool a fibre of the rod's own bundle: no drag, the rig's Coulomb only
+    chain_rod: np.ndarray          # (O,) int64 the rod each chain is (its live state is used), -1 for an axis muscle
 
 
 class RodFrame(NamedTuple):
@@ -100,12 +116,18 @@ class RodFrame(NamedTuple):
     bend_stiffness: np.ndarray     # (M,) float64 [N m^2] EI (and GJ) of each muscle
     stretch_stiffness: np.ndarray  # (M,) float64 [N] EA of each muscle
     shortening: np.ndarray         # (M,) float64 factor on the belly segments' rest lengths (1: none)
+    frequency: np.ndarray          # (M,) float64 [Hz] f(k), the first mode the damping ratio refers to
     end_prev: np.ndarray           # (M, 2, 3) float64 [m]
     end_cur: np.ndarray            # (M, 2, 3) float64 [m]
     normal_prev: np.ndarray        # (M, 2, 3) float64 endpoint normals
     normal_cur: np.ndarray         # (M, 2, 3) float64
     cap_prev: np.ndarray           # (B, 2, 3) float64 [m]
     cap_cur: np.ndarray            # (B, 2, 3) float64 [m]
+    stiffness: np.ndarray          # (M,) float64 the artist's k (the drag of a muscle contact, kernels/pbd.py)
+    chain_start: np.ndarray        # (O+1,) int64 CSR: particles of each muscle chain (the character's axis layout)
+    chain_prev: np.ndarray         # (Q, 3) float64 [m] the chains' particles at the frame's start
+    chain_cur: np.ndarray          # (Q, 3) float64 [m] and at its end (the axis muscles already stepped)
+    chain_radius: np.ndarray       # (Q,) float64 [m] their radii D = w Phi(s) (rows of rod chains unused)
 
 
 class RodScratch(NamedTuple):
@@ -236,6 +258,20 @@ def _smooth(ia, ib, alpha, s, lam, ws):
     s[ib] += ws[ib] * dl
 
 
+@njit(**JIT_FAST)
+def velocity_keep(frequency, damping_ratio, dt):
+    """The fraction ``mu`` of a rod's velocity relative to its bones kept per substep of ``dt`` [s] (module doc):
+    ``exp(-2 zeta omega dt) (1 + (omega dt)^2)``, at most 1, ``omega = 2 pi frequency`` [Hz]. The first factor is
+    a drag ``-2 zeta omega m v`` taken exactly over the substep (the swing decays as ``exp(-zeta omega t)``); the
+    second gives back what the implicit step damps by itself (``ln(1 + (omega dt)^2) / (2 dt)`` per second), so
+    the decay does not depend on the substep length. 1 where the step alone damps more, or ``frequency`` is not
+    finite."""
+    if not math.isfinite(frequency) or frequency <= 0.0:
+        return 1.0
+    x = 2.0 * math.pi * frequency * dt
+    return min(1.0, math.exp(-2.0 * damping_ratio * x) * (1.0 + x * x))
+
+
 TOUCH_MIN_SCALE = 0.25
 """Lowest scale a bone's touch leaves a vertex with (:func:`_touch`)."""
 
@@ -289,6 +325,209 @@ def _collide(m, x, x_prev, s, model, frame, f1, friction, squeeze):
             if C < 0.0 and d > MIN_DISTANCE:
                 _touch(k, C, dx / d, dy / d, dz / d, r0, x, x_prev, s, model.inv_mass[k],
                        squeeze * model.scale_inv_mass[k], friction)
+
+
+SEGMENT_PARALLEL = 1e-12
+"""Two segments whose directions' cross product is below this fraction of their lengths squared are parallel
+(:func:`segment_pair`: the closest pair is then taken at the first segment's start)."""
+
+
+@njit(**JIT_FAST)
+def segment_pair(ax, ay, az, bx, by, bz, cx, cy, cz, dx, dy, dz):
+    """``(t, u)``: the parameters in [0, 1] of the closest points ``a + t (b - a)`` and ``c + u (d - c)`` of the
+    segments ``ab`` and ``cd`` (Ericson, *Real-Time Collision Detection* 5.1.9); for parallel segments ``t = 0``
+    and ``u`` the closest to it."""
+    e1x = bx - ax
+    e1y = by - ay
+    e1z = bz - az
+    e2x = dx - cx
+    e2y = dy - cy
+    e2z = dz - cz
+    rx = ax - cx
+    ry = ay - cy
+    rz = az - cz
+    aa = e1x * e1x + e1y * e1y + e1z * e1z
+    ee = e2x * e2x + e2y * e2y + e2z * e2z
+    ff = e2x * rx + e2y * ry + e2z * rz
+    if aa <= MIN_DISTANCE * MIN_DISTANCE and ee <= MIN_DISTANCE * MIN_DISTANCE:
+        return 0.0, 0.0
+    if aa <= MIN_DISTANCE * MIN_DISTANCE:
+        return 0.0, min(max(ff / ee, 0.0), 1.0)
+    cc = e1x * rx + e1y * ry + e1z * rz
+    if ee <= MIN_DISTANCE * MIN_DISTANCE:
+        return min(max(-cc / aa, 0.0), 1.0), 0.0
+    bb = e1x * e2x + e1y * e2y + e1z * e2z
+    denom = aa * ee - bb * bb
+    t = 0.0
+    if denom > SEGMENT_PARALLEL * aa * ee:
+        t = min(max((bb * ff - cc * ee) / denom, 0.0), 1.0)
+    u = (bb * t + ff) / ee
+    if u < 0.0:
+        u = 0.0
+        t = min(max(-cc / aa, 0.0), 1.0)
+    elif u > 1.0:
+        u = 1.0
+        t = min(max((bb - cc) / aa, 0.0), 1.0)
+    return t, u
+
+
+AXIS_SHARE = 0.5
+"""Share of a contact with an axis muscle the rod takes: half, as between axis muscles (kernels/pbd.py); the axis
+took its half in its own step, against the rod where the last frame left it."""
+ROD_SHARE = 0.25
+"""Share of a contact between two rods each rod takes per round (:data:`ROD_CONTACT_ROUNDS`), both from one
+snapshot: with a half each, two rods pressed hard together fell into an oscillation of two substeps' period."""
+ROD_CONTACT_ROUNDS = 2
+"""Rounds of the rods' contacts with each other per substep, each from a new snapshot: together they take 3/4 of
+an overlap."""
+AXIS_AFTER = 0.25
+"""Part of :data:`AXIS_SHARE` an axis muscle's contact takes again after the direct solve (what the rod's
+elasticity took back of the first, taken before it): more kinked the rod between neighbouring vertices (the arm's
+biceps rod, pressed by the brachialis through the curl: field volume 4.3 % off at 0.5, 0.4 % at 0.25)."""
+ACROSS_MIN = 0.1
+"""A contact whose normal lies within about 6 degrees of the rod's segment (a sphere off its tip) is left out: the
+rod is pushed across itself only (:func:`_muscle_contacts`)."""
+
+
+@njit(**JIT_FAST)
+def _muscle_contacts(m, rods, x, x_prev, s, model, frame, params, snap_x, snap_d, snap_s, g0, f1, keep,
+                     part=1.0):
+    """Rod ``m``'s segments, capsules of radius ``r0 s`` (linear along each), against the muscle chains it touches
+    (``model.touch_*``; ``part``: a factor on the share, :data:`AXIS_AFTER`): with ``rods``, the other rods'
+    segments, capsules of their radii; without, the axis muscles' particles, spheres of radius ``D = w Phi(s)``
+    as the axis solver's own collisions see them (so an axis settled against the rod's field at rest does not
+    touch its capsule). ``C = |p - q| - r_p - r_q >= 0`` between the closest points ``p = x_a + t (x_b - x_a)``
+    and ``q`` (:func:`segment_pair`), on the rod's positions, across the rod only (the normal's component along
+    the segment removed; a normal within ``ACROSS_MIN`` of it is left out): each of ``x_a``, ``x_b`` moves along
+    it by its XPBD share (``w_a (1 - t) / W``, ``w_b t / W``, ``W = w_a (1 - t)^2 + w_b t^2``) of ``AXIS_SHARE``
+    or ``ROD_SHARE`` of the correction, then the axis solver's friction and drag on its slide relative to the
+    other surface (kernels/pbd.py ``_contact``; no drag, ``keep`` 1, between the fibres of one bundle). An axis
+    muscle's particles are where the axis solver left them this frame, interpolated at ``f1`` (``g0``: the
+    substep's start as a fraction of the frame); another rod is its snapshot after every rod's sweeps of this
+    substep (``snap_x``, ``snap_s``, ``snap_d`` its displacement over the substep: ``ROD_SHARE`` each per round
+    of ``ROD_CONTACT_ROUNDS``), so no rod reads another's live state and the result does not depend on their
+    order."""
+    a = model.axis_start[m]
+    b = model.axis_start[m + 1]
+    w = model.inv_mass
+    r0 = model.rest_radius
+    dt = params.dt
+    mu = params.contact_friction
+    part *= ROD_SHARE if rods else AXIS_SHARE
+    for entry in range(model.touch_start[m], model.touch_start[m + 1]):
+        o = model.touch_chain[entry]
+        kp = 1.0 if model.touch_bundle[entry] else keep
+        ro = model.chain_rod[o]
+        if (ro >= 0) != rods:
+            continue
+        if ro >= 0:  # the other rod's segments (j, j + 1)
+            c0 = model.axis_start[ro]
+            c1 = model.axis_start[ro + 1] - 1
+            step = 1
+        else:  # the axis muscle's particles (j, j)
+            c0 = frame.chain_start[o]
+            c1 = frame.chain_start[o + 1]
+            step = 0
+        for j in range(c0, c1):
+            jn = j + step
+            # the other segment (j, jn): its ends, radii and their displacements over the substep
+            if ro >= 0:
+                ux0 = snap_d[j, 0]
+                uy0 = snap_d[j, 1]
+                uz0 = snap_d[j, 2]
+                ux1 = snap_d[jn, 0]
+                uy1 = snap_d[jn, 1]
+                uz1 = snap_d[jn, 2]
+                cx = snap_x[j, 0]
+                cy = snap_x[j, 1]
+                cz = snap_x[j, 2]
+                dx = snap_x[jn, 0]
+                dy = snap_x[jn, 1]
+                dz = snap_x[jn, 2]
+                rc = r0[j] * snap_s[j]
+                rd = r0[jn] * snap_s[jn]
+            else:
+                P = frame.chain_prev
+                N = frame.chain_cur
+                h = f1 - g0
+                ux0 = h * (N[j, 0] - P[j, 0])
+                uy0 = h * (N[j, 1] - P[j, 1])
+                uz0 = h * (N[j, 2] - P[j, 2])
+                ux1 = ux0
+                uy1 = uy0
+                uz1 = uz0
+                cx = P[j, 0] + f1 * (N[j, 0] - P[j, 0])
+                cy = P[j, 1] + f1 * (N[j, 1] - P[j, 1])
+                cz = P[j, 2] + f1 * (N[j, 2] - P[j, 2])
+                dx = cx
+                dy = cy
+                dz = cz
+                rc = frame.chain_radius[j]
+                rd = rc
+            # the other segment's bounding sphere
+            ox = 0.5 * (cx + dx)
+            oy = 0.5 * (cy + dy)
+            oz = 0.5 * (cz + dz)
+            orad = 0.5 * math.sqrt((dx - cx) ** 2 + (dy - cy) ** 2 + (dz - cz) ** 2) + max(rc, rd)
+            for k in range(a, b - 1):
+                wa = w[k]
+                wb = w[k + 1]
+                if wa == 0.0 and wb == 0.0:
+                    continue
+                ra = r0[k] * s[k]
+                rb = r0[k + 1] * s[k + 1]
+                mx = 0.5 * (x[k, 0] + x[k + 1, 0]) - ox
+                my = 0.5 * (x[k, 1] + x[k + 1, 1]) - oy
+                mz = 0.5 * (x[k, 2] + x[k + 1, 2]) - oz
+                half = 0.5 * math.sqrt((x[k + 1, 0] - x[k, 0]) ** 2 + (x[k + 1, 1] - x[k, 1]) ** 2
+                                       + (x[k + 1, 2] - x[k, 2]) ** 2)
+                reach = half + max(ra, rb) + orad
+                if mx * mx + my * my + mz * mz >= reach * reach:
+                    continue
+                t, u = segment_pair(x[k, 0], x[k, 1], x[k, 2], x[k + 1, 0], x[k + 1, 1], x[k + 1, 2],
+                                    cx, cy, cz, dx, dy, dz)
+                nx = x[k, 0] + t * (x[k + 1, 0] - x[k, 0]) - (cx + u * (dx - cx))
+                ny = x[k, 1] + t * (x[k + 1, 1] - x[k, 1]) - (cy + u * (dy - cy))
+                nz = x[k, 2] + t * (x[k + 1, 2] - x[k, 2]) - (cz + u * (dz - cz))
+                d = math.sqrt(nx * nx + ny * ny + nz * nz)
+                C = d - (1.0 - t) * ra - t * rb - (1.0 - u) * rc - u * rd
+                if C >= 0.0 or d < MIN_DISTANCE:
+                    continue
+                # across the rod only: a push along it (a sphere beyond a segment's end) would stretch one
+                # segment and squeeze the next, and the scales would follow in a checker pattern
+                ex = x[k + 1, 0] - x[k, 0]
+                ey = x[k + 1, 1] - x[k, 1]
+                ez = x[k + 1, 2] - x[k, 2]
+                e2 = ex * ex + ey * ey + ez * ez
+                along = (nx * ex + ny * ey + nz * ez) / e2 if e2 > 0.0 else 0.0
+                nx -= along * ex
+                ny -= along * ey
+                nz -= along * ez
+                nn = math.sqrt(nx * nx + ny * ny + nz * nz)
+                if nn < ACROSS_MIN * d:
+                    continue
+                nx /= nn
+                ny /= nn
+                nz /= nn
+                W = wa * (1.0 - t) * (1.0 - t) + wb * t * t
+                if W <= 0.0:
+                    continue
+                sx = ux0 + u * (ux1 - ux0)
+                sy = uy0 + u * (uy1 - uy0)
+                sz = uz0 + u * (uz1 - uz0)
+                if wa > 0.0 and t < 1.0:
+                    _contact(x, x_prev, k, C, nx, ny, nz, part * wa * (1.0 - t) / W, sx, sy, sz, mu, kp)
+                if wb > 0.0 and t > 0.0:
+                    _contact(x, x_prev, k + 1, C, nx, ny, nz, part * wb * t / W, sx, sy, sz, mu, kp)
+
+
+@njit(**JIT_FAST)
+def chain_radii(axis_start, particle_s, expo, scal, out):
+    """``out (P,)`` [m]: the axis particles' collision radii ``D = w Phi_a(s)`` (kernels/pbd.py ``_radius``) from
+    a muscle batch's exponents ``expo (M, 4)`` and scalars ``scal (M, SCALAR_COUNT)`` (this frame's widths)."""
+    for m in range(axis_start.shape[0] - 1):
+        for k in range(axis_start[m], axis_start[m + 1]):
+            out[k] = _radius(m, particle_s[k], expo, scal)
 
 
 @njit(**JIT_FAST)
@@ -545,12 +784,12 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
 
     ``params``: :class:`RodParams`; ``model``: :class:`RodModelArrays`; ``frame``: :class:`RodFrame`;
     ``scratch``: :class:`RodScratch` (``bad_count (M,)``: non-finite values after the frame's last substep).
-    Muscles do not interact, so they are solved one after the other; one muscle is one banded system.
+    Substep after substep, the muscles one after the other within each (one muscle is one banded system); a rod
+    reads the others only from the substep's snapshot (muscle contacts), so their order changes nothing.
     """
     n_sub = params.n_sub
     dt = params.dt
     inv_dt2 = 1.0 / (dt * dt)
-    damp = params.damp
     axis_start = model.axis_start
     inv_mass = model.inv_mass
     ws = model.scale_inv_mass
@@ -572,17 +811,34 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
     col = np.zeros(6)
     s_touch = np.zeros(s.shape[0])  # the scales before the touch
     w_free = np.zeros(s.shape[0])   # the scales' inverse masses, 0 where the touch moved one
-    for m in range(axis_start.shape[0] - 1):
-        a = axis_start[m]
-        b = axis_start[m + 1]
-        f0 = a + m            # first frame of the muscle
-        n = b - a             # vertices; frames f0 .. f0 + n
-        ei = frame.bend_stiffness[m]
-        ea = frame.stretch_stiffness[m]
-        shorten = frame.shortening[m]
-        for sub in range(k0, k1):
-            f1 = (sub + 1) / n_sub
+    touching = model.touch_chain.shape[0] > 0
+    snap_x = np.empty((x.shape[0] if touching else 0, 3))  # the rods after their sweeps (muscle contacts)
+    snap_d = np.empty((x.shape[0] if touching else 0, 3))
+    snap_s = np.empty(x.shape[0] if touching else 0)
+    muscles = axis_start.shape[0] - 1
+    keep = np.empty(muscles)      # velocity kept per substep (damping), per muscle
+    inv_span = np.empty(muscles)  # 1 / rest length of each muscle, 0 for none
+    for m in range(muscles):
+        keep[m] = velocity_keep(frame.frequency[m], params.damping_ratio, dt)
+        span = 0.0
+        for k in range(axis_start[m], axis_start[m + 1] - 1):
+            span += rest_length[k]
+        inv_span[m] = 1.0 / span if span > 0.0 else 0.0
+    inv_frame = 1.0 / (n_sub * dt)
+    for sub in range(k0, k1):
+        g0 = sub / n_sub
+        f1 = (sub + 1) / n_sub
+        for m in range(axis_start.shape[0] - 1):
+            a = axis_start[m]
+            b = axis_start[m + 1]
+            f0 = a + m            # first frame of the muscle
+            n = b - a             # vertices; frames f0 .. f0 + n
+            ei = frame.bend_stiffness[m]
+            ea = frame.stretch_stiffness[m]
+            shorten = frame.shortening[m]
+            damp = keep[m]
             # 1. prediction
+            arc = 0.0
             for k in range(a, b):
                 s_prev[k] = s[k]
                 for c in range(3):
@@ -594,9 +850,15 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
                     sv[k] *= damp
                     s[k] += sv[k] * dt
                 if inv_mass[k] > 0.0:
+                    t = arc * inv_span[m]
                     for c in range(3):
-                        v[k, c] = damp * v[k, c] + params.gravity[c] * dt
+                        # the velocity the bones carry the vertex with: the ends' over the frame, by rest arc
+                        vb = ((1.0 - t) * (frame.end_cur[m, 0, c] - frame.end_prev[m, 0, c])
+                              + t * (frame.end_cur[m, 1, c] - frame.end_prev[m, 1, c])) * inv_frame
+                        v[k, c] = vb + damp * (v[k, c] - vb) + params.gravity[c] * dt
                         x[k, c] += v[k, c] * dt
+                if k < b - 1:
+                    arc += rest_length[k]
             for c in range(3):
                 x[a, c] = frame.end_prev[m, 0, c] + f1 * (frame.end_cur[m, 0, c] - frame.end_prev[m, 0, c])
                 x[b - 1, c] = frame.end_prev[m, 1, c] + f1 * (frame.end_cur[m, 1, c] - frame.end_prev[m, 1, c])
@@ -620,8 +882,14 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
                     anchor_frame(x, b - 2, b - 1, nx, ny, nz, q, f0 + n)
             # 2. constraint sweeps
             for it in range(params.iterations):
+                if model.touch_start[m + 1] > model.touch_start[m]:  # axis muscles: the rod's shape follows
+                    _muscle_contacts(m, False, x, x_prev, s, model, frame, params, snap_x, snap_d, snap_s, g0,
+                                     f1, contact_keep(frame.stiffness[m], params.contact_damping, dt))
                 _direct_solve(a, b, f0, shorten, ei, ea, inv_dt2, x, q, model, scratch.lam_stretch,
                               scratch.lam_bend, J, D, U, r, dx, dth, col)
+                if model.touch_start[m + 1] > model.touch_start[m]:  # and what the rod's elasticity took back
+                    _muscle_contacts(m, False, x, x_prev, s, model, frame, params, snap_x, snap_d, snap_s, g0,
+                                     f1, contact_keep(frame.stiffness[m], params.contact_damping, dt), AXIS_AFTER)
                 if params.smoothing > 0.0 and ei > 0.0:
                     for k in range(a, b - 1):
                         _smooth(k, k + 1, rest_length[k] / (params.smoothing * ei) * inv_dt2, s,
@@ -630,6 +898,21 @@ def rod_substeps(k0, k1, params, model, frame, x, v, s, sv, q, qd, scratch):
                     k = a + j if it % 2 == 0 else b - 2 - j
                     _volume(k, k + 1, rest_length[k], params.volume_compliance * inv_dt2, x, s,
                             scratch.lam_volume, ws)
+        for _ in range(ROD_CONTACT_ROUNDS if touching else 0):  # rods against rods, Jacobi rounds
+            for k in range(x.shape[0]):  # the rods where the others see them
+                snap_s[k] = s[k]
+                for c in range(3):
+                    snap_x[k, c] = x[k, c]
+                    snap_d[k, c] = x[k, c] - x_prev[k, c]
+            for m in range(axis_start.shape[0] - 1):
+                if model.touch_start[m + 1] > model.touch_start[m]:
+                    _muscle_contacts(m, True, x, x_prev, s, model, frame, params, snap_x, snap_d, snap_s, g0, f1,
+                                     contact_keep(frame.stiffness[m], params.contact_damping, dt))
+        for m in range(axis_start.shape[0] - 1):
+            a = axis_start[m]
+            b = axis_start[m + 1]
+            f0 = a + m
+            n = b - a
             for k in range(a, b):
                 s_touch[k] = s[k]
             _collide(m, x, x_prev, s, model, frame, f1, params.friction, params.touch_squeeze)

@@ -143,6 +143,11 @@ def draw_muscles(layout, context, armature):
     sub.enabled = muscle.fibres > 1
     sub.prop(muscle, "origin_spread")
     sub.prop(muscle, "insertion_spread")
+    if muscle.fibres > 1:  # what the fibres do with each other: the Solver decides (blender/reader.py bundles)
+        if muscle.solver == 'ROD':
+            box.label(text="A bundle: the rods slide along each other", icon='INFO')
+        else:
+            box.label(text="Axis fibres overlap freely", icon='INFO')
 
 
 def draw_skin(layout, context, mesh_obj):

@@ -29,6 +29,9 @@ def _fake_bench() -> dict:
                             "pypbd": {"pypbd 2.2.2, 1 OpenMP thread(s)": full(0.46)}},
                 "target_ms_full_body_all_collisions": 3.0,
                 "paper_table3_ms": {"without collisions": 50.0, "with collisions": 96.0}},
+        "solvers": {"results": {f"{shot}, {config}": {"pbd least": ms, "total least": 2.0 * ms}
+                                for shot in ("biceps curl", "arm shake")
+                                for config, ms in (("all axis", 1.1), ("biceps rod", 2.0), ("all rods", 2.9))}},
         "skin": {"results": {"bind: arm (2172 vertices, 3 bones, 4 muscles)": {"median_s": 0.1, "field_bytes": 2.6e6},
                              "bind: full body (19,498 vertices, 14 bones, 50 muscles)": {"median_s": 1.1,
                                                                                         "field_bytes": 13e6},
@@ -113,7 +116,7 @@ def test_rewrites_only_between_the_markers(folders):
     assert "| old | table |" not in text
     table = text[text.index(measured.START) + len(measured.START):text.index(measured.END)].strip().splitlines()
     assert table[0] == "| benchmark | ours | baseline in the same run | target |"
-    assert len(table) == 2 + 15  # header, rule, one row per measured case
+    assert len(table) == 2 + 16  # header, rule, one row per measured case
     assert all(line.count(" | ") == 3 for line in table)  # four cells, no stray pipes inside a cell
     # running again gives the same file: the generator is idempotent
     measured.main(["--bench", str(bench), "--demo", str(demo), "--readme", str(readme)])
@@ -123,7 +126,7 @@ def test_rewrites_only_between_the_markers(folders):
 def test_current_numbers_and_targets(folders):
     bench, demo, _ = folders
     rows, read = measured.measured_rows(bench, demo)
-    assert len(read) == 9
+    assert len(read) == 10
     text = measured.markdown(rows)
     assert "7.9 M/s (2 threads), 4.0 M/s (1)" in text
     assert "numpy reference 0.008 M/s" in text
@@ -144,6 +147,8 @@ def test_current_numbers_and_targets(folders):
     assert "BCN_Epileptic bound (3 meshes, 3,014 vertices, 4 muscles)" in text
     assert "0.31 / 0.42 ms per frame, 3.4 % / 1.7 % of a played frame (9.0 / 24 ms)" in text
     assert "9.0 / 6.0 ms and 24 / 15 ms (the core 7.0 / 4.0 and 22 / 13 ms)" in text
+    assert ("biceps curl: all axis 1.1 ms, biceps rod 2.0 ms, all rods 2.9 ms; arm shake: all axis 1.1 ms, "
+            "biceps rod 2.0 ms, all rods 2.9 ms; whole curl frame 2.2, 4.0, 5.8 ms") in text
     assert "before" not in text  # current numbers only
 
 
@@ -153,7 +158,7 @@ def test_missing_files_leave_out_their_rows(folders, tmp_path):
     (bench / "cold_start.json").unlink()
     (bench / "display.json").unlink()
     rows, read = measured.measured_rows(bench, tmp_path / "no-demo.json")
-    assert len(rows) == 15 - 3 - 1 - 1 - 2
+    assert len(rows) == 16 - 3 - 1 - 1 - 2
     assert not any("Blender" in row[0] for row in rows)
 
 

@@ -243,9 +243,16 @@ def _run_rod(muscle, capsules) -> None:
     from ..rod.solver import RodSolver
     from ..rod.state import RodState
 
+    from ...kernels.rod import chain_radii
+    from ..muscle.batch import pack_muscles
+
     model = build_rod_model([muscle], capsules=capsules, capsule_radius=[0.01, 0.01])
     state = RodState.at_rest(model)
     RodSolver(model).step(state, state.copy(), PBDControl(activation=0.5), 1.0 / 24.0)
+    arrays = pack_muscles([muscle]).arrays  # the axis muscles' radii the rods collide with (RodMuscles.chains)
+    count = len(arrays.axis_points)
+    chain_radii(np.ascontiguousarray(arrays.axis_start, dtype=np.int64), np.linspace(0.0, 1.0, count),
+                arrays.muscle_exponent, arrays.muscle_scalar, np.zeros(count))
 
 
 def _run_fat(capsules) -> None:

@@ -22,6 +22,10 @@ class MuscleCollisions:
                                        overlapping fibres of one fan-shaped muscle (paper §5.3, Fig. 7); -1: none
     bone_radius: float [m], default NaN  the bone capsules' radius as this muscle sees them; NaN: the automatic
                                        radius of each bone (``core.pbd.model.capsule_radius_from_skin``)
+    bundles: int, default -1           rod muscles (Solver ROD) with the same label (0 or more) are the fibres of
+                                       one broad muscle, a bundle: they push each other even in one overlap group,
+                                       sliding along each other with no drag (the contact's Coulomb friction
+                                       only); an axis muscle ignores it; -1: none
     """
 
     bones: object = None
@@ -29,9 +33,10 @@ class MuscleCollisions:
     keep_inside: object = None
     overlap_groups: object = None
     bone_radius: object = None
+    bundles: object = None
 
     def resolved(self, count: int) -> "MuscleCollisions":
-        """A copy with numpy arrays of length ``count`` (bool, bool, bool, int64, float64), defaults filled in;
+        """A copy with numpy arrays of length ``count`` (bool, bool, bool, int64, float64, int64), defaults filled in;
         ``ValueError`` with a plain sentence for a wrong length or value."""
 
         def column(value, name, default, dtype):
@@ -49,7 +54,10 @@ class MuscleCollisions:
         groups = column(self.overlap_groups, "overlap group", -1, np.int64)
         if np.any(groups < -1):
             raise ValueError("a muscle's overlap group must be 0 or more (-1: none).")
+        bundles = column(self.bundles, "bundle", -1, np.int64)
+        if np.any(bundles < -1):
+            raise ValueError("a muscle's bundle must be 0 or more (-1: none).")
         return MuscleCollisions(bones=column(self.bones, "bone collisions", True, bool),
                                 muscles=column(self.muscles, "muscle collisions", True, bool),
                                 keep_inside=column(self.keep_inside, "keep inside", True, bool),
-                                overlap_groups=groups, bone_radius=radius)
+                                overlap_groups=groups, bone_radius=radius, bundles=bundles)

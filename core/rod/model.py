@@ -53,6 +53,11 @@ class RodModel:
     rest_normals: (M, 2, 3)           endpoint normals at rest
     cap_start (M+1,), cap_index (C,) int64, cap_radius (C,) [m]   CSR: capsules each muscle collides with
     rest_capsules: (B, 2, 3) [m]
+    touch_start (M+1,), touch_chain (T,) int64, touch_bundle (T,) bool   CSR: the muscle chains each rod collides
+                                      with, and whether that chain is a fibre of the rod's own bundle
+                                      (``core.rod.contacts.muscle_touches``)
+    chain_rod: (O,) int64             the rod each chain is, -1 for an axis muscle's chain (its particles come with
+                                      each frame, ``RodSolver.step``'s ``chains``)
     arrays: kernels.rod.RodModelArrays
     """
 
@@ -78,6 +83,10 @@ class RodModel:
     cap_index: np.ndarray
     cap_radius: np.ndarray
     rest_capsules: np.ndarray
+    touch_start: np.ndarray
+    touch_chain: np.ndarray
+    touch_bundle: np.ndarray
+    chain_rod: np.ndarray
     arrays: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -91,7 +100,9 @@ class RodModel:
             scale_inv_mass=c(self.scale_inv_mass), frame_inv_inertia=c(self.frame_inv_inertia),
             rest_length=c(self.rest_length), rest_radius=c(self.rest_radius), belly=c(self.belly, np.bool_),
             darboux_rest=c(self.darboux_rest), cap_start=c(self.cap_start, np.int64),
-            cap_index=c(self.cap_index, np.int64), cap_radius=c(self.cap_radius)))
+            cap_index=c(self.cap_index, np.int64), cap_radius=c(self.cap_radius),
+            touch_start=c(self.touch_start, np.int64), touch_chain=c(self.touch_chain, np.int64),
+            touch_bundle=c(self.touch_bundle, np.bool_), chain_rod=c(self.chain_rod, np.int64)))
 
     @property
     def muscle_count(self) -> int:
@@ -134,13 +145,16 @@ class RodModel:
 
 
 def build_rod_model(muscles: Sequence, settings: RodSettings | None = None, capsules=None, capsule_radius=None,
-                    bone_collisions=None, capsule_margin: float | None = None) -> RodModel:
+                    bone_collisions=None, capsule_margin: float | None = None, touches=None,
+                    chain_rod=None) -> RodModel:
     """Build the rod model of ``muscles`` (:class:`core.muscle.primitive.FusiformMuscle`; rest = their current
     axes, rest radii their profiles at their current activation).
 
     capsules: (B, 2, 3) [m] bone segments at rest; capsule_radius [m]: (B,) or (M, B), as
     ``core.pbd.model.build_pbd_model``; bone_collisions: (M,) bool (default all True); capsule_margin [m]: a muscle
     collides with the capsules within its reach plus this margin at rest (default a quarter of its length).
+    touches, chain_rod: the muscle contacts (``core.rod.contacts.muscle_touches``; default none): per rod a list
+    of ``(chain, bundle)`` pairs and ``(O,)`` the rod index of each chain, -1 for an axis muscle's.
     """
     settings = (settings or RodSettings()).validated()
     muscles = list(muscles)
@@ -221,13 +235,25 @@ def build_rod_model(muscles: Sequence, settings: RodSettings | None = None, caps
             rest[a], rest[b - 1], caps[c, 0], caps[c, 1]) < reach + radius[i, c] + margin])
     cap_start, cap_index = _csr(cap_lists)
     cap_radius = np.array([radius[i, c] for i, near in enumerate(cap_lists) for c in near], dtype=np.float64)
+    touches = [[] for _ in range(count)] if touches is None else [list(t) for t in touches]
+    chain_rod = np.arange(count, dtype=np.int64) if chain_rod is None else \
+        np.asarray(chain_rod, dtype=np.int64).reshape(-1)
+    if len(touches) != count:
+        raise ValueError(f"touches needs one list per rod ({count}), got {len(touches)}.")
+    if np.any(chain_rod >= count) or sorted(chain_rod[chain_rod >= 0].tolist()) != list(range(count)):
+        raise ValueError("chain_rod must name each rod once (and -1 for the axis muscles).")
+    if any(not 0 <= int(o) < len(chain_rod) or chain_rod[int(o)] == i for i, t in enumerate(touches) for o, _ in t):
+        raise ValueError("a rod's touches must name other muscles of the chains.")
+    touch_start, touch_chain = _csr([[int(o) for o, _ in t] for t in touches])
+    touch_bundle = np.array([bool(bb) for t in touches for _, bb in t], dtype=bool)
     return RodModel(
         settings=settings, names=tuple(getattr(m, "name", str(i)) for i, m in enumerate(muscles)),
         axis_start=axis_start, rest_points=rest, rest_length=rest_length, rest_radius=rest_radius, mass=mass,
         inv_mass=inv_mass, scale_inv_mass=scale_inv_mass, frame_inv_inertia=frame_inv_inertia,
         rest_frames=rest_frames, darboux_rest=darboux, belly=belly, rest_span=span, line_density=line_density,
         core_radius=core_radius, volume=np.array([m.volume for m in muscles]), rest_normals=normals,
-        cap_start=cap_start, cap_index=cap_index, cap_radius=cap_radius, rest_capsules=caps)
+        cap_start=cap_start, cap_index=cap_index, cap_radius=cap_radius, rest_capsules=caps,
+        touch_start=touch_start, touch_chain=touch_chain, touch_bundle=touch_bundle, chain_rod=chain_rod)
 
 
 def elastic_energy(model: RodModel, x, s, q, stiffness) -> dict:

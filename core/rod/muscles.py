@@ -21,9 +21,10 @@ from ..pbd.state import PBDState
 from ..quality import RENDER, EvaluationQuality
 from . import frames as _frames
 from .field import rod_batch, update_batch
+from .contacts import muscle_touches
 from .model import RodModel, build_rod_model
 from .settings import RodSettings
-from .solver import RodSolver
+from .solver import RodChains, RodSolver
 from .state import RodState
 
 AXIS, ROD = "AXIS", "ROD"
@@ -102,15 +103,23 @@ class RodMuscles:
     ``batch`` their field is computed in before it is copied into the character's."""
 
     def __init__(self, muscles, rod: np.ndarray, axis_start, settings: RodSettings | None = None, capsules=None,
-                 capsule_radius=None, bone_collisions=None, keep_inside=None, skin_max_step: float = 0.005):
+                 capsule_radius=None, bone_collisions=None, keep_inside=None, skin_max_step: float = 0.005,
+                 contact_sets=None, overlap_groups=None, bundles=None):
         import copy
 
         self.index = np.flatnonzero(rod)
         chosen = [copy.deepcopy(muscles[m]) for m in self.index]  # their axes become the rods' rest (rest_state)
         self._chosen = chosen
+        touches, chain_rod = muscle_touches(rod, contact_sets, overlap_groups, bundles)
         self._build_args = dict(settings=settings, capsules=capsules,
                                 capsule_radius=None if capsule_radius is None else capsule_radius[self.index],
-                                bone_collisions=None if bone_collisions is None else bone_collisions[self.index])
+                                bone_collisions=None if bone_collisions is None else bone_collisions[self.index],
+                                touches=touches, chain_rod=chain_rod)
+        self.axis_start = np.asarray(axis_start, dtype=np.int64)
+        """``(M+1,)`` the character's axis layout (the chains the rods collide with)."""
+        self.particle_s = None
+        """``(P,)`` the axis particles' arc parameters (their collision radii, ``kernels.rod.chain_radii``); the
+        character sets them once its axes have settled."""
         self.points = np.concatenate([np.arange(axis_start[m], axis_start[m + 1]) for m in self.index])
         self.keep_inside = np.ones(len(self.index), dtype=bool) if keep_inside is None else \
             np.asarray(keep_inside, dtype=bool)[self.index]
@@ -230,12 +239,29 @@ class RodMuscles:
 
         substeps = quality.substeps(self.model.settings.substeps_for(dt))
         t0 = time.perf_counter()
-        self.solver.step(state_in.rod, state_out.rod, self.control(control), dt, substeps)
+        self.solver.step(state_in.rod, state_out.rod, self.control(control), dt, substeps,
+                         self.chains(state_in, state_out))
         if control.skin_field is not None and self.keep_inside.any():
             self._keep_inside(state_out.rod, control)
         t1 = time.perf_counter()
         self.fill(state_out, control)
         self.timings = {"rod solve": t1 - t0, "rod field": time.perf_counter() - t1}
+
+    def chains(self, state_in: PBDState, state_out: PBDState) -> RodChains | None:
+        """The axis muscles as the rods collide with them this frame (:class:`core.rod.solver.RodChains`): the
+        character's particles at the frame's start (``state_in.x``) and after the axis solver's step
+        (``state_out.x``), with the radii of ``state_out``'s widths; None when no rod touches an axis muscle."""
+        from ...kernels.rod import chain_radii
+
+        model = self.model
+        if not np.any(model.chain_rod[model.touch_chain] < 0) or state_out.muscles is None:
+            return None
+        if self.particle_s is None:
+            raise ValueError("the rods' muscle contacts need the axis particles' parameters; this is a bug.")
+        arrays = state_out.muscles.arrays
+        radius = np.zeros(len(state_out.x))
+        chain_radii(self.axis_start, self.particle_s, arrays.muscle_exponent, arrays.muscle_scalar, radius)
+        return RodChains(self.axis_start, state_in.x, state_out.x, radius)
 
     def _keep_inside(self, rod: RodState, control: PBDControl) -> None:
         """The muscle-skin constraint after the frame, as the axis solver's (``kernels/pbd.py`` ``keep_inside``,

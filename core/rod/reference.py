@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .frames import conj, frame_quaternion, qmul
-from ...kernels.rod import TOUCH_MIN_SCALE
+from ...kernels.rod import TOUCH_MIN_SCALE, velocity_keep
 
 
 def _d3(q):
@@ -115,6 +115,11 @@ def substeps(model, params, frame, x, v, s, sv, q, qd, k0, k1):
         f0, n = a + m, b - a
         ei, ea = frame.bend_stiffness[m], frame.stretch_stiffness[m]
         shorten = frame.shortening[m]
+        keep = velocity_keep(frame.frequency[m], params.damping_ratio, dt)
+        arc = np.concatenate([[0.0], np.cumsum(L0[a:b - 1])])
+        t = arc / arc[-1]  # rest arc length fraction of each vertex
+        v_bones = ((1.0 - t)[:, None] * (frame.end_cur[m, 0] - frame.end_prev[m, 0])
+                   + t[:, None] * (frame.end_cur[m, 1] - frame.end_prev[m, 1])) / (params.n_sub * dt)
         for sub in range(k0, k1):
             f1 = (sub + 1) / params.n_sub
             x_prev, s_prev, q_prev = x.copy(), s.copy(), q.copy()
@@ -124,16 +129,16 @@ def substeps(model, params, frame, x, v, s, sv, q, qd, k0, k1):
             lam_b = np.zeros((len(q), 3))
             for k in range(a, b):
                 if ws[k] > 0:
-                    sv[k] *= params.damp
+                    sv[k] *= keep
                     s[k] += sv[k] * dt
                 if w[k] > 0:
-                    v[k] = params.damp * v[k] + params.gravity * dt
+                    v[k] = v_bones[k - a] + keep * (v[k] - v_bones[k - a]) + params.gravity * dt
                     x[k] = x[k] + v[k] * dt
             x[a] = frame.end_prev[m, 0] + f1 * (frame.end_cur[m, 0] - frame.end_prev[m, 0])
             x[b - 1] = frame.end_prev[m, 1] + f1 * (frame.end_cur[m, 1] - frame.end_prev[m, 1])
             for fi in range(f0, f0 + n + 1):
                 if wq[fi] > 0:
-                    qd[fi] *= params.damp
+                    qd[fi] *= keep
                     q[fi] = q[fi] + qd[fi] * dt
                     q[fi] /= np.linalg.norm(q[fi])
             nrm = frame.normal_prev[m] + f1 * (frame.normal_cur[m] - frame.normal_prev[m])

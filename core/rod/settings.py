@@ -18,9 +18,11 @@ class RodSettings:
                              substep length (:meth:`substeps_for`)
     iterations: int          sweeps per substep (each a direct solve of stretch/shear and bend/twist, then the
                              scales' Gauss-Seidel, alternately forward and backward), default 1
-    damping: float           velocity factor mu per reference substep (as the axis solver), default 0.9
-    reference_fps: float     damping is ``mu^(dt / dt_ref)`` with ``dt_ref = 1 / (10 reference_fps)``; the substep
-                             length is ``1 / (substeps reference_fps)``
+    damping_ratio: float     damping of the rod's motion relative to its bones, as a fraction of critical damping of
+                             its first mode ``f(k)`` (0: none, 1: critical; the axis solver's ``damping_ratio``),
+                             default 0.25: a swing decays as ``exp(-zeta 2 pi f(k) t)`` whatever the substeps, the
+                             frame rate and the vertex count (``kernels/rod.py`` ``velocity_keep``)
+    reference_fps: float     the substep length is ``1 / (substeps reference_fps)``
     tendon_fraction: float   first and last fraction of the rest length that does not contract, default 10 %
     contraction: float       belly segments shorten by this fraction at activation 1 (VIPER §8.2), default 0.2
     volume_compliance: float [1/J]  compliance of the volume constraint, default 0 (incompressible)
@@ -35,11 +37,16 @@ class RodSettings:
     density: float [kg/m^3]  default 1060 (paper §6.2)
     min_mass_fraction: float radii used for the inertias at least this fraction of the largest, default 0.5
     gravity: (3,) [m/s^2]    default off
+    contact_friction: float  mu, Coulomb coefficient of a contact with another muscle (as the axis solver's, whose
+                             value ``core.character.MuscledCharacter`` gives it), default 0
+    contact_damping_ratio: float  drag on a slide over another muscle, a fraction of critical damping of the rod's
+                             first mode (the axis solver's law, ``kernels/pbd.py`` ``contact_keep``), default 0.25;
+                             none between the fibres of one bundle
     """
 
     substeps: int = 20
     iterations: int = 1
-    damping: float = 0.9
+    damping_ratio: float = 0.25
     reference_fps: float = 24.0
     tendon_fraction: float = 0.1
     contraction: float = 0.2
@@ -52,6 +59,8 @@ class RodSettings:
     density: float = MUSCLE_DENSITY
     min_mass_fraction: float = 0.5
     gravity: tuple = (0.0, 0.0, 0.0)
+    contact_friction: float = 0.0
+    contact_damping_ratio: float = 0.25
 
     def validated(self) -> "RodSettings":
         """A copy with every value checked (``ValueError`` with a plain sentence otherwise)."""
@@ -59,7 +68,7 @@ class RodSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or int(value) != value or not 1 <= value <= 1000:
                 raise ValueError(f"{name} must be a whole number from 1 to 1000, got {value!r}.")
-        validation.unit_interval(self.damping, "damping")
+        validation.unit_interval(self.damping_ratio, "damping ratio")
         validation.positive(self.reference_fps, "reference frame rate")
         fraction = validation.unit_interval(self.tendon_fraction, "tendon fraction")
         if fraction >= 0.5:
@@ -77,12 +86,11 @@ class RodSettings:
         validation.positive(self.density, "muscle density")
         validation.unit_interval(self.min_mass_fraction, "minimum mass fraction")
         validation.vector3(self.gravity, "gravity")
+        validation.unit_interval(self.contact_friction, "contact friction")
+        value = float(self.contact_damping_ratio)
+        if not value >= 0.0 or value == float("inf"):
+            raise ValueError(f"contact damping ratio must be 0 or more, got {value!r}.")
         return replace(self, substeps=int(self.substeps), iterations=int(self.iterations))
-
-    @property
-    def reference_dt(self) -> float:
-        """Substep length [s] at which the damping factor per substep is ``mu``."""
-        return 1.0 / (10.0 * self.reference_fps)
 
     def substeps_for(self, dt: float) -> int:
         """Substeps of a frame of ``dt`` seconds: the fewest whose length is at most ``1 / (substeps reference_fps)``

@@ -5,18 +5,32 @@ axis solver's :class:`core.pbd.control.PBDControl` (endpoints, normals, capsules
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .. import validation
 from ..pbd.control import PBDControl
 from ..pbd.solver import _frame_array
-from .model import RodModel
+from .model import RodModel, jiggle_frequency
 from .state import RodState
 
 
 MIN_SHORTENING = 0.5
 """The belly's rest lengths shorten to no less than this fraction when its ends come closer
 (:meth:`RodSolver.shortening`)."""
+
+
+class RodChains(NamedTuple):
+    """The muscle chains (a character's axis layout, ``O`` muscles, ``Q`` particles) the rods collide with in one
+    frame: ``start (O+1,)`` int64 CSR of each muscle's particles, ``prev``, ``cur (Q, 3)`` [m] their positions at
+    the frame's start and end (the axis muscles already stepped), ``radius (Q,)`` [m] their collision radii. The
+    rods' own rows are not read (a rod sees another rod's live state)."""
+
+    start: np.ndarray
+    prev: np.ndarray
+    cur: np.ndarray
+    radius: np.ndarray
 
 
 class RodSolver:
@@ -35,6 +49,8 @@ class RodSolver:
                                                          model.rest_points[starts[1:] - 1]], 1))
         self._gravity = np.ascontiguousarray(model.settings.gravity, dtype=np.float64)
         self._rest_chord = np.linalg.norm(self._rest_ends[:, 1] - self._rest_ends[:, 0], axis=1)
+        self._no_chains = RodChains(np.zeros(len(model.chain_rod) + 1, dtype=np.int64), np.zeros((0, 3)),
+                                    np.zeros((0, 3)), np.zeros(0))  # the axis muscles' chains empty
         seg = np.where(model.belly, model.rest_length, 0.0)
         self._belly_length = np.array([seg[a:b - 1].sum() for a, b in zip(starts[:-1], starts[1:])])
 
@@ -74,14 +90,17 @@ class RodSolver:
         from ...kernels.rod import RodParams
 
         s = self.model.settings
-        return RodParams(n_sub=int(n_sub), dt=float(sub_dt), damp=float(s.damping ** (sub_dt / s.reference_dt)),
+        return RodParams(n_sub=int(n_sub), dt=float(sub_dt), damping_ratio=float(s.damping_ratio),
                          iterations=int(s.iterations), gravity=self._gravity, friction=float(s.friction),
                          contraction=float(s.contraction), volume_compliance=float(s.volume_compliance),
-                         smoothing=float(s.smoothing), touch_squeeze=float(s.touch_squeeze))
+                         smoothing=float(s.smoothing), touch_squeeze=float(s.touch_squeeze),
+                         contact_friction=float(s.contact_friction),
+                         contact_damping=float(s.contact_damping_ratio))
 
-    def frame(self, state_in: RodState, control: PBDControl):
+    def frame(self, state_in: RodState, control: PBDControl, chains: RodChains | None = None):
         """The kernel's frame struct (``kernels.rod.RodFrame``) from ``control`` (checked, ``ValueError`` naming the
-        input) and the previous frame's kinematic targets in ``state_in``."""
+        input), the previous frame's kinematic targets in ``state_in`` and the muscle chains the rods collide with
+        (``chains``; None: the rods collide with each other only)."""
         from ...kernels.rod import RodFrame
 
         m = self.model
@@ -98,20 +117,32 @@ class RodSolver:
         normals = _frame_array(control.normals, (M, 2, 3), "endpoint normals", m.rest_normals)
         caps = _frame_array(control.capsules, (m.capsule_count, 2, 3), "bone capsules", m.rest_capsules)
         ei, ea = m.stiffnesses(stiffness)
+        chains = chains or self._no_chains
+        if chains is not self._no_chains:
+            O = len(m.chain_rod)
+            start = np.asarray(chains.start)
+            if start.shape != (O + 1,) or chains.prev.shape != (int(start[-1]), 3) or \
+                    chains.cur.shape != chains.prev.shape or chains.radius.shape != (int(start[-1]),):
+                raise ValueError(f"the muscle chains need {O} muscles' particles, positions and radii in one "
+                                 f"layout.")
         return RodFrame(bend_stiffness=ei, stretch_stiffness=ea, shortening=self.shortening(activation, np.sqrt(span2)),
+                        frequency=np.ascontiguousarray(jiggle_frequency(stiffness)),
                         end_prev=state_in.endpoints, end_cur=ends, normal_prev=state_in.normals,
-                        normal_cur=normals, cap_prev=state_in.capsules, cap_cur=caps)
+                        normal_cur=normals, cap_prev=state_in.capsules, cap_cur=caps, stiffness=stiffness,
+                        chain_start=chains.start, chain_prev=chains.prev, chain_cur=chains.cur,
+                        chain_radius=chains.radius)
 
     def step(self, state_in: RodState, state_out: RodState, control: PBDControl, dt: float,
-             substeps: int | None = None) -> None:
+             substeps: int | None = None, chains: RodChains | None = None) -> None:
         """Advance one frame of ``dt`` seconds from ``state_in`` into ``state_out`` (may be the same object) with
-        ``substeps`` (default: ``RodSettings.substeps_for(dt)``). ``ValueError`` on bad input; if the result is not
-        finite, ``state_out`` keeps ``state_in`` and ``ValueError`` is raised."""
+        ``substeps`` (default: ``RodSettings.substeps_for(dt)``); ``chains``: the axis muscles the rods collide with
+        this frame (:class:`RodChains`; None: the rods collide with each other only). ``ValueError`` on bad input; if
+        the result is not finite, ``state_out`` keeps ``state_in`` and ``ValueError`` is raised."""
         from ...kernels.rod import rod_substeps
 
         dt = validation.positive(dt, "frame duration")
         n_sub = int(substeps or self.model.settings.substeps_for(dt))
-        frame = self.frame(state_in, control)
+        frame = self.frame(state_in, control, chains)
         saved = state_in if state_out is not state_in else state_in.copy()
         if state_out is not state_in:
             state_out.assign(state_in)

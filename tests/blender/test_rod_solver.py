@@ -29,6 +29,25 @@ def _play(bpy, mesh, frames=FRAMES):
     return out
 
 
+def scrubs_and_bakes_as_played(bpy, mesh, played):
+    """Scrubbing (a jump simulates the frames between, back comes from the cache) and a bake of frames 1-40 show
+    ``played`` (frame -> evaluated positions of ``FRAMES``)."""
+    scene = bpy.context.scene
+    bpy.ops.implicit_muscles.reset_simulation()
+    scene.frame_set(1)
+    scene.frame_set(30)
+    assert np.abs(evaluated(bpy, mesh) - played[30]).max() < SAME_TOL
+    scene.frame_set(40)
+    for f in (12, 40, 1, 30):
+        scene.frame_set(f)
+        assert np.abs(evaluated(bpy, mesh) - played[f]).max() < SAME_TOL, f
+    bpy.context.view_layer.objects.active = mesh
+    assert bpy.ops.implicit_muscles.bake(frame_start=1, frame_end=40) == {'FINISHED'}
+    for f in reversed(FRAMES):
+        scene.frame_set(f)
+        assert np.abs(evaluated(bpy, mesh) - played[f]).max() < SAME_TOL, f
+
+
 def test_a_rod_muscle_binds_plays_scrubs_bakes_and_survives_reopening(bpy, tmp_path):
     rig, mesh = animated_arm(bpy)
     biceps = rig.implicit_muscles.muscles[0]
@@ -47,22 +66,7 @@ def test_a_rod_muscle_binds_plays_scrubs_bakes_and_survives_reopening(bpy, tmp_p
     played = _play(bpy, mesh)
     assert np.abs(played[30] - axis[30]).max() > DIFFERS  # another solver, another skin
     assert all(np.isfinite(x).all() for x in played.values())
-    # scrubbing: a jump simulates the frames between, back comes from the cache; both as played
-    scene = bpy.context.scene
-    bpy.ops.implicit_muscles.reset_simulation()
-    scene.frame_set(1)
-    scene.frame_set(30)
-    assert np.abs(evaluated(bpy, mesh) - played[30]).max() < SAME_TOL
-    scene.frame_set(40)
-    for f in (12, 40, 1, 30):
-        scene.frame_set(f)
-        assert np.abs(evaluated(bpy, mesh) - played[f]).max() < SAME_TOL, f
-    # the bake plays what playback showed
-    bpy.context.view_layer.objects.active = mesh
-    assert bpy.ops.implicit_muscles.bake(frame_start=1, frame_end=40) == {'FINISHED'}
-    for f in reversed(FRAMES):
-        scene.frame_set(f)
-        assert np.abs(evaluated(bpy, mesh) - played[f]).max() < SAME_TOL, f
+    scrubs_and_bakes_as_played(bpy, mesh, played)
     bpy.ops.wm.save_mainfile()
     # reopened: the solver is kept, the bind fits, the bake plays, and without it the rod plays the same again
     bpy.ops.wm.open_mainfile(filepath=path)

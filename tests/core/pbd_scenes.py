@@ -44,3 +44,28 @@ def shake(model, stiffness, frames=120, shake_frames=48, fps=24.0, amplitude=0.0
         deviation.append(np.linalg.norm((p - a) - ((p - a) @ u) * u))
         states.append(state.copy())
     return np.array(deviation), states
+
+
+def arm_shake_skin(particles, k, solvers=None):
+    """The paper's arm shake (``scenes.paper.arm_shake``: 4 Hz, 4 cm, one second, then held) with every muscle at
+    stiffness ``k`` and ``solvers`` per muscle (``MuscledCharacter(solvers=...)``; None: all axes), over the 40 skin
+    vertices nearest the biceps' middle: ``(window, settle, late)``, the largest peak-to-peak move [m] of one of them
+    from 0.1 s to 0.6 s after the stop, the time [s] after the stop from which they all stay within 1 mm of where
+    they end (frame 60), and the largest peak-to-peak move from 0.3 s to 0.8 s (after the first stroke back)."""
+    from implicit_muscles.scenes import paper as scenes
+
+    arm = scenes.arm_character(particles=particles, solvers=solvers)
+    arm.settle(scenes.arm_shake(0), stiffness=[k] * 4)  # a shot starts settled in its first pose (as in Blender)
+    frames = [arm.frame(scenes.arm_shake(f), stiffness=[k] * 4, dt=1 / 24).copy() for f in range(60)]
+    a, b = arm.model.axis_start[0], arm.model.axis_start[1]
+    belly = arm._state.x[(a + b) // 2]  # the biceps' middle, held still at the end
+    over = np.argsort(np.linalg.norm(frames[-1] - belly, axis=1))[:40]
+    X = np.array(frames)[:, over]
+
+    def peak_to_peak(first, last):
+        window = X[first:last]
+        return np.linalg.norm(window.max(axis=0) - window.min(axis=0), axis=1).max()
+
+    off = np.linalg.norm(X[24:] - X[-1], axis=2).max(axis=1)
+    above = np.flatnonzero(off > 0.001)
+    return peak_to_peak(26, 39), (above[-1] + 1) / 24 if len(above) else 0.0, peak_to_peak(31, 44)
