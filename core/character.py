@@ -184,7 +184,9 @@ class MuscledCharacter:
                                     muscle_bones=self.skin_bones if self.muscles else None,
                                     settings=skin, bone_names=rig.names,
                                     fats=FatBatch.of(self.fats) if self.fats else None,
-                                    fat_bones=self.fat_bones if self.fats else None)
+                                    fat_bones=self.fat_bones if self.fats else None,
+                                    muscle_end_bones=np.stack([self.origin_bones, self.insertion_bones], axis=1)
+                                    if self.muscles else None)
         self.deformer = ImplicitSkinDeformer(self.skin, rig.vertices, rig.faces, rig.weights, tracking,
                                              bone_names=rig.names)
         self.keep_inside = keep_inside

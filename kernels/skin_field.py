@@ -8,8 +8,8 @@ and adds the change of the muscles and fats that move the part as a displacement
 (``kernels/blend.py``; the contact operator's ``alpha`` comes from the angle between the children's gradients).
 
 The field comes as two structs built by ``core/skin/field.py``: :class:`SkinArrays` (the bind data, and this frame's
-placement, with the bind-time muscles carried by their bones) and this frame's muscles, a ``kernels.fusiform.MuscleArrays`` (kept apart: numba's parallel loops take
-flat tuples only). Other kernels (the skin tracking) call :func:`evaluate_point` with both.
+placement, with the bind-time muscles laid between this frame's ends) and this frame's muscles, a
+``kernels.fusiform.MuscleArrays`` (kept apart: numba's parallel loops take flat tuples only). Other kernels (the skin tracking) call :func:`evaluate_point` with both.
 Outputs ``out_values (n,)``, ``out_grads (n, 3)`` [1/m].
 """
 from __future__ import annotations
@@ -65,19 +65,20 @@ class SkinArrays(NamedTuple):
     fat_frame: np.ndarray          # (F, 3, 3) float64 this frame: their semi-axes' directions (columns)
     fat_bounds: np.ndarray         # (F, 6) float64 [m] this frame: beyond this box a fat's change moves nothing
     fat_carried: np.ndarray        # (F, 3) float64 [m] this frame: where each fat's bone carries its centre
-    carried_start: np.ndarray      # (M+1,) int64 the bind-time muscles (kernels/muscle_change.py) ...
-    carried_cumulative: np.ndarray  # (P_axis,) float64 [m] ... their arc lengths, as at bind
-    carried_seg_length: np.ndarray  # (P_axis,) float64 [m]
-    carried_seg_angle: np.ndarray  # (P_axis,) float64 [rad]
-    carried_scale: np.ndarray      # (P_axis,) float64
-    carried_scalar: np.ndarray     # (M, SCALAR_COUNT) float64
+    carried_start: np.ndarray      # (M+1,) int64 the bind-time muscles laid between this frame's ends ...
+    carried_scale: np.ndarray      # (P_axis,) float64 ... their cross-section scales, as at bind
+    carried_scalar: np.ndarray     # (M, SCALAR_COUNT) float64 their shapes and widths as at bind, this frame's length
     carried_exponent: np.ndarray   # (M, 4) int64
-    carried_points: np.ndarray     # (P_axis, 3) float64 [m] this frame: carried by each muscle's skin part's bone
+    carried_cumulative: np.ndarray  # (P_axis,) float64 [m] this frame: their arc lengths
+    carried_seg_length: np.ndarray  # (P_axis,) float64 [m] this frame
+    carried_seg_angle: np.ndarray  # (P_axis,) float64 [rad] this frame
+    carried_points: np.ndarray     # (P_axis, 3) float64 [m] this frame (core/skin/field.carried_muscles)
     carried_tangent: np.ndarray    # (P_axis, 3) float64 this frame
     carried_normal: np.ndarray     # (P_axis, 3) float64 this frame
     carried_seg_tangent: np.ndarray  # (P_axis, 3) float64 this frame
     carried_bounds: np.ndarray     # (M, 6) float64 [m] this frame: their axes' boxes
     carried_along: np.ndarray      # (P_axis, 4) float64 [m] this frame: their chord ranges (fusiform.axis_along)
+    carried_bend: np.ndarray       # (M,) float64 this frame: the bend in [0, 1] between each muscle's end bones
 
 
 @njit(inline="always", **JIT_FAST)
@@ -138,8 +139,9 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
                     skin.carried_start, skin.carried_points, skin.carried_cumulative, skin.carried_tangent,
                     skin.carried_normal, skin.carried_seg_tangent, skin.carried_seg_length, skin.carried_seg_angle,
                     skin.carried_scale, skin.carried_scalar, skin.carried_exponent, skin.carried_bounds,
-                    skin.carried_along, muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
-                    muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent, muscles.seg_length,
+                    skin.carried_along, skin.carried_bend, muscles.axis_start, muscles.axis_points,
+                    muscles.axis_cumulative, muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent,
+                    muscles.seg_length,
                     muscles.seg_angle, muscles.axis_scale, muscles.muscle_scalar, muscles.muscle_exponent,
                     muscles.muscle_bounds, skin.axis_along)
             if skin.part_fat_start[p] < skin.part_fat_start[p + 1]:

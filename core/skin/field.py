@@ -12,15 +12,16 @@ a grid in rest space (``core/skin/part_grid.py``) and build the composition tree
 
 State (:class:`SkinPlacement`, one per frame, from :func:`place_skin` / :meth:`SkinField.place`): bone transforms
 ``B_j = M_j M_ref_j^-1`` (rest -> posed, column vectors, ``(B, 4, 4)``) and the muscles'
-:class:`core.muscle.batch.MuscleBatch` give each part grid's placement, the bind-time muscles carried by their
-bones and every node's world box; :meth:`SkinPlacement.evaluate` returns ``F`` and its gradient at any points (one
+:class:`core.muscle.batch.MuscleBatch` give each part grid's placement, the bind-time muscles laid between their
+ends and every node's world box; :meth:`SkinPlacement.evaluate` returns ``F`` and its gradient at any points (one
 numba call with the ``kernels/skin_field.SkinArrays`` and the muscles' ``MuscleArrays``).
 
 **Muscles** move the skin by their change, not by themselves (issue 20 item 3): the field of each part whose rest
-vertices a muscle lies under (:func:`muscle_joins`) is displaced by ``s_k lambda_k T_k(f_k^0 - f_k)``, ``f_k^0``
-the muscle at bind (its settled rest, rest activation) carried rigidly by its own skin part's bone
-(:func:`carried_muscles`), ``f_k`` the muscle this frame, ``T_k`` a saturation at the muscle's travel and
-``lambda_k`` the weight of ``f_k^0`` (``kernels/muscle_change.py``). ``s_k`` [1/m] is the part's slope at its
+vertices a muscle's change reaches (:func:`muscle_joins`) is displaced by ``s_k w_k lambda_k T_k(f_k^0 - f_k)``,
+``f_k^0`` the muscle at bind (its settled rest, rest activation) laid between this frame's ends
+(:func:`carried_muscles`), ``f_k`` the muscle this frame, ``T_k`` a saturation at the muscle's travel,
+``lambda_k`` the weight of ``f_k^0`` and ``w_k`` a fade towards its ends at a bent joint (:func:`joint_bends`,
+``kernels/muscle_change.py``). ``s_k`` [1/m] is the part's slope at its
 iso-surface over the muscle (at bind): a muscle whose surface moves by ``D`` under the skin moves the iso-surface
 by about ``D`` along its normal, all around the muscle, and the part keeps its own fall-off, so the contact
 operators at the creases see the same kind of field as without muscles.
@@ -56,9 +57,10 @@ from ..muscle.batch import MuscleBatch
 from .part_grid import DEFAULT_GRID_RESOLUTION, bake_part_grid
 from .parts import (DEFAULT_MIN_PART_VERTICES, DEFAULT_SAMPLES_PER_PART, merge_small_parts,
                     partition_vertices, sample_parts)
-from ...kernels.constants import NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
+from ...kernels.constants import NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT
 from ...kernels.fat import REACH_FULL
-from ...kernels.muscle_change import MUSCLE_REACH_FALL, MUSCLE_REACH_FULL, MUSCLE_TRAVEL, MUSCLE_TRAVEL_OUT
+from ...kernels.muscle_change import (MUSCLE_END_FADE, MUSCLE_REACH_FALL, MUSCLE_REACH_FULL, MUSCLE_TRAVEL,
+                                      TRAVEL_KNEE)
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,7 @@ class SkinField:
     grid_origin: np.ndarray  # (P, 3) float64 [m]
     grid_inv_h: np.ndarray  # (P,) float64 [1/m]
     muscles: MuscleBatch | None = None  # the muscles at bind (their change from these moves the skin)
+    muscle_end_bones: np.ndarray = None  # (M, 2) int64 each muscle's origin and insertion bones (-1: not known)
     muscle_slope: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))  # (E_M,) [1/m] muscle_joins()
     heads: np.ndarray = None  # (B, 3) [m] rest bone heads (the joints, core/skin/joint_volume.py)
     tails: np.ndarray = None  # (B, 3) [m] rest bone tails
@@ -154,7 +157,7 @@ class SkinPlacement:
     grid_binv: np.ndarray  # (P, 3, 4) float64 world -> rest rigid transform of each part grid
     node_bounds: np.ndarray  # (T, 6) float64 [m] world box of each node (min xyz, max xyz)
     muscles: MuscleBatch | None  # this frame's muscles (None: no muscles)
-    carried: MuscleBatch | None  # the bind-time muscles carried by their skin parts' bones (None: no muscles)
+    carried: MuscleBatch | None  # the bind-time muscles laid between this frame's ends (None: no muscles)
     arrays: tuple  # kernels.skin_field.SkinArrays
     muscle_arrays: tuple  # kernels.fusiform.MuscleArrays of this frame's muscles
     fats: FatBatch = None  # this frame's fats
@@ -193,7 +196,7 @@ class SkinPlacement:
         part_v, part_g, parts_h, parts_d = [], [], [], []
         change = None
         if self.muscles is not None and len(m.part_muscle_index):
-            change = _muscle_change_reference(self.carried, self.muscles, pts)
+            change = _muscle_change_reference(self.carried, self.muscles, self.arrays.carried_bend, pts)
         fat_start = _part_fat_start(m)
         for p, g in enumerate(m.grids):
             v, gr = g.sample(pts, np.linalg.inv(B[p]))
@@ -272,7 +275,7 @@ def _no_muscle_arrays():
 
 def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | None = None,
                fats: FatBatch | None = None) -> SkinPlacement:
-    """Place the part grids, the carried muscles and the node boxes of ``model`` for one frame
+    """Place the part grids, the laid bind-time muscles and the node boxes of ``model`` for one frame
     (``kernels/skin_field.place_nodes``).
 
     bone_transforms: ``(B, 4, 4)`` rest -> posed rigid transforms ``B_j`` (None: rest pose; callers check rigidity).
@@ -285,7 +288,7 @@ def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | No
     fats = _fat_inputs(model, fats)
     has_muscles = muscles is not None and muscles.muscle_count > 0
     muscle_arrays = muscles.kernel_arrays() if has_muscles else _no_muscle_arrays()
-    carried = carried_muscles(model, B) if has_muscles else None
+    carried = carried_muscles(model, B, muscles) if has_muscles else None
     c = carried.kernel_arrays() if has_muscles else _no_muscle_arrays()
     cos0, cos1 = np.cos(np.radians(model.settings.contact_angles))
     arrays = SkinArrays(
@@ -306,51 +309,105 @@ def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | No
         carried_seg_angle=c.seg_angle, carried_scale=c.axis_scale, carried_scalar=c.muscle_scalar,
         carried_exponent=c.muscle_exponent, carried_points=c.axis_points, carried_tangent=c.axis_tangent,
         carried_normal=c.axis_normal, carried_seg_tangent=c.seg_tangent, carried_bounds=c.muscle_bounds,
-        carried_along=np.empty((c.axis_points.shape[0], 4)))
+        carried_along=np.empty((c.axis_points.shape[0], 4)),
+        carried_bend=joint_bends(model, B) if has_muscles else np.zeros(0))
     place_nodes(B, model.part_bone, model.grid_corners, arrays, muscle_arrays)
     return SkinPlacement(model=model, grid_binv=arrays.grid_binv, node_bounds=arrays.node_bounds,
                          muscles=muscles if has_muscles else None, carried=carried, arrays=arrays,
                          muscle_arrays=muscle_arrays, fats=fats)
 
 
-def carried_muscles(model: SkinField, bone_transforms) -> MuscleBatch:
-    """The bind-time muscles (``model.muscles``) each moved rigidly by its skin part's bone (``B (B, 4, 4)``, rest ->
-    posed): ``f^0`` of ``kernels/muscle_change.py``. A muscle that joins no part stays where it was bound. The
-    shapes, lengths and widths are the bind's; axis points, tangents, normals and boxes are moved (a few hundred
-    axis points: vectorised numpy)."""
+def carried_muscles(model: SkinField, bone_transforms, muscles: MuscleBatch) -> MuscleBatch:
+    """The bind-time muscles (``model.muscles``) laid between this frame's ends: ``f^0`` of
+    ``kernels/muscle_change.py``.
+
+    Each bind axis is turned by its skin part's bone (``B (B, 4, 4)``, rest -> posed; a muscle that joins no part:
+    by none), then by the least rotation that lays its chord (first to last axis point) along this frame's chord
+    of ``muscles`` (same order), and stretched along the chord to its length, its first point on this frame's
+    first. The shapes, widths and supports are the bind's; the axis geometry (arc lengths, tangents, normals,
+    boxes) is rebuilt (``kernels/axis.axis_geometry``; a few hundred axis points, vectorised numpy). A muscle that
+    keeps its bind shape between its ends therefore reads no change, whatever the bones between them do; at the
+    bind pose, and under a rigid motion of the whole body, this is the bind muscle moved rigidly."""
     from ...kernels.fusiform import MuscleArrays
 
     rest = model.muscles
-    a = rest.kernel_arrays()
+    a, now = rest.kernel_arrays(), muscles.kernel_arrays()
     M = rest.muscle_count
+    first, last = a.axis_start[:-1], a.axis_start[1:] - 1
     T = np.broadcast_to(np.eye(4), (M, 4, 4)).copy()
     joined = model.muscle_part >= 0
     T[joined] = np.asarray(bone_transforms, dtype=np.float64)[model.part_bone[model.muscle_part[joined]]]
+    chord0 = a.axis_points[last] - a.axis_points[first]
+    chord1 = now.axis_points[last] - now.axis_points[first]
+    length0, length1 = np.linalg.norm(chord0, axis=1), np.linalg.norm(chord1, axis=1)
+    u0 = chord0 / length0[:, None]
+    turned = np.einsum("mij,mj->mi", T[:, :3, :3], u0)
+    R = np.einsum("mij,mjk->mik", _least_rotation(turned, chord1 / length1[:, None]), T[:, :3, :3])
     owner = np.repeat(np.arange(M), np.diff(a.axis_start))
-    R, t = T[owner, :3, :3], T[owner, :3, 3]
-    turn = lambda v: np.einsum("pij,pj->pi", R, v)  # noqa: E731
-    points = turn(a.axis_points) + t
-    lows = np.minimum.reduceat(points, a.axis_start[:-1], axis=0)
-    highs = np.maximum.reduceat(points, a.axis_start[:-1], axis=0)
-    arrays = MuscleArrays(a.axis_start, points, a.axis_cumulative, turn(a.axis_tangent), turn(a.axis_normal),
-                          turn(a.seg_tangent), a.seg_length, a.seg_angle, a.muscle_scalar, a.muscle_exponent,
-                          np.ascontiguousarray(np.concatenate([lows, highs], axis=1)), a.axis_scale)
-    return dataclasses.replace(rest, arrays=arrays)
+    rel = a.axis_points - a.axis_points[first][owner]
+    along = np.einsum("pi,pi->p", rel, u0[owner])
+    rel = rel + ((length1 / length0 - 1.0)[owner] * along)[:, None] * u0[owner]
+    points = now.axis_points[first][owner] + np.einsum("pij,pj->pi", R[owner], rel)
+    end_normals = np.stack([np.einsum("mij,mj->mi", R, a.axis_normal[first]),
+                            np.einsum("mij,mj->mi", R, a.axis_normal[last])], axis=1)
+    scalar = a.muscle_scalar.copy()
+    arrays = MuscleArrays(a.axis_start, np.zeros_like(points), np.zeros_like(a.axis_cumulative),
+                          np.zeros_like(points), np.zeros_like(points), np.zeros_like(points),
+                          np.zeros_like(a.seg_length), np.zeros_like(a.seg_angle), scalar, a.muscle_exponent,
+                          np.zeros_like(a.muscle_bounds), a.axis_scale)
+    carried = dataclasses.replace(rest, arrays=arrays, length=np.zeros(M), status=np.zeros(M, dtype=np.int64))
+    carried._geometry(points, end_normals)
+    scalar[:, SCALAR_LENGTH] = carried.length
+    return carried
+
+
+def _least_rotation(a, b):
+    """``(M, 3, 3)`` the least rotations taking the unit vectors ``a (M, 3)`` to ``b (M, 3)`` (Rodrigues' formula
+    about ``a x b``; the identity where they are equal, a half turn about an axis normal to ``a`` where they are
+    opposite)."""
+    v = np.cross(a, b)
+    c = np.einsum("mi,mi->m", a, b)
+    K = np.zeros((len(a), 3, 3))
+    K[:, 0, 1], K[:, 0, 2], K[:, 1, 2] = -v[:, 2], v[:, 1], -v[:, 0]
+    K[:, 1, 0], K[:, 2, 0], K[:, 2, 1] = v[:, 2], -v[:, 1], v[:, 0]
+    opposite = c <= -1.0 + 1e-12
+    scale = np.where(opposite, 0.0, 1.0 / np.where(opposite, 1.0, 1.0 + c))
+    R = np.eye(3) + K + scale[:, None, None] * (K @ K)
+    if opposite.any():
+        n = np.cross(a[opposite], np.where(np.abs(a[opposite, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]]))
+        n /= np.linalg.norm(n, axis=1, keepdims=True)
+        R[opposite] = 2.0 * n[:, :, None] * n[:, None, :] - np.eye(3)
+    return R
+
+
+def joint_bends(model: SkinField, bone_transforms) -> np.ndarray:
+    """``(M,)`` how far each muscle's joint is bent this frame, in [0, 1]: ``(1 - cos theta) / 2`` of the angle
+    ``theta`` of the rotation between its origin's and its insertion's bone (``model.muscle_end_bones``; 0 where
+    they are not known) under ``B (B, 4, 4)``, rest -> posed (0 at the rest pose)."""
+    M = len(model.muscle_part)
+    ends = model.muscle_end_bones
+    if ends is None:
+        return np.zeros(M)
+    R = np.asarray(bone_transforms, dtype=np.float64)[:, :3, :3]
+    o, i = R[np.maximum(ends[:, 0], 0)], R[np.maximum(ends[:, 1], 0)]
+    trace = np.einsum("mji,mji->m", o, i)  # tr(R_o^T R_i)
+    return np.where((ends >= 0).all(axis=1), np.clip((3.0 - trace) / 4.0, 0.0, 1.0), 0.0)
 
 
 def travel_reference(D, c):
     """Numpy reference of ``kernels/muscle_change.travel``: ``(T, dT/dD)`` of the changes ``D (n,)`` [m] saturated
     at ``c`` [m]."""
     D = np.asarray(D, dtype=np.float64)
-    a = np.abs(D)
-    inside = a < 2.0 * c
-    return (np.where(inside, D - D * a / (4.0 * c), np.copysign(c, D)),
-            np.where(inside, 1.0 - a / (2.0 * c), 0.0))
+    r = D / c
+    inside = np.abs(r) < TRAVEL_KNEE
+    return (np.where(inside, D - (4.0 / 27.0) * D * r * r, np.copysign(c, D)),
+            np.where(inside, 1.0 - (4.0 / 9.0) * r * r, 0.0))
 
 
-def _muscle_change_reference(carried: MuscleBatch, muscles: MuscleBatch, points):
-    """``lambda_k(f_k^0) T_k(f_k^0 - f_k)`` of every muscle at ``points (n, 3)`` and its gradient: ``(values (n,
-    M), grads (n, M, 3))`` (``kernels/muscle_change.py``, without the slope)."""
+def _muscle_change_reference(carried: MuscleBatch, muscles: MuscleBatch, bend, points):
+    """``w_k lambda_k(f_k^0) T_k(f_k^0 - f_k)`` of every muscle at ``points (n, 3)`` and its gradient: ``(values
+    (n, M), grads (n, M, 3))`` (``kernels/muscle_change.py``, without the slope); ``bend (M,)`` the joints' bends
+    (:func:`joint_bends`)."""
     from ..muscle.batch import evaluate_muscles
 
     f0, g0 = evaluate_muscles(carried, points)
@@ -359,13 +416,28 @@ def _muscle_change_reference(carried: MuscleBatch, muscles: MuscleBatch, points)
     t = np.clip((f0 - MUSCLE_REACH_FULL * R) / (MUSCLE_REACH_FALL * R), 0.0, 1.0)
     lam, dlam = 1.0 - t * t * (3.0 - 2.0 * t), -6.0 * t * (1.0 - t) / (MUSCLE_REACH_FALL * R)
     D = f0 - f1
-    t, dt = travel_reference(D, np.where(D > 0.0, MUSCLE_TRAVEL_OUT, MUSCLE_TRAVEL) * R)
-    values = lam * t
-    grads = (dlam * t)[..., None] * g0 + (lam * dt)[..., None] * (g0 - g1)
+    t, dt = travel_reference(D, MUSCLE_TRAVEL * R)
+    w, gw = _end_weight_reference(carried, bend, points)
+    values = w * lam * t
+    grads = (w * dlam * t)[..., None] * g0 + (w * lam * dt)[..., None] * (g0 - g1) + (lam * t)[..., None] * gw
     return values, grads
 
 
-_NO_PART = np.zeros(0, dtype=np.int64)
+def _end_weight_reference(carried: MuscleBatch, bend, points):
+    """Numpy reference of ``kernels/muscle_change.end_weight`` for every muscle at ``points (n, 3)``: ``(w (n, M),
+    grad w (n, M, 3))``."""
+    start = carried.axis_start
+    rho = MUSCLE_END_FADE * carried.muscle_scalar[:, SCALAR_LENGTH]
+    w = np.ones((len(points), len(rho)))
+    gw = np.zeros((len(points), len(rho), 3))
+    for end in (carried.axis_points[start[:-1]], carried.axis_points[start[1:] - 1]):
+        e = points[:, None, :] - end[None, :, :]
+        t = np.minimum(np.linalg.norm(e, axis=2) / rho[None, :], 1.0)
+        s = 1.0 - bend[None, :] + bend[None, :] * t * t * (3.0 - 2.0 * t)
+        ds = bend[None, :] * 6.0 * (1.0 - t) / rho[None, :] ** 2
+        gw = gw * s[..., None] + (w * ds)[..., None] * e
+        w = w * s
+    return w, gw
 
 
 def _part_fat_start(model: SkinField) -> np.ndarray:
@@ -422,7 +494,7 @@ def place_reference(model: SkinField, bone_transforms=None, muscles: MuscleBatch
     if muscles is not None and muscles.muscle_count:
         # a muscle's change moves nothing beyond reach + (MUSCLE_REACH_FULL + MUSCLE_REACH_FALL) R of its carried
         # axis
-        carried = carried_muscles(model, B)
+        carried = carried_muscles(model, B, muscles)
         scal = carried.muscle_scalar
         cut = scal[:, SCALAR_REACH] + (MUSCLE_REACH_FULL + MUSCLE_REACH_FALL) * scal[:, SCALAR_SUPPORT]
         owner = np.repeat(np.arange(model.part_count), np.diff(model.part_muscle_start))
@@ -444,9 +516,10 @@ def place_reference(model: SkinField, bone_transforms=None, muscles: MuscleBatch
 
 
 FAT_NEAR = 3
-"""A fat or a muscle moves the field of every part with at least this many rest vertices where its change is fully
-taken (within ``REACH_FULL`` of its support radius ``R`` of its surface, ``kernels/fat.reach_weight``), or whose own
-field reads at least ``FAT_FIELD`` on that many of those vertices."""
+"""A fat moves the field of every part with at least this many rest vertices where its change is fully taken (within
+``REACH_FULL`` of its support radius ``R`` of its surface, ``kernels/fat.reach_weight``), a muscle every part with
+that many where its change is taken at all (within ``MUSCLE_REACH_FULL + MUSCLE_REACH_FALL`` of ``R``); and either
+moves every part whose own field reads at least ``FAT_FIELD`` on that many of those vertices."""
 FAT_FIELD = 0.1
 """A part whose field reads this much on the skin a fat or muscle moves meets that skin's part in the composition (a
 crease's contact): the change moves it too, by the same slope, so both fields move together."""
@@ -460,23 +533,26 @@ def fat_joins(model: "SkinField", vertices):
     f0 = np.zeros((len(vertices), fats.count))
     for k in range(fats.count):
         f0[:, k] = fat_field_reference(vertices, fats.center[k], fats.frame[k], fats.axes[k])[0]
-    return _joins(model, vertices, f0, fats.support, model.fat_part)
+    return _joins(model, vertices, f0, fats.support, model.fat_part, REACH_FULL)
 
 
 def muscle_joins(model: "SkinField", vertices):
     """Which parts each muscle's change moves and by what slope: ``(start (P+1,), index (E,), slope (E,))``, as
-    :func:`fat_joins` (:func:`_joins`, the muscle's field at bind, ``R`` its support)."""
+    :func:`fat_joins` (:func:`_joins`, the muscle's field at bind, ``R`` its support), over all the skin its change
+    reaches: the parts on both sides of a joint the muscle crosses move together, so a bent joint's contact surface
+    moves with the muscle instead of one side passing the other."""
     from ..muscle.batch import evaluate_muscles
 
     f0, _ = evaluate_muscles(model.muscles, vertices)
-    return _joins(model, vertices, f0, model.muscles.muscle_scalar[:, SCALAR_SUPPORT], model.muscle_part)
+    return _joins(model, vertices, f0, model.muscles.muscle_scalar[:, SCALAR_SUPPORT], model.muscle_part,
+                  MUSCLE_REACH_FULL + MUSCLE_REACH_FALL)
 
 
-def _joins(model: "SkinField", vertices, f0, support, item_part):
+def _joins(model: "SkinField", vertices, f0, support, item_part, within):
     """Which parts each item (fat or muscle) moves and by what slope, from its field at rest ``f0 (V, K)`` [m] on the
     rest ``vertices (V, 3)``, its support ``R`` ``support (K,)`` [m] and its own part ``item_part (K,)`` (-1: none):
     ``(start (P+1,), index (E,), slope (E,))``, CSR by part. The item's skin is the rest vertices within
-    ``REACH_FULL R`` of its surface. It moves every part with at least ``FAT_NEAR`` of those vertices (an item over
+    ``within R`` of its surface. It moves every part with at least ``FAT_NEAR`` of those vertices (an item over
     the border of two parts moves both), ``s`` the median gradient length of the part's own field (at rest) there,
     so that a change ``D`` [m] of the item moves the part's iso-surface by about ``D``; and every part whose field
     reads at least ``FAT_FIELD`` on ``FAT_NEAR`` of them (a part meeting that skin at a crease), ``s`` the median
@@ -489,7 +565,7 @@ def _joins(model: "SkinField", vertices, f0, support, item_part):
     for k in range(len(support)):
         if item_part[k] < 0:
             continue
-        near = np.flatnonzero(f0[:, k] <= REACH_FULL * support[k])
+        near = np.flatnonzero(f0[:, k] <= within * support[k])
         found = False
         if len(near):
             values, grads = rest.leaf_reference(vertices[near])
@@ -578,13 +654,14 @@ def _build_tree(part_of_bone, parents):
 
 def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: MuscleBatch | None = None,
                     muscle_bones=None, settings: SkinSettings | None = None, bone_names=None,
-                    fats: FatBatch | None = None, fat_bones=None) -> SkinField:
+                    fats: FatBatch | None = None, fat_bones=None, muscle_end_bones=None) -> SkinField:
     """Bind the implicit skin of a mesh in its rest pose (module docstring).
 
     vertices (V, 3) [m], faces (F, 3) int (triangles), weights (V, B), heads/tails (B, 3) [m] rest bone ends in the
     mesh's space, parents (B,) int (-1: root); muscles: their batch at rest; muscle_bones (M,) int: the bone whose
-    part each muscle joins (-1: none); fats: the fats at rest (:class:`core.fat.batch.FatBatch`), each joining the
-    part of ``fat_bones (F,)`` int (-1: none). ``ValueError`` with a plain sentence on bad input.
+    part each muscle joins (-1: none); muscle_end_bones (M, 2) int: each muscle's origin and insertion bones (None:
+    not known; the muscles' change then does not fade at bent joints, ``kernels/muscle_change.end_weight``); fats:
+    the fats at rest (:class:`core.fat.batch.FatBatch`), each joining the part of ``fat_bones (F,)`` int (-1: none). ``ValueError`` with a plain sentence on bad input.
     """
     s = settings or SkinSettings()
     v = validation.points(vertices, "mesh vertices", min_count=4)
@@ -616,6 +693,9 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         raise ValueError(f"muscle_bones needs one bone per muscle ({M}).")
     if np.any((mb < -1) | (mb >= B)):
         raise ValueError("a muscle's skin bone index is out of range.")
+    ends = None if muscle_end_bones is None else np.asarray(muscle_end_bones, dtype=np.int64)
+    if ends is not None and (ends.shape != (M, 2) or np.any((ends < -1) | (ends >= B))):
+        raise ValueError(f"muscle_end_bones needs an origin and an insertion bone index per muscle ({M}).")
     # a muscle joins its skin bone's part, or the part of the nearest ancestor that has one (a bone with too few
     # vertices shares its parent's part)
     owner_part = part_of_bone.copy()
@@ -661,7 +741,7 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         grid_values=np.concatenate([g.values.reshape(-1) for g in grids]).astype(np.float32),
         grid_offset=grid_offsets, grid_dims=np.array([g.values.shape[:3] for g in grids], dtype=np.int64),
         grid_origin=np.array([g.origin for g in grids]), grid_inv_h=np.array([1.0 / g.spacing for g in grids]),
-        muscles=muscles, heads=heads, tails=tails, parents=parents,
+        muscles=muscles, muscle_end_bones=ends, heads=heads, tails=tails, parents=parents,
         grid_corners=np.stack([g.box[0] + _BOX_CORNERS * (g.box[1] - g.box[0]) for g in grids]),
         fats=fats, fat_part=fat_part)
     if M:

@@ -33,8 +33,10 @@ def skin(arm):
 @pytest.fixture(scope="module")
 def muscled(arm):
     muscles, bones = scenes.arm_muscles()
+    ends = [scenes.ARM_ATTACHMENTS[m.name] for m in muscles]
     return bind_skin_field(arm.vertices, arm.faces, arm.weights, arm.heads, arm.tails, arm.parents,
-                           muscles=pack_muscles(muscles), muscle_bones=bones, bone_names=arm.names), muscles
+                           muscles=pack_muscles(muscles), muscle_bones=bones, bone_names=arm.names,
+                           muscle_end_bones=ends), muscles
 
 
 def _near_skin(arm, n=3000, scale=0.004, seed=0):
@@ -51,9 +53,14 @@ def test_composition_tree_follows_the_skeleton(skin):
 
 
 @pytest.mark.parametrize("pose", [0.0, 130.0])
-def test_kernel_matches_reference(arm, muscled, pose):
-    field, _ = muscled
-    placed = field.place(scenes.arm_pose(pose))
+@pytest.mark.parametrize("scale", [1.0, 0.8])
+def test_kernel_matches_reference(arm, muscled, pose, scale):
+    """The bind-time muscles, and a thinner biceps (at 130 degrees its change fades towards its ends)."""
+    field, muscles = muscled
+    muscles[0].width_scale = scale
+    placed = field.place(scenes.arm_pose(pose), pack_muscles(muscles))
+    muscles[0].width_scale = 1.0
+    assert placed.arrays.carried_bend[0] == (0.0 if pose == 0.0 else pytest.approx((1 - np.cos(np.radians(pose))) / 2))
     q = _near_skin(arm, scale=0.01)
     F, G = placed.evaluate(q)
     Fr, Gr = placed.evaluate_reference(q)
@@ -179,7 +186,9 @@ only the difference's truncation, O(FD_STEP^2) over the muscle's curvature)."""
 
 def test_a_muscle_moves_its_part_by_its_change_only(arm, muscled):
     """The skin sees a muscle's change, not the muscle: with the bind-time muscles the field is the muscle-free
-    field exactly (at rest, and with the whole rig bent, the muscles carried by their bones); a biceps 1.5 times as
+    field exactly at rest, and within roundoff with the whole rig bent and each bind muscle laid between other ends
+    (carried by its bone, then turned and stretched onto its rest chord: a muscle that keeps its bind shape between
+    its ends, ``carried_muscles``); a biceps 1.5 times as
     wide (it reaches through the rest skin) changes nothing at rest either; the change of a thinner biceps lowers
     only the parts it moves, and nothing past its reach."""
     from implicit_muscles.core.skin.field import carried_muscles
@@ -188,9 +197,15 @@ def test_a_muscle_moves_its_part_by_its_change_only(arm, muscled):
     plain = field.without_muscles()
     q = _near_skin(arm, scale=0.01)
     np.testing.assert_array_equal(field.place().evaluate(q)[0], plain.place().evaluate(q)[0])
-    B = scenes.arm_pose(130.0)
-    carried = carried_muscles(field, B)
-    np.testing.assert_array_equal(field.place(B, carried).evaluate(q)[0], plain.place(B).evaluate(q)[0])
+    turn = np.eye(4)
+    turn[:2, :2] = [[np.cos(0.7), -np.sin(0.7)], [np.sin(0.7), np.cos(0.7)]]
+    turn[:3, 3] = [0.1, -0.05, 0.2]
+    B = turn @ scenes.arm_pose(130.0)  # the whole arm moved, the elbow bent
+    laid = carried_muscles(field, B, field.muscles)
+    bone = B[field.part_bone[field.muscle_part[0]]]  # the biceps' skin bone: the upper arm
+    rigid = field.muscles.axis_points[:laid.axis_start[1]] @ bone[:3, :3].T + bone[:3, 3]
+    assert np.abs(laid.axis_points[:laid.axis_start[1]] - rigid).max() > 0.01  # not the bone's rigid carry
+    np.testing.assert_allclose(field.place(B, laid).evaluate(q)[0], plain.place(B).evaluate(q)[0], atol=1e-9)
     wide, bones = scenes.arm_muscles()
     wide[0].width_scale = 1.5
     through = bind_skin_field(arm.vertices, arm.faces, arm.weights, arm.heads, arm.tails, arm.parents,

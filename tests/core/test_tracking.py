@@ -269,7 +269,8 @@ def test_elbow_contact_removes_skin_intersections(arm, plain, angle, record_prop
 @pytest.mark.parametrize("angle", [90.0, 110.0, 130.0])
 def test_elbow_contact_with_the_muscles(character, angle, record_property):
     """The four muscles crossing the elbow, settled in the pose with the curl's activation: the skin over the
-    biceps meets the forearm's on the contact surface too (at most ``CROSSING_LEFT`` crossing triangles)."""
+    biceps meets the forearm's on the contact surface too, and no triangle crosses the other side (issue 20 item 3:
+    the muscles' change keeps the elbow's contact as it is without muscles)."""
     bend = angle / 130.0
     activation = [bend, 0.0, 0.8 * bend, 0.3 * bend]
     character.reset()
@@ -280,7 +281,7 @@ def test_elbow_contact_with_the_muscles(character, angle, record_property):
     record_property(f"crossing_triangles_muscles_dqs_{angle:.0f}", theirs)
     record_property(f"crossing_triangles_muscles_is_{angle:.0f}", ours)
     assert theirs >= 20
-    assert ours <= CROSSING_LEFT
+    assert ours == 0
 
 
 def _past_contact(deformer, positions):
@@ -396,7 +397,7 @@ def test_offset_turns_are_the_skinning_rotation_and_slide_along_the_crease(chara
     assert np.linalg.norm(turns, axis=(1, 2), ord=2).max() < 1.0 + 1e-12
 
 
-def test_activating_the_biceps_moves_the_skin_over_it_outwards(character):
+def test_activating_the_biceps_moves_the_skin_over_it_outwards(character, record_property):
     """Same pose (elbow at 60 degrees, settled), biceps activation 1 vs 0: the skin over the biceps moves out,
     the hand does not move."""
     arm = character.rig
@@ -411,14 +412,14 @@ def test_activating_the_biceps_moves_the_skin_over_it_outwards(character):
     up = B[0, :3, :3] @ np.array([0.0, 0.0, 1.0])
     over = (arm.vertices[:, 2] > 0.035) & (arm.vertices[:, 0] > 0.1) & (arm.vertices[:, 0] < 0.22)
     hand = arm.vertices[:, 0] > 0.6
+    record_property("activation_skin_out_mm", 1e3 * float((d[over] @ up).max()))
     assert (d[over] @ up).max() > 0.002
     assert np.abs(d[hand]).max() < 1e-9
 
 
 FOLLOW_SHARE = 0.7
-"""Least share of a muscle's thinning or swelling that the skin over its top follows; on the arm's biceps 0.74 of a
-4.2 mm thinning and 0.76 of a swelling (0.65 and 0.74 when the skin saw a muscle through the rest skin at most 0.45
-on it)."""
+"""Least share of a muscle's thinning or swelling that the skin over its top follows (issue 20 item 3); on the arm's
+biceps 0.91 of a 4.2 mm thinning and 0.90 of a swelling."""
 
 
 def _biceps_scaled(batch, scale):
@@ -495,7 +496,7 @@ def test_the_active_biceps_bulge_is_round(character, record_property):
     """The curl's poses as in ``test_elbow_contact_with_the_muscles``: over the biceps (its skin part's faces within
     R of its rest surface) outside the creases (``core/skin/quality.crease_vertices``, grown as there), the largest
     angle between neighbouring faces' normals is at most ``ROUND_MARGIN`` above the rest mesh's largest there
-    (12.9 / 12.6 / 14.3 degrees at 90 / 110 / 130 against 10.3 at rest)."""
+    (13.5 / 16.8 / 17.9 degrees at 90 / 110 / 130 against 10.3 at rest)."""
     from implicit_muscles.core.muscle.batch import evaluate_muscles
     from implicit_muscles.core.skin import quality as Q
     from implicit_muscles.kernels.constants import SCALAR_SUPPORT
