@@ -60,7 +60,7 @@ class EvaluationQuality:
 
 RENDER = EvaluationQuality()
 """The bound settings: renders, bakes and (by default) the viewport."""
-PREVIEW = EvaluationQuality(name="preview", substep_fraction=0.5, pbd_iterations=2, tracking_iterations=2,
+PREVIEW = EvaluationQuality(name="preview", substep_fraction=1.0, pbd_iterations=2, tracking_iterations=2,
                             arap_sweeps=2, correction_sweeps=2)
-"""Half the PBD substeps, two sweeps per substep, two projection iterations, at most two final ARAP sweeps and two
+"""All the PBD substeps with two sweeps each, two projection iterations, at most two final ARAP sweeps and two
 smoothing sweeps of the correction (never more than the bound settings)."""

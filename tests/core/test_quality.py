@@ -37,7 +37,7 @@ def test_preview_gives_the_core_fewer_steps_and_render_the_bound_settings():
     settings = arm.solver.model.settings
     render, preview = arm.solver.params(1 / 240, RENDER), arm.solver.params(1 / 240, PREVIEW)
     assert (render.n_sub, render.iterations) == (settings.substeps, settings.iterations) == (10, 4)
-    assert (preview.n_sub, preview.iterations) == (5, 2)
+    assert (preview.n_sub, preview.iterations) == (10, 2)
     track, correction = arm.deformer._quality_structs(RENDER)
     assert track is arm.deformer._track_params and correction is arm.deformer._correction_mesh
     track, correction = arm.deformer._quality_structs(PREVIEW)
