@@ -3,7 +3,7 @@ grid-part evaluations, value + gradient, above 20 million per second; full-body 
 
 Scenes (``scenes/paper.py``): the paper's arm (2172 vertices, 3 bones, 4 muscles) and the full body (19,498
 vertices, 14 bones, 50 muscles); the real character BCN_Epileptic (3014 vertices, 54 bones) when the set-up has
-fetched it and bpy is importable. Bind = partition, Poisson samples, HRBF pull-in under muscles, HRBF fits, grids,
+fetched it and bpy is importable. Bind = partition, Poisson samples, HRBF fits, grids, the muscles' joins,
 tree. Evaluations: one part grid read at random points of its box (``kernels/part_grid.py``), and the composed field
 ``F`` at points near the skin (vertices + 5 mm noise), with and without the 50 muscles, on all cores and on one.
 Baseline in the same run: the plain-numpy reference of the composed field (``SkinPlacement.evaluate_reference``).

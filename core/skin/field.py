@@ -346,8 +346,9 @@ def carried_muscles(model: SkinField, bone_transforms, muscles: MuscleBatch) -> 
     owner = np.repeat(np.arange(M), np.diff(a.axis_start))
     rel = a.axis_points - a.axis_points[first][owner]
     along = np.einsum("pi,pi->p", rel, u0[owner])
-    rel = rel + ((length1 / length0 - 1.0)[owner] * along)[:, None] * u0[owner]
-    points = now.axis_points[first][owner] + np.einsum("pij,pj->pi", R[owner], rel)
+    laid = np.einsum("pij,pj->pi", R[owner], rel + ((length1 / length0 - 1.0)[owner] * along)[:, None] * u0[owner])
+    # written as the bind points plus their move, so that the bind pose gives the bind points bit for bit
+    points = a.axis_points + ((now.axis_points[first] - a.axis_points[first])[owner] + (laid - rel))
     end_normals = np.stack([np.einsum("mij,mj->mi", R, a.axis_normal[first]),
                             np.einsum("mij,mj->mi", R, a.axis_normal[last])], axis=1)
     scalar = a.muscle_scalar.copy()
@@ -358,6 +359,14 @@ def carried_muscles(model: SkinField, bone_transforms, muscles: MuscleBatch) -> 
     carried = dataclasses.replace(rest, arrays=arrays, length=np.zeros(M), status=np.zeros(M, dtype=np.int64))
     carried._geometry(points, end_normals)
     scalar[:, SCALAR_LENGTH] = carried.length
+    # a muscle laid where it was bound keeps its bind geometry bit for bit (the rest pose reads no change at all)
+    kept = np.logical_and.reduceat(np.all(points == a.axis_points, axis=1), first)
+    if kept.any():
+        at = kept[owner]
+        for name in ("axis_cumulative", "axis_tangent", "axis_normal", "seg_tangent", "seg_length", "seg_angle"):
+            getattr(arrays, name)[at] = getattr(a, name)[at]
+        scalar[kept] = a.muscle_scalar[kept]
+        arrays.muscle_bounds[kept] = a.muscle_bounds[kept]
     return carried
 
 
