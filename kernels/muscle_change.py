@@ -36,7 +36,7 @@ MUSCLE_REACH_FULL = 0.5
 """A muscle's change moves its part's field fully up to this many support radii ``R`` from its surface at bind ..."""
 MUSCLE_REACH_FALL = 1.0
 """... and not at all this many ``R`` further out (:func:`reach_weight`): the weight's slope times the travel,
-``1.5 c / (MUSCLE_REACH_FALL R)`` at most, stays well under the part's own slope (a shrunk muscle does not turn the
+``1.5 c / (MUSCLE_REACH_FALL R)`` at most, is 0.48 of the part's own slope here (a shrunk muscle does not turn the
 part's gradient over)."""
 
 
