@@ -92,6 +92,10 @@ CHARACTER_STIFFNESS = 0.8
 """The character's muscles are tense (the README's 0.6-0.9), as a seizure's are. With the presets' 0.5, its hands
 whipping at up to 3 m/s folded the loose forearm flexors where they cross the wrist for a few frames: 93.5 % of
 their rest volume at worst; at 0.8 every muscle stays within 2 %."""
+CHARACTER_FULL_FLEXION = math.radians(40.0)
+"""BCN_Epileptic's elbows flex at most 43 degrees in its animation, its knees 79: its flexors reach their share of
+activation at 40 degrees, the peak of its convulsions (at 90, the biceps reached half its activation, and the skin
+over it moved at most 0.4 mm from Implicit Skinning alone)."""
 HANDLE_DEPTH = 0.8
 """The character's muscle handles sit this fraction of the limb radius out from the bone, on the limb's side: clear
 of the bone's collision capsule (a quarter of the limb radius) by about the muscle's own half-width (a third of the
@@ -119,6 +123,7 @@ class CharacterSpec:
     depth: float = HANDLE_DEPTH  # where the handles sit out from the bone, in limb radii
     particles: int | None = None  # every muscle's particle count (None: the operator's)
     fats: tuple = ()  # (bone, preset) of the fats the artist adds with the operator's presets
+    full_flexion: float = FULL_FLEXION  # [rad] flexion beyond rest at which a flexor reaches its share
 
     def side_bone(self, stem: str, side: str) -> str:
         """The bone ``stem`` on ``side`` ("Left" or "Right")."""
@@ -141,7 +146,7 @@ BCN_EPILEPTIC = CharacterSpec(
         ("gastrocnemius", "B_Knee_Left", "B_Ankle_Left", (0.0, 1.0, 0.0), "knee", 0.7, 0.25, 0.15),
     ),
     joints={"elbow": ("B_UpperArm", "B_ForeArm"), "knee": ("B_Hip", "B_Knee")},
-    bone="{stem}_{side}", probe_mesh="Torso.muscles", gap=1.35)
+    bone="{stem}_{side}", probe_mesh="Torso.muscles", gap=1.35, full_flexion=CHARACTER_FULL_FLEXION)
 
 HUMAN = CharacterSpec(
     name="Human", title="A dense MakeHuman body (13,380 vertices) jumping: a CMU capture retargeted by code",
@@ -377,7 +382,7 @@ def _build_character(bpy, spec, shot_name, quick):
             if joint is None:
                 item.activation = share
             else:
-                item.activation = share * min(1.0, _flexion(spec, armature, joint, side) / FULL_FLEXION)
+                item.activation = share * min(1.0, _flexion(spec, armature, joint, side) / spec.full_flexion)
             armature.keyframe_insert(f"implicit_muscles.muscles[{k}].activation", frame=frame)
     frames = range(first, last + 1)
     count = 6 if not quick else 2

@@ -1,16 +1,17 @@
 """Numba kernel: the composed skin field ``F`` (value and gradient) at many points (thesis Fig. 6.1, §3.1).
 
 The composition tree is a binary tree stored in **pre-order** (a node's subtree is ``node .. node_end[node]-1``).
-Per point, a pre-order pass marks the nodes whose box holds the point (a pruned node skips its whole subtree), then
-a reverse pre-order pass (children before parents) evaluates: a leaf reads its part grid (``kernels/part_grid.py``)
-and adds the change of the muscles and fats that move the part as a displacement (``kernels/muscle_change.py``,
-``kernels/fat.py``), clamped to [0, 1]; an operator node combines its children
-(``kernels/blend.py``; the contact operator's ``alpha`` comes from the angle between the children's gradients).
+Per point, a pre-order pass marks the nodes whose box holds the point (a pruned node skips its whole subtree), the
+muscles' change is summed into the active leaves (each muscle once, :func:`_muscles_change`), then a reverse
+pre-order pass (children before parents) evaluates: a leaf reads its part grid (``kernels/part_grid.py``) and adds
+the change of the muscles and fats that move the part as a displacement (``kernels/muscle_change.py``,
+``kernels/fat.py``), clamped to [0, 1]; an operator node combines its children (``kernels/blend.py``; the contact
+operator's ``alpha`` comes from the angle between the children's gradients).
 
 The field comes as two structs built by ``core/skin/field.py``: :class:`SkinArrays` (the bind data, and this frame's
 placement, with the bind-time muscles laid between this frame's ends) and this frame's muscles, a
-``kernels.fusiform.MuscleArrays`` (kept apart: numba's parallel loops take flat tuples only). Other kernels (the skin tracking) call :func:`evaluate_point` with both.
-Outputs ``out_values (n,)``, ``out_grads (n, 3)`` [1/m].
+``kernels.fusiform.MuscleArrays`` (kept apart: numba's parallel loops take flat tuples only). Other kernels (the
+skin tracking) call :func:`evaluate_point` with both. Outputs ``out_values (n,)``, ``out_grads (n, 3)`` [1/m].
 """
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ from numba import njit, prange
 
 from .fat import fats_displacement
 from .blend import contact, controller, max_union, table_union
-from .fusiform import axis_along
-from .muscle_change import MUSCLE_REACH_FALL, MUSCLE_REACH_FULL, muscles_displacement
+from .fusiform import _field_arrays, axis_along
+from .axis import chord_distance
+from .muscle_change import MUSCLE_REACH_FALL, MUSCLE_REACH_FULL, cell_of, laid_cut, may_change, muscle_change
 from .part_grid import sample_packed
 from .constants import JIT, JIT_FAST, JIT_POINT, NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
 
@@ -48,7 +50,14 @@ class SkinArrays(NamedTuple):
     grid_inv_h: np.ndarray         # (P,) float64 [1/m] inverse node spacing
     part_muscle_start: np.ndarray  # (P+1,) int64 CSR: the muscles whose change moves each part ...
     part_muscle_index: np.ndarray  # (E_M,) int64 ... as muscle indices
-    muscle_slope: np.ndarray       # (E_M,) float64 [1/m] the part's slope at its iso-surface over the muscle
+    muscle_leaf_start: np.ndarray  # (M+1,) int64 CSR: the same by muscle: the leaf nodes each muscle moves ...
+    muscle_leaf: np.ndarray        # (E_M,) int64 ... as node indices
+    muscle_leaf_slope: np.ndarray  # (E_M,) float64 [1/m] the part's slope at its iso-surface over the muscle
+    cell_origin: np.ndarray        # (3,) float64 [m] this frame: the muscles' cells (muscle_change.muscle_cells) ...
+    cell_inv_h: float              # [1/m] ... their inverse side
+    cell_dims: np.ndarray          # (3,) int64 ... cells per axis
+    cell_start: np.ndarray         # (C+1,) int64 ... CSR: the muscles whose change may reach each cell ...
+    cell_muscle: np.ndarray        # (E_C,) int64 ... as muscle indices
     clean_table: np.ndarray        # clean union's table (kernels/blend.py)
     blend_table: np.ndarray        # detail (blend) operator's table
     cos0: float                    # contact controller: cos theta0
@@ -79,6 +88,8 @@ class SkinArrays(NamedTuple):
     carried_bounds: np.ndarray     # (M, 6) float64 [m] this frame: their axes' boxes
     carried_along: np.ndarray      # (P_axis, 4) float64 [m] this frame: their chord ranges (fusiform.axis_along)
     carried_bend: np.ndarray       # (M,) float64 this frame: the bend in [0, 1] between each muscle's end bones
+    carried_dev: np.ndarray        # (M,) float64 [m] this frame: each carried axis's largest distance from its chord
+    chord_dev: np.ndarray          # (M,) float64 [m] this frame: each muscle axis's largest distance from its chord
 
 
 @njit(inline="always", **JIT_FAST)
@@ -93,6 +104,48 @@ def _displaced(f, gx, gy, gz, d, dx, dy, dz):
     if f >= 1.0:
         return 1.0, 0.0, 0.0, 0.0
     return f, gx + dx, gy + dy, gz + dz
+
+
+@njit(inline="always", **JIT_FAST)
+def _muscles_change(qx, qy, qz, val, grad, active, skin, muscles):
+    """Add each muscle's change ``s_{p,m} u_m`` (``kernels/muscle_change.muscle_change``) at one point into
+    ``val, grad`` of the leaves it moves (zeroed by the marking pass; a leaf's box holds the reach of the muscles
+    that move it, so they are active wherever the change can be nonzero). The muscles tried are those of the
+    point's cell (``kernels/muscle_change.muscle_cells``), each once."""
+    cell = cell_of(qx, qy, qz, skin.cell_origin, skin.cell_inv_h, skin.cell_dims)
+    if cell < 0:
+        return
+    for e in range(skin.cell_start[cell], skin.cell_start[cell + 1]):
+        m = skin.cell_muscle[e]
+        if skin.muscle_leaf_start[m] == skin.muscle_leaf_start[m + 1]:  # it moves no part
+            continue
+        if not may_change(m, qx, qy, qz, skin.carried_start, skin.carried_points, skin.carried_scalar,
+                          skin.carried_bounds, skin.carried_dev):
+            continue
+        cut, fcut = laid_cut(m, skin.carried_scalar)
+        f0, ax, ay, az = _field_arrays(qx, qy, qz, m, skin.carried_start, skin.carried_points,
+                                       skin.carried_cumulative, skin.carried_tangent, skin.carried_normal,
+                                       skin.carried_seg_tangent, skin.carried_seg_length, skin.carried_seg_angle,
+                                       skin.carried_scale, skin.carried_scalar, skin.carried_exponent, True, cut,
+                                       fcut, skin.carried_along)
+        if not f0 < fcut:
+            continue
+        u, ux, uy, uz = muscle_change(
+            m, qx, qy, qz, f0, ax, ay, az, skin.carried_start, skin.carried_points, skin.carried_scalar,
+            skin.carried_bend, muscles.axis_start, muscles.axis_points, muscles.axis_cumulative,
+            muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent, muscles.seg_length,
+            muscles.seg_angle, muscles.axis_scale, muscles.muscle_scalar, muscles.muscle_exponent,
+            muscles.muscle_bounds, skin.axis_along, skin.chord_dev)
+        if u == 0.0 and ux == 0.0 and uy == 0.0 and uz == 0.0:
+            continue
+        for j in range(skin.muscle_leaf_start[m], skin.muscle_leaf_start[m + 1]):
+            leaf = skin.muscle_leaf[j]
+            if active[leaf]:
+                s = skin.muscle_leaf_slope[j]
+                val[leaf] += s * u
+                grad[leaf, 0] += s * ux
+                grad[leaf, 1] += s * uy
+                grad[leaf, 2] += s * uz
 
 
 @njit(**JIT_POINT)
@@ -112,6 +165,11 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
         if (node_bounds[i, 0] <= qx <= node_bounds[i, 3] and node_bounds[i, 1] <= qy <= node_bounds[i, 4]
                 and node_bounds[i, 2] <= qz <= node_bounds[i, 5]):
             active[i] = True
+            if node_kind[i] == NODE_PART:  # a leaf's muscles' change is summed into its val, grad first
+                val[i] = 0.0
+                grad[i, 0] = 0.0
+                grad[i, 1] = 0.0
+                grad[i, 2] = 0.0
             i += 1
         else:
             # a pruned subtree: its root reads 0 for its parent; the nodes below it are only marked inactive
@@ -122,6 +180,8 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
             for k in range(i, node_end[i]):
                 active[k] = False
             i = node_end[i]
+    if skin.cell_muscle.shape[0] > 0:
+        _muscles_change(qx, qy, qz, val, grad, active, skin, muscles)
     for i in range(T - 1, -1, -1):
         if not active[i]:
             continue
@@ -132,18 +192,11 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
             p = skin.node_part[i]
             f, gx, gy, gz = sample_packed(skin.grid_values, skin.grid_offset, skin.grid_dims, skin.grid_origin,
                                           skin.grid_inv_h, skin.grid_binv, p, qx, qy, qz)
-            d, dx, dy, dz = 0.0, 0.0, 0.0, 0.0
-            if skin.part_muscle_start[p] < skin.part_muscle_start[p + 1]:
-                d, dx, dy, dz = muscles_displacement(
-                    p, qx, qy, qz, skin.part_muscle_start, skin.part_muscle_index, skin.muscle_slope,
-                    skin.carried_start, skin.carried_points, skin.carried_cumulative, skin.carried_tangent,
-                    skin.carried_normal, skin.carried_seg_tangent, skin.carried_seg_length, skin.carried_seg_angle,
-                    skin.carried_scale, skin.carried_scalar, skin.carried_exponent, skin.carried_bounds,
-                    skin.carried_along, skin.carried_bend, muscles.axis_start, muscles.axis_points,
-                    muscles.axis_cumulative, muscles.axis_tangent, muscles.axis_normal, muscles.seg_tangent,
-                    muscles.seg_length,
-                    muscles.seg_angle, muscles.axis_scale, muscles.muscle_scalar, muscles.muscle_exponent,
-                    muscles.muscle_bounds, skin.axis_along)
+            # the muscles' change, summed by _muscles_change
+            d = val[i]
+            dx = grad[i, 0]
+            dy = grad[i, 1]
+            dz = grad[i, 2]
             if skin.part_fat_start[p] < skin.part_fat_start[p + 1]:
                 e, ex, ey, ez = fats_displacement(p, qx, qy, qz, skin.part_fat_start, skin.part_fat_index,
                                                   skin.fat_center, skin.fat_carried, skin.fat_frame, skin.fat_axes,
@@ -185,17 +238,27 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
     return val[0], grad[0, 0], grad[0, 1], grad[0, 2]
 
 
+@njit(inline="always", **JIT)
+def _chord_deviation(points, a, e):
+    """The largest distance [m] of the polyline ``points[a..e]`` from its chord ``[P_a, P_e]`` (with the distance to
+    the chord, a lower bound of the distance to the polyline)."""
+    dev = 0.0
+    for k in range(a, e + 1):
+        dev = max(dev, chord_distance(points[k, 0], points[k, 1], points[k, 2], points, a, e))
+    return dev
+
+
 @njit(**JIT)
 def place_nodes(B, part_bone, grid_corners, skin, muscles):
     """This frame's placement, written into ``skin`` (a :class:`SkinArrays` whose ``grid_binv``, ``node_bounds``,
-    ``axis_along`` and ``carried_along`` are to be filled): each part grid's world -> rest transform ``[R^T | -R^T
-    t]`` from its bone's rigid ``B (B, 4, 4)`` (``part_bone (P,)``), each leaf's box from its grid box's 8 rest
-    corners ``grid_corners (P, 8, 3)`` [m] moved by that bone and widened by the carried boxes of the muscles that
-    move it by ``reach + (MUSCLE_REACH_FULL + MUSCLE_REACH_FALL) R``, beyond which a muscle's change moves nothing
-    (``kernels/muscle_change.py``), and by the ``fat_bounds`` of the fats that move it, the operators' boxes from
-    their children's, and the chord ranges (``kernels/fusiform.axis_along``) of this frame's muscle axes
-    (``muscles``, a ``MuscleArrays``) and of the carried ones. The numpy reference is
-    ``core/skin/field.place_reference``."""
+    ``axis_along``, ``carried_along``, ``chord_dev`` and ``carried_dev`` are to be filled): each part grid's world
+    -> rest transform ``[R^T | -R^T t]`` from its bone's rigid ``B (B, 4, 4)`` (``part_bone (P,)``), each leaf's
+    box from its grid box's 8 rest corners ``grid_corners (P, 8, 3)`` [m] moved by that bone and widened by the
+    carried boxes of the muscles that move it by ``reach + (MUSCLE_REACH_FULL + MUSCLE_REACH_FALL) R``, beyond which
+    a muscle's change moves nothing (``kernels/muscle_change.py``), and by the ``fat_bounds`` of the fats that move
+    it, the operators' boxes from their children's, and the chord ranges (``kernels/fusiform.axis_along``) and chord
+    deviations of this frame's muscle axes (``muscles``, a ``MuscleArrays``) and of the carried ones. The numpy
+    reference is ``core/skin/field.place_reference``."""
     binv = skin.grid_binv
     P = part_bone.shape[0]
     leaf = np.empty((P, 6))
@@ -216,9 +279,11 @@ def place_nodes(B, part_bone, grid_corners, skin, muscles):
     start = muscles.axis_start
     for m in range(muscles.muscle_scalar.shape[0]):
         axis_along(muscles.axis_points, start[m], start[m + 1], skin.axis_along)
+        skin.chord_dev[m] = _chord_deviation(muscles.axis_points, start[m], start[m + 1] - 1)
     start = skin.carried_start
     for m in range(skin.carried_scalar.shape[0]):
         axis_along(skin.carried_points, start[m], start[m + 1], skin.carried_along)
+        skin.carried_dev[m] = _chord_deviation(skin.carried_points, start[m], start[m + 1] - 1)
     scal = skin.carried_scalar
     boxes = skin.carried_bounds
     for p in range(P):  # a leaf's box holds the reach of the muscles that move it

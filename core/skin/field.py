@@ -282,6 +282,7 @@ def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | No
     muscles: the muscles' batch (same muscle order as at bind; None: the bind-time muscles).
     fats: this frame's :class:`core.fat.batch.FatBatch` (same fat order as at bind; None: the fats at bind).
     """
+    from ...kernels.muscle_change import muscle_cells
     from ...kernels.skin_field import SkinArrays, place_nodes
 
     B, muscles = _placement_inputs(model, bone_transforms, muscles)
@@ -291,12 +292,15 @@ def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | No
     carried = carried_muscles(model, B, muscles) if has_muscles else None
     c = carried.kernel_arrays() if has_muscles else _no_muscle_arrays()
     cos0, cos1 = np.cos(np.radians(model.settings.contact_angles))
+    by_muscle = _muscle_leaves(model, c.muscle_scalar.shape[0])
+    cells = muscle_cells(c.muscle_scalar, c.muscle_bounds)
     arrays = SkinArrays(
         node_kind=model.node_kind, node_left=model.node_left, node_right=model.node_right,
         node_part=model.node_part, node_end=model.node_end, grid_values=model.grid_values,
         grid_offset=model.grid_offset, grid_dims=model.grid_dims, grid_origin=model.grid_origin,
         grid_inv_h=model.grid_inv_h, part_muscle_start=model.part_muscle_start,
-        part_muscle_index=model.part_muscle_index, muscle_slope=model.muscle_slope,
+        part_muscle_index=model.part_muscle_index, muscle_leaf_start=by_muscle[0], muscle_leaf=by_muscle[1],
+        muscle_leaf_slope=by_muscle[2],
         clean_table=ops.table("clean"), blend_table=ops.table("blend"), cos0=float(cos0), cos1=float(cos1),
         grid_binv=np.empty((model.part_count, 3, 4)), node_bounds=np.empty((len(model.node_kind), 6)),
         axis_along=np.empty((muscle_arrays.axis_points.shape[0], 4)),
@@ -310,11 +314,29 @@ def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | No
         carried_exponent=c.muscle_exponent, carried_points=c.axis_points, carried_tangent=c.axis_tangent,
         carried_normal=c.axis_normal, carried_seg_tangent=c.seg_tangent, carried_bounds=c.muscle_bounds,
         carried_along=np.empty((c.axis_points.shape[0], 4)),
-        carried_bend=joint_bends(model, B) if has_muscles else np.zeros(0))
+        carried_bend=joint_bends(model, B) if has_muscles else np.zeros(0),
+        carried_dev=np.empty(c.muscle_scalar.shape[0]), chord_dev=np.empty(muscle_arrays.muscle_scalar.shape[0]),
+        cell_origin=cells[0], cell_inv_h=float(cells[1]), cell_dims=cells[2], cell_start=cells[3],
+        cell_muscle=cells[4])
     place_nodes(B, model.part_bone, model.grid_corners, arrays, muscle_arrays)
     return SkinPlacement(model=model, grid_binv=arrays.grid_binv, node_bounds=arrays.node_bounds,
                          muscles=muscles if has_muscles else None, carried=carried, arrays=arrays,
                          muscle_arrays=muscle_arrays, fats=fats)
+
+
+def _muscle_leaves(model: SkinField, muscle_count: int):
+    """``model``'s muscle joins by muscle (the kernel's ``muscle_leaf_*``): ``(start (M+1,), leaf node (E_M,), slope
+    (E_M,))``, each muscle's parts in the order of ``part_muscle_start``."""
+    if muscle_count == 0:
+        return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    owner = np.repeat(np.arange(model.part_count), np.diff(model.part_muscle_start))
+    order = np.argsort(model.part_muscle_index, kind="stable")
+    leaf_of_part = np.empty(model.part_count, dtype=np.int64)
+    leaves = np.flatnonzero(model.node_kind == NODE_PART)
+    leaf_of_part[model.node_part[leaves]] = leaves
+    start = np.zeros(muscle_count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(model.part_muscle_index, minlength=muscle_count), out=start[1:])
+    return start, leaf_of_part[owner[order]], np.ascontiguousarray(model.muscle_slope[order], dtype=np.float64)
 
 
 def carried_muscles(model: SkinField, bone_transforms, muscles: MuscleBatch) -> MuscleBatch:

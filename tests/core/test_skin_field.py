@@ -264,6 +264,39 @@ def test_muscle_travel_saturates_smoothly():
     np.testing.assert_allclose(np.gradient(T, D)[1:-1], dT[1:-1], atol=1e-2)
 
 
+def test_muscle_cells_hold_every_muscle_that_can_reach_them():
+    """``kernels/muscle_change.muscle_cells``: a point's cell lists every muscle within its cut (``laid_cut``) of
+    the point by box distance, each once; points outside the grid are beyond every muscle's cut."""
+    from implicit_muscles.kernels.constants import SCALAR_COUNT, SCALAR_REACH, SCALAR_SUPPORT
+    from implicit_muscles.kernels.muscle_change import cell_of, laid_cut, muscle_cells
+
+    rng = np.random.default_rng(7)
+    M = 12
+    low = rng.uniform(-0.5, 0.5, (M, 3))
+    bounds = np.concatenate([low, low + rng.uniform(0.0, 0.3, (M, 3))], axis=1)
+    scalar = np.zeros((M, SCALAR_COUNT))
+    scalar[:, SCALAR_SUPPORT] = rng.uniform(0.01, 0.05, M)
+    scalar[:, SCALAR_REACH] = scalar[:, SCALAR_SUPPORT]
+    origin, inv_h, dims, start, muscle = muscle_cells(scalar, bounds)
+    cut = np.array([laid_cut(m, scalar)[0] for m in range(M)])
+    points = rng.uniform(-0.7, 0.9, (4000, 3))
+    gap = np.maximum(np.maximum(bounds[None, :, :3] - points[:, None], points[:, None] - bounds[None, :, 3:]), 0.0)
+    near = np.linalg.norm(gap, axis=2) <= cut[None]
+    inside = 0
+    for q, reach in zip(points, near):
+        c = cell_of(q[0], q[1], q[2], origin, inv_h, dims)
+        if c < 0:
+            assert not reach.any()
+            continue
+        inside += 1
+        listed = muscle[start[c]:start[c + 1]]
+        assert len(set(listed)) == len(listed)
+        assert set(np.flatnonzero(reach)) <= set(listed)
+    assert inside > 500 and dims.max() == 32
+    empty = muscle_cells(np.zeros((0, SCALAR_COUNT)), np.zeros((0, 6)))
+    assert len(empty[4]) == 0 and cell_of(0.0, 0.0, 0.0, empty[0], empty[1], empty[2]) == 0
+
+
 def test_skin_field_memory_is_small(skin, muscled):
     assert skin.nbytes < 10e6
 
