@@ -53,16 +53,16 @@ character: $(B50_STAMP)
 # one): Blender 5.0's output streams live, Blender 4.2's is kept in .venv/b42/pytest.log and printed afterwards.
 # Blender 5.0 runs every test; Blender 4.2 runs the extension's, the farm job's and the top-level tests, and of the
 # headless core's (no bpy) only the two that check the characters as its bpy reads them: the rest run once, as both
-# environments pin the same Python packages but bpy (tests/test_requirements.py).
+# environments pin the same Python packages but bpy (tests/test_requirements.py). Each lists its 20 slowest tests.
 B42_TESTS := tests/blender tests/farm $(wildcard tests/test_*.py) tests/core/test_character_data.py \
 	tests/core/test_character_skin.py
 bpy_version = $$($(1)/bin/python -c 'import importlib.metadata as m; print(m.version("bpy"))')
 
 test: venv wheels extension character
 	@echo "== pytest with Blender $(call bpy_version,$(B42)) ($(B42)) started in the background"; \
-	$(B42)/bin/python -m pytest $(B42_TESTS) > $(B42)/pytest.log 2>&1 & b42_pid=$$!; \
+	$(B42)/bin/python -m pytest --durations=20 $(B42_TESTS) > $(B42)/pytest.log 2>&1 & b42_pid=$$!; \
 	echo "== pytest with Blender $(call bpy_version,$(B50)) ($(B50))"; \
-	$(B50)/bin/python -m pytest tests; b50_status=$$?; \
+	$(B50)/bin/python -m pytest --durations=20 tests; b50_status=$$?; \
 	wait $$b42_pid; b42_status=$$?; \
 	echo "== pytest with Blender $(call bpy_version,$(B42)) ($(B42)), output of the background run:"; \
 	cat $(B42)/pytest.log; \
