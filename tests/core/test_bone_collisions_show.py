@@ -76,8 +76,9 @@ def test_bone_collisions_push_the_biceps_surface_out(runs):
 
 @pytest.mark.xfail(strict=True, reason=(
     "issue 20 item 6, not met: the biceps and its surface lie 2-3 mm further out with bone collisions on, but the "
-    "skin over it 1 mm further in (45.0 against 46.0 mm from the humerus): there the active biceps' change is inwards "
-    "either way (docs/design-notes.md, The skin follows a muscle's change)"))
+    "skin over it 1 mm further in (45.0 against 46.0 mm from the humerus): the skin shows the change from the bind "
+    "shape, and the bind biceps settled with the capsule lies further out still (docs/design-notes.md, The skin "
+    "follows a muscle's change)"))
 def test_bone_collisions_push_the_skin_over_the_biceps_out(runs):
     """Issue 20 item 6: the skin over the active biceps lies further out with bone collisions on than off (the
     same vertices, the ``OVER_BICEPS`` nearest the belly's middle with them off)."""
