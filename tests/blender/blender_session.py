@@ -2,15 +2,14 @@
 
 ``BLENDER_USER_RESOURCES`` already points at a temporary folder (tests/conftest.py). :func:`bpy_module` imports
 ``bpy`` on first use, so test modules that need Blender import it through here and headless tests never load it.
-The source tree is offered to Blender as a user extension repository: a temporary folder holding a symlink named
-``implicit_muscles`` to the repository root, so the add-on is ``bl_ext.im_tests.implicit_muscles``. Such a local
+The source tree is offered to Blender as a user extension repository: a folder inside the user resources holding a
+symlink named ``implicit_muscles`` to the repository root, so the add-on is ``bl_ext.im_tests.implicit_muscles``. Such a local
 repository gets no wheels installed: the add-on runs on the environment's numba (the bundled wheels are tested by
 test_extension_zip.py).
 """
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -18,6 +17,8 @@ REPO_MODULE = "im_tests"
 """Module name of the test extension repository."""
 ADDON = f"bl_ext.{REPO_MODULE}.implicit_muscles"
 """The add-on's module name once the repository is added."""
+SOURCE_FOLDER = "implicit-muscles-source"
+"""The user extension repository's folder inside ``BLENDER_USER_RESOURCES``."""
 
 _source_dir: Path | None = None
 
@@ -39,9 +40,14 @@ def ensure_repository():
     if any(repo.module == REPO_MODULE for repo in repos):
         return bpy
     if _source_dir is None:
-        _source_dir = Path(tempfile.mkdtemp(prefix="implicit-muscles-source-",
-                                            dir=os.environ["BLENDER_USER_RESOURCES"]))
-        (_source_dir / "implicit_muscles").symlink_to(REPO_ROOT, target_is_directory=True)
+        # one fixed folder per user resources: the processes a test starts with them (the farm command line) import
+        # the add-on from the same path, and numba, which keys its cache by the source path, loads the kernels
+        # the session compiled instead of compiling them again
+        _source_dir = Path(os.environ["BLENDER_USER_RESOURCES"]) / SOURCE_FOLDER
+        _source_dir.mkdir(exist_ok=True)
+        link = _source_dir / "implicit_muscles"
+        if not link.is_symlink():
+            link.symlink_to(REPO_ROOT, target_is_directory=True)
     repos.new(name="Implicit Muscles tests", module=REPO_MODULE, custom_directory=str(_source_dir), source='USER')
     return bpy
 
