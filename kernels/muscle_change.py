@@ -85,21 +85,6 @@ def end_weight(qx, qy, qz, points, a, b, rho, bend):
     s0, d0, ax, ay, az = _end_factor(qx, qy, qz, points, a, rho, bend)
     s1, d1, bx, by, bz = _end_factor(qx, qy, qz, points, b, rho, bend)
     return (s0 * s1, d0 * ax * s1 + s0 * d1 * bx, d0 * ay * s1 + s0 * d1 * by, d0 * az * s1 + s0 * d1 * bz)
-    for k in (a, b):
-        ex = qx - points[k, 0]
-        ey = qy - points[k, 1]
-        ez = qz - points[k, 2]
-        r = math.sqrt(ex * ex + ey * ey + ez * ez)
-        if r >= rho:
-            continue
-        t = r / rho
-        s = 1.0 - bend + bend * t * t * (3.0 - 2.0 * t)
-        ds = bend * 6.0 * (1.0 - t) / (rho * rho)  # ds/dr / r
-        wx = wx * s + w * ds * ex
-        wy = wy * s + w * ds * ey
-        wz = wz * s + w * ds * ez
-        w *= s
-    return w, wx, wy, wz
 
 
 @njit(inline="always", **JIT_FAST)
