@@ -316,3 +316,13 @@ def chord_distance(px, py, pz, P, a, b):
     dy -= t * ey
     dz -= t * ez
     return math.sqrt(dx * dx + dy * dy + dz * dz)
+
+
+@njit(inline="always", **JIT)
+def chord_deviation(P, a, b):
+    """The largest distance [m] of the polyline ``P[a..b]`` from its chord ``[P_a, P_b]`` (:func:`chord_distance`;
+    with it, a lower bound of the distance to the polyline)."""
+    dev = 0.0
+    for k in range(a + 1, b):
+        dev = max(dev, chord_distance(P[k, 0], P[k, 1], P[k, 2], P, a, b))
+    return dev

@@ -63,7 +63,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .axis import _one_axis, arc_length, chord_distance
+from .axis import _one_axis, arc_length, chord_deviation, chord_distance
 from .fusiform import _box_distance2, _field_one, _monomial, set_width, volume_width
 from .grid import sample_trilinear
 from .constants import (JIT_FAST, MIN_DISTANCE, SCALAR_C0, SCALAR_C1, SCALAR_REACH, SCALAR_WIDTH, STATUS_OK,
@@ -783,11 +783,7 @@ def pbd_substeps(k0, k1, params, model, frame, x, v, muscles, scratch):
                                                                                  - normal_prev[m, e, c])
                     ln, st = _one_axis(a, b, snap_points, end_normals, m, cum, tang, nrm, seg_t, seg_l, seg_a,
                                        bounds, defined)
-                    dev = 0.0
-                    for kk in range(a + 1, b - 1):
-                        dev = max(dev, chord_distance(snap_points[kk, 0], snap_points[kk, 1], snap_points[kk, 2],
-                                                       snap_points, a, b - 1))
-                    chord_dev[m] = dev
+                    chord_dev[m] = chord_deviation(snap_points, a, b - 1)
                 else:
                     ln = arc_length(x, a, b)
                     st = STATUS_OK if ln > MIN_DISTANCE else STATUS_ZERO_LENGTH

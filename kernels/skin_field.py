@@ -24,7 +24,7 @@ from numba import njit, prange
 from .fat import fats_displacement
 from .blend import contact, controller, max_union, table_union
 from .fusiform import _field_arrays, axis_along
-from .axis import chord_distance
+from .axis import chord_deviation
 from .muscle_change import MUSCLE_REACH_FALL, MUSCLE_REACH_FULL, cell_of, laid_cut, may_change, muscle_change
 from .part_grid import sample_packed
 from .constants import JIT, JIT_FAST, JIT_POINT, NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_REACH, SCALAR_SUPPORT
@@ -238,16 +238,6 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
     return val[0], grad[0, 0], grad[0, 1], grad[0, 2]
 
 
-@njit(inline="always", **JIT)
-def _chord_deviation(points, a, e):
-    """The largest distance [m] of the polyline ``points[a..e]`` from its chord ``[P_a, P_e]`` (with the distance to
-    the chord, a lower bound of the distance to the polyline)."""
-    dev = 0.0
-    for k in range(a, e + 1):
-        dev = max(dev, chord_distance(points[k, 0], points[k, 1], points[k, 2], points, a, e))
-    return dev
-
-
 @njit(**JIT)
 def place_nodes(B, part_bone, grid_corners, skin, muscles):
     """This frame's placement, written into ``skin`` (a :class:`SkinArrays` whose ``grid_binv``, ``node_bounds``,
@@ -279,11 +269,11 @@ def place_nodes(B, part_bone, grid_corners, skin, muscles):
     start = muscles.axis_start
     for m in range(muscles.muscle_scalar.shape[0]):
         axis_along(muscles.axis_points, start[m], start[m + 1], skin.axis_along)
-        skin.chord_dev[m] = _chord_deviation(muscles.axis_points, start[m], start[m + 1] - 1)
+        skin.chord_dev[m] = chord_deviation(muscles.axis_points, start[m], start[m + 1] - 1)
     start = skin.carried_start
     for m in range(skin.carried_scalar.shape[0]):
         axis_along(skin.carried_points, start[m], start[m + 1], skin.carried_along)
-        skin.carried_dev[m] = _chord_deviation(skin.carried_points, start[m], start[m + 1] - 1)
+        skin.carried_dev[m] = chord_deviation(skin.carried_points, start[m], start[m + 1] - 1)
     scal = skin.carried_scalar
     boxes = skin.carried_bounds
     for p in range(P):  # a leaf's box holds the reach of the muscles that move it
