@@ -125,6 +125,20 @@ class SkinField:
     def part_count(self) -> int:
         return len(self.parts)
 
+    @functools.cached_property
+    def muscle_leaves(self):
+        """The muscle joins by muscle (the skin kernel's ``muscle_leaf_*``): ``(start (M+1,), leaf node (E_M,), slope
+        (E_M,))``, each muscle's parts in the order of ``part_muscle_start``; made once per model."""
+        M = len(self.muscle_part)
+        if M == 0:
+            return _no_muscle_leaves()
+        owner = np.repeat(np.arange(self.part_count), np.diff(self.part_muscle_start))
+        order = np.argsort(self.part_muscle_index, kind="stable")
+        start = np.zeros(M + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.part_muscle_index, minlength=M), out=start[1:])
+        return (start, np.ascontiguousarray(self.leaf_node[owner[order]], dtype=np.int64),
+                np.ascontiguousarray(self.muscle_slope[order], dtype=np.float64))
+
     @property
     def nbytes(self) -> int:
         """Memory of the per-frame field data (grids, tree, tables) [bytes]."""
@@ -292,7 +306,7 @@ def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | No
     carried = carried_muscles(model, B, muscles) if has_muscles else None
     c = carried.kernel_arrays() if has_muscles else _no_muscle_arrays()
     cos0, cos1 = np.cos(np.radians(model.settings.contact_angles))
-    by_muscle = _muscle_leaves(model, c.muscle_scalar.shape[0])
+    by_muscle = model.muscle_leaves if has_muscles else _no_muscle_leaves()
     cells = muscle_cells(c.muscle_scalar, c.muscle_bounds)
     arrays = SkinArrays(
         node_kind=model.node_kind, node_left=model.node_left, node_right=model.node_right,
@@ -324,19 +338,10 @@ def place_skin(model: SkinField, bone_transforms=None, muscles: MuscleBatch | No
                          muscle_arrays=muscle_arrays, fats=fats)
 
 
-def _muscle_leaves(model: SkinField, muscle_count: int):
-    """``model``'s muscle joins by muscle (the kernel's ``muscle_leaf_*``): ``(start (M+1,), leaf node (E_M,), slope
-    (E_M,))``, each muscle's parts in the order of ``part_muscle_start``."""
-    if muscle_count == 0:
-        return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
-    owner = np.repeat(np.arange(model.part_count), np.diff(model.part_muscle_start))
-    order = np.argsort(model.part_muscle_index, kind="stable")
-    leaf_of_part = np.empty(model.part_count, dtype=np.int64)
-    leaves = np.flatnonzero(model.node_kind == NODE_PART)
-    leaf_of_part[model.node_part[leaves]] = leaves
-    start = np.zeros(muscle_count + 1, dtype=np.int64)
-    np.cumsum(np.bincount(model.part_muscle_index, minlength=muscle_count), out=start[1:])
-    return start, leaf_of_part[owner[order]], np.ascontiguousarray(model.muscle_slope[order], dtype=np.float64)
+@functools.cache
+def _no_muscle_leaves():
+    """The kernel's ``muscle_leaf_*`` of no muscle (shared, never written)."""
+    return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
 
 
 def carried_muscles(model: SkinField, bone_transforms, muscles: MuscleBatch) -> MuscleBatch:
