@@ -3,9 +3,9 @@
 ``BLENDER_USER_RESOURCES`` already points at a temporary folder (tests/conftest.py). :func:`bpy_module` imports
 ``bpy`` on first use, so test modules that need Blender import it through here and headless tests never load it.
 The source tree is offered to Blender as a user extension repository: a folder inside the user resources holding a
-symlink named ``implicit_muscles`` to the repository root, so the add-on is ``bl_ext.im_tests.implicit_muscles``. Such a local
-repository gets no wheels installed: the add-on runs on the environment's numba (the bundled wheels are tested by
-test_extension_zip.py).
+symlink named ``implicit_muscles`` to the repository root, so the add-on is ``bl_ext.im_tests.implicit_muscles``.
+Such a local repository gets no wheels installed: the add-on runs on the environment's numba (the bundled wheels are
+tested by test_extension_zip.py).
 """
 from __future__ import annotations
 
