@@ -226,13 +226,19 @@ F_EXPONENT = 0.75
 """Exponent of ``k / (1 - k)`` in :func:`stiffness_frequency`."""
 
 
+RIGID_STIFFNESS = 1.0 - 1e-6
+"""XPBD: a stiffness at least this is rigid (:func:`stiffness_frequency`): its frequency, 32 kHz, is far beyond what
+a substep resolves, and just below 1 (``1 - 1e-13``) the spring solve's compliance falls under the inverse masses'
+rounding and the chain blew up or collapsed."""
+
+
 @njit(**JIT_FAST)
 def stiffness_frequency(k):
     """XPBD: natural frequency [Hz] of the first mode of a belly of stiffness ``k`` in [0, 1): ``F_HALF (k / (1 -
-    k))^F_EXPONENT`` (module docstring). ``k <= 0``: 0; ``k >= 1``: infinite."""
+    k))^F_EXPONENT`` (module docstring). ``k <= 0``: 0; ``k >= RIGID_STIFFNESS``: infinite (rigid)."""
     if k <= 0.0:
         return 0.0
-    if k >= 1.0:
+    if k >= RIGID_STIFFNESS:
         return math.inf
     return F_HALF * (k / (1.0 - k)) ** F_EXPONENT
 

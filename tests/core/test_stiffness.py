@@ -129,3 +129,20 @@ def test_arm_shake_loose_biceps_jiggles_tense_one_settles():
         assert tense[n][1] <= 0.2
         assert loose[n][0] >= 3.0 * tense[n][0]
     assert _spread([loose[10][0], loose[30][0]]) < SAME_RESPONSE
+
+
+@pytest.mark.parametrize("below", [1e-6, 1e-10, 1e-13, 1e-16])
+def test_a_stiffness_just_below_one_is_rigid(below):
+    """``k`` within ``1 - RIGID_STIFFNESS`` of 1 moves the paper's arm exactly as ``k = 1`` does (a brachialis at
+    ``1 - 1e-16`` collapsed, at ``1 - 1e-13`` blew up by half a metre, in one frame at the rest pose)."""
+    from implicit_muscles.scenes import paper as scenes
+
+    arm = scenes.arm_character(particles=10)
+    B = scenes.arm_pose(0.0)
+    ends = []
+    for k in (1.0, 1.0 - below):
+        arm.reset()
+        arm.frame(B, stiffness=[0.0, 0.0, k, 0.0])
+        ends.append(arm.state().x.copy())
+    assert np.isfinite(ends[1]).all()
+    np.testing.assert_array_equal(ends[1], ends[0])
