@@ -36,7 +36,10 @@ MUSCLE_TRAVEL = 0.32
 """A muscle's change, inwards (a thinning) or outwards (a swelling), passes to the skin up to this many support
 radii ``R`` (:func:`travel`)."""
 TRAVEL_KNEE = 1.5
-"""A change of this many travels ``c`` or more passes as ``c`` (:func:`travel`)."""
+"""A thinning of this many travels ``c`` or more passes as ``c`` (:func:`travel`)."""
+SWELL_TAIL = 0.5
+"""A swelling beyond ``TRAVEL_KNEE c`` passes at this slope (:func:`travel`): the more a muscle bulges (pushed out
+by a bone, paper Fig. 15), the more the skin over it does."""
 MUSCLE_END_FADE = 0.4
 """At a bent joint, a muscle's change fades towards its ends over this share of its length (:func:`end_weight`)."""
 MUSCLE_REACH_FULL = 0.5
@@ -89,12 +92,21 @@ def end_weight(qx, qy, qz, points, a, b, rho, bend):
 
 @njit(inline="always", **JIT_FAST)
 def travel(D, c):
-    """The change ``D`` [m] as the skin takes it, saturated at ``c`` [m]: ``(T, dT/dD)``, ``T = D - 4 D^3 / (27
-    c^2)`` for ``|D| < TRAVEL_KNEE c`` (slope 1 at 0, 0 at the knee) and ``sign(D) c`` beyond, so ``T`` is C1 and
-    odd and keeps at least 70 % of ``D`` up to ``1.42 c``."""
-    a = abs(D)
-    if a >= TRAVEL_KNEE * c:
-        return math.copysign(c, D), 0.0
+    """The change ``D`` [m] as the skin takes it: ``(T, dT/dD)``. A thinning (``D < 0``) saturates at ``c`` [m]:
+    ``T = D - 4 D^3 / (27 c^2)`` for ``|D| < TRAVEL_KNEE c`` (slope 1 at 0, 0 at the knee), ``-c`` beyond. A swelling
+    (``D > 0``) bends as ``T = D - k D^3 / c^2``, ``k = (1 - g) / (3 K^2)`` (``K`` the knee, ``g =
+    SWELL_TAIL``), to slope ``g`` at the knee and goes on at that slope, so a larger bulge always shows larger.
+    ``T`` is C1, slope 1 at 0, and keeps at least 70 % of ``D`` up to ``1.42 c`` inwards and ``(1 - g) / (0.7 - g)
+    c`` outwards (``2.5 c``)."""
+    if D >= 0.0:
+        knee = TRAVEL_KNEE * c
+        k = (1.0 - SWELL_TAIL) / (3.0 * TRAVEL_KNEE * TRAVEL_KNEE)
+        if D >= knee:
+            return knee * (2.0 + SWELL_TAIL) / 3.0 + SWELL_TAIL * (D - knee), SWELL_TAIL
+        r = D / c
+        return D - k * D * r * r, 1.0 - 3.0 * k * r * r
+    if D <= -TRAVEL_KNEE * c:
+        return -c, 0.0
     r = D / c
     return D - (4.0 / 27.0) * D * r * r, 1.0 - (4.0 / 9.0) * r * r
 

@@ -60,7 +60,7 @@ from .parts import (DEFAULT_MIN_PART_VERTICES, DEFAULT_SAMPLES_PER_PART, merge_s
 from ...kernels.constants import NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT
 from ...kernels.fat import REACH_FULL
 from ...kernels.muscle_change import (MUSCLE_END_FADE, MUSCLE_REACH_FALL, MUSCLE_REACH_FULL, MUSCLE_TRAVEL,
-                                      TRAVEL_KNEE)
+                                      SWELL_TAIL, TRAVEL_KNEE)
 
 
 @dataclass(frozen=True)
@@ -431,13 +431,16 @@ def joint_bends(model: SkinField, bone_transforms) -> np.ndarray:
 
 
 def travel_reference(D, c):
-    """Numpy reference of ``kernels/muscle_change.travel``: ``(T, dT/dD)`` of the changes ``D (n,)`` [m] saturated
-    at ``c`` [m]."""
+    """Numpy reference of ``kernels/muscle_change.travel``: ``(T, dT/dD)`` of the changes ``D (n,)`` [m], a thinning
+    saturated at ``c`` [m], a swelling going on at ``SWELL_TAIL`` beyond the knee."""
     D = np.asarray(D, dtype=np.float64)
     r = D / c
-    inside = np.abs(r) < TRAVEL_KNEE
-    return (np.where(inside, D - (4.0 / 27.0) * D * r * r, np.copysign(c, D)),
-            np.where(inside, 1.0 - (4.0 / 9.0) * r * r, 0.0))
+    knee = TRAVEL_KNEE * c
+    k = np.where(D >= 0.0, (1.0 - SWELL_TAIL) / (3.0 * TRAVEL_KNEE ** 2), 4.0 / 27.0)
+    inside = np.abs(D) < knee
+    beyond = np.where(D >= 0.0, knee * (2.0 + SWELL_TAIL) / 3.0 + SWELL_TAIL * (D - knee), -c)
+    return (np.where(inside, D - k * D * r * r, beyond),
+            np.where(inside, 1.0 - 3.0 * k * r * r, np.where(D >= 0.0, SWELL_TAIL, 0.0)))
 
 
 def _muscle_change_reference(carried: MuscleBatch, muscles: MuscleBatch, bend, points):

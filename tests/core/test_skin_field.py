@@ -251,17 +251,25 @@ def test_muscle_change_gradient_matches_finite_differences(arm, muscled, pose):
 
 
 def test_muscle_travel_saturates_smoothly():
-    """``kernels/muscle_change.travel`` against its numpy reference, C1 at the saturation, odd, slope 1 at 0."""
-    from implicit_muscles.kernels.muscle_change import travel
+    """``kernels/muscle_change.travel`` against its numpy reference: C1, slope 1 at 0, monotone; a thinning
+    saturates at ``-c``, a swelling goes on at ``SWELL_TAIL`` beyond the knee; at least 70 % of the change passes up
+    to 1.42 c inwards and ``(1 - g) / (0.7 - g) c`` outwards."""
+    from implicit_muscles.kernels.muscle_change import SWELL_TAIL, TRAVEL_KNEE, travel
     from implicit_muscles.core.skin.field import travel_reference
 
+    c = 0.01
     D = np.linspace(-0.05, 0.05, 2001)
-    T, dT = travel_reference(D, 0.01)
-    K = np.array([travel(x, 0.01) for x in D])
+    T, dT = travel_reference(D, c)
+    K = np.array([travel(x, c) for x in D])
     np.testing.assert_allclose(K, np.stack([T, dT], 1), atol=1e-15)
-    np.testing.assert_allclose(T, -travel_reference(-D, 0.01)[0], atol=1e-15)
-    assert travel(0.0, 0.01)[1] == 1.0 and travel(0.02, 0.01) == (0.01, 0.0)
+    assert travel(0.0, c)[1] == 1.0 and travel(-0.02, c) == (-c, 0.0)
     np.testing.assert_allclose(np.gradient(T, D)[1:-1], dT[1:-1], atol=1e-2)
+    assert np.all(np.diff(T) >= 0.0) and np.all(dT >= 0.0)
+    far = D > TRAVEL_KNEE * c
+    np.testing.assert_allclose(dT[far], SWELL_TAIL)
+    np.testing.assert_allclose(np.diff(T[far]), SWELL_TAIL * np.diff(D[far]), rtol=1e-9)
+    kept = ((D >= -1.42 * c) & (D <= (1.0 - SWELL_TAIL) / (0.7 - SWELL_TAIL) * c)) & (D != 0.0)
+    assert np.all(T[kept] / D[kept] >= 0.7)
 
 
 def test_muscle_cells_hold_every_muscle_that_can_reach_them():
