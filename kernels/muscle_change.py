@@ -10,7 +10,8 @@ T_k(f_k^0 - f_k)``, clamped to [0, 1] with the fats' change (``kernels/skin_fiel
 * ``w_k`` the fade towards its ends at a bent joint (:func:`end_weight`, 1 at the rest pose);
 * ``lambda_k`` the weight of ``f_k^0`` (:func:`reach_weight`, the muscle's support ``R``): 1 up to
   ``MUSCLE_REACH_FULL R`` from the muscle's surface at bind, 0 from ``(MUSCLE_REACH_FULL + MUSCLE_REACH_FALL) R``;
-* ``T_k`` the muscle's travel, a smooth saturation of the change at ``c = MUSCLE_TRAVEL R`` (:func:`travel`);
+* ``T_k`` the change as the skin takes it (:func:`travel`, ``c = MUSCLE_TRAVEL R``): a thinning saturates at ``c``, a
+  swelling goes on at a smaller slope;
 * ``s_k`` [1/m] the part's slope at its iso-surface over the muscle (measured at bind, one per part and muscle).
 
 At rest (the bind pose, the bind-time muscles) ``f_k = f_k^0`` and the part's field is its own, exactly. The numpy
@@ -33,8 +34,8 @@ from .axis import chord_distance
 from .fusiform import _box_distance2, _field_arrays
 
 MUSCLE_TRAVEL = 0.32
-"""A muscle's change, inwards (a thinning) or outwards (a swelling), passes to the skin up to this many support
-radii ``R`` (:func:`travel`)."""
+"""The travel ``c`` of a muscle's change, in support radii ``R``: a thinning passes to the skin up to ``c``, a
+swelling fully up to about ``c`` and at ``SWELL_TAIL`` beyond (:func:`travel`)."""
 TRAVEL_KNEE = 1.5
 """A thinning of this many travels ``c`` or more passes as ``c`` (:func:`travel`)."""
 SWELL_TAIL = 0.5

@@ -228,8 +228,7 @@ F_EXPONENT = 0.75
 
 RIGID_STIFFNESS = 1.0 - 1e-6
 """XPBD: a stiffness at least this is rigid (:func:`stiffness_frequency`): its frequency, 32 kHz, is far beyond what
-a substep resolves, and just below 1 (``1 - 1e-13``) the spring solve's compliance falls under the inverse masses'
-rounding and the chain blew up or collapsed."""
+a substep resolves, and nearer 1 the spring solve's compliance falls under the rounding of the inverse masses."""
 
 
 @njit(**JIT_FAST)
