@@ -93,23 +93,19 @@ def end_weight(qx, qy, qz, points, a, b, rho, bend):
 
 @njit(inline="always", **JIT_FAST)
 def travel(D, c):
-    """The change ``D`` [m] as the skin takes it: ``(T, dT/dD)``. A thinning (``D < 0``) saturates at ``c`` [m]:
-    ``T = D - 4 D^3 / (27 c^2)`` for ``|D| < TRAVEL_KNEE c`` (slope 1 at 0, 0 at the knee), ``-c`` beyond. A swelling
-    (``D > 0``) bends as ``T = D - k D^3 / c^2``, ``k = (1 - g) / (3 K^2)`` (``K`` the knee, ``g =
-    SWELL_TAIL``), to slope ``g`` at the knee and goes on at that slope, so a larger bulge always shows larger.
-    ``T`` is C1, slope 1 at 0, and keeps at least 70 % of ``D`` up to ``1.42 c`` inwards and ``(1 - g) / (0.7 - g)
-    c`` outwards (``2.5 c``)."""
-    if D >= 0.0:
-        knee = TRAVEL_KNEE * c
-        k = (1.0 - SWELL_TAIL) / (3.0 * TRAVEL_KNEE * TRAVEL_KNEE)
-        if D >= knee:
-            return knee * (2.0 + SWELL_TAIL) / 3.0 + SWELL_TAIL * (D - knee), SWELL_TAIL
-        r = D / c
-        return D - k * D * r * r, 1.0 - 3.0 * k * r * r
-    if D <= -TRAVEL_KNEE * c:
-        return -c, 0.0
+    """The change ``D`` [m] as the skin takes it: ``(T, dT/dD)``, odd in form with a tail ``g`` per side, ``g = 0``
+    for a thinning (``D < 0``) and ``SWELL_TAIL`` for a swelling: ``T = D - k D^3 / c^2``, ``k = (1 - g) / (3
+    K^2)`` up to ``|D| = K c`` (``K = TRAVEL_KNEE``; slope 1 at 0, ``g`` at the knee), then ``sign(D) (K c (2 + g)
+    / 3 + g (|D| - K c))``. So a thinning saturates at ``c`` [m] (``T = D - 4 D^3 / (27 c^2)``), a swelling goes
+    on at slope ``g``: a larger bulge always shows larger. ``T`` is C1 and keeps at least 70 % of ``D`` up to
+    ``1.42 c`` inwards and ``(1 - g) / (0.7 - g) c`` outwards (``2.5 c``)."""
+    g = SWELL_TAIL if D >= 0.0 else 0.0
+    a = abs(D)
+    if a >= TRAVEL_KNEE * c:
+        return math.copysign(c * (TRAVEL_KNEE * (2.0 + g) / 3.0) + g * (a - TRAVEL_KNEE * c), D), g
+    k = (1.0 - g) / (3.0 * TRAVEL_KNEE * TRAVEL_KNEE)
     r = D / c
-    return D - (4.0 / 27.0) * D * r * r, 1.0 - (4.0 / 9.0) * r * r
+    return D - k * D * r * r, 1.0 - 3.0 * k * r * r
 
 
 @njit(inline="always", **JIT_FAST)

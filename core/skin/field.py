@@ -434,13 +434,14 @@ def travel_reference(D, c):
     """Numpy reference of ``kernels/muscle_change.travel``: ``(T, dT/dD)`` of the changes ``D (n,)`` [m], a thinning
     saturated at ``c`` [m], a swelling going on at ``SWELL_TAIL`` beyond the knee."""
     D = np.asarray(D, dtype=np.float64)
-    r = D / c
+    g = np.where(D >= 0.0, SWELL_TAIL, 0.0)
+    a = np.abs(D)
     knee = TRAVEL_KNEE * c
-    k = np.where(D >= 0.0, (1.0 - SWELL_TAIL) / (3.0 * TRAVEL_KNEE ** 2), 4.0 / 27.0)
-    inside = np.abs(D) < knee
-    beyond = np.where(D >= 0.0, knee * (2.0 + SWELL_TAIL) / 3.0 + SWELL_TAIL * (D - knee), -c)
-    return (np.where(inside, D - k * D * r * r, beyond),
-            np.where(inside, 1.0 - 3.0 * k * r * r, np.where(D >= 0.0, SWELL_TAIL, 0.0)))
+    k = (1.0 - g) / (3.0 * TRAVEL_KNEE * TRAVEL_KNEE)
+    r = D / c
+    inside = a < knee
+    beyond = np.copysign(c * (TRAVEL_KNEE * (2.0 + g) / 3.0) + g * (a - knee), D)
+    return np.where(inside, D - k * D * r * r, beyond), np.where(inside, 1.0 - 3.0 * k * r * r, g)
 
 
 def _muscle_change_reference(carried: MuscleBatch, muscles: MuscleBatch, bend, points):
