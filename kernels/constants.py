@@ -48,6 +48,10 @@ MIN_DISTANCE = 1e-12
 DEGENERATE_NORMAL = 1e-6
 """A unit normal shorter than this once projected orthogonal to the axis is undefined (parallel to the axis)."""
 
+RAY_EDGE_TOLERANCE = 1e-9
+"""Barycentric slack of a ray against a triangle (``kernels/ray_cast.py``): a ray through an edge or a corner meets
+the triangles on both sides of it, so rounding never lets it slip between them."""
+
 # axis status codes (kernels/axis.py)
 STATUS_OK = 0
 STATUS_ZERO_LENGTH = 1

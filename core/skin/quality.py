@@ -1,7 +1,15 @@
-"""Skin quality of a deformed mesh: how far its faces turn against a reference deformation, and how much sharper
-its folds are than at rest.
+"""Skin quality of a deformed mesh: how much of its skin lies inside the body, how far its faces turn against a
+reference deformation, and how much sharper its folds are than at rest.
 
-Two numbers per frame, on a triangle mesh ``faces (F, 3)``:
+**Inside** (:func:`measure_inside`, absolute: no reference result) counts the vertices that lie inside the body: a
+vertex whose outward ray (from the vertex along its normal, on the deformed mesh) first meets the *back* of a face
+has left the volume that face bounds. Its **depth** is the distance along its normal, outwards or inwards, to the
+nearest face it meets: for a skin vertex pushed into another body part, the inward ray crosses that part's skin
+where the vertex passed it, at the penetration depth. A vertex counts as inside deeper than ``INSIDE_DEPTH``; each
+count is kept per region (the creases of :func:`joint_regions`: elbow, knee, groin, armpit, neck), with the
+deepest vertex. Rays are cast by ``kernels/ray_cast.py`` over all faces of the mesh, its own vertex's faces left out.
+
+Two numbers per frame against a reference, on a triangle mesh ``faces (F, 3)``:
 
 * **turned faces**: the share of faces whose normal turns by more than ``TURN_LIMIT = 45`` degrees between the
   reference result (dual-quaternion skinning, or Blender's Armature modifier) and the result measured;
@@ -23,7 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...kernels.constants import RAY_EDGE_TOLERANCE as EDGE_TOLERANCE
 from .mesh_rings import cotangent_rings
+from .triangle_grid import TriangleGrid
 
 TURN_LIMIT = 45.0
 """A face turned by more than this against the reference [deg] counts as turned."""
@@ -176,3 +186,149 @@ def crease_vertices(skin, rest_placement, placement, rest, reference, own_part) 
     now = other_part_depth(skin, placement, reference, own_part)
     before = other_part_depth(skin, rest_placement, rest, own_part)
     return (now > 0.5) & (now > before + CREASE_GAIN)
+
+
+# --- inside: skin that lies inside the body ----------------------------------------------------------------------
+
+INSIDE_DEPTH = 0.5e-3
+"""[m] A vertex inside the body deeper than this counts as inside (below it: a vertex on a contact surface, a
+triangle's width off the other side's facets)."""
+INSIDE_LIMIT = 2e-3
+"""[m] The deepest a vertex may lie inside the body (the target of the skin at the creases)."""
+@dataclass(frozen=True)
+class InsideMesh:
+    """What the inside measure needs of a mesh, built once: its faces and the faces of each vertex (CSR), and
+    each vertex's region (``-1``: none) with the region names."""
+
+    faces: np.ndarray  # (F, 3) int64
+    vertex_start: np.ndarray  # (V + 1,) int64
+    vertex_face: np.ndarray  # (3 F,) int64 the faces of vertex i: vertex_face[vertex_start[i]:vertex_start[i + 1]]
+    vertex_region: np.ndarray  # (V,) int64, -1: in no region
+    region_names: tuple
+    edge_length: float  # [m] mean edge length at rest
+
+    @classmethod
+    def build(cls, rest, faces, vertex_region=None, region_names=()) -> "InsideMesh":
+        rest = np.asarray(rest, dtype=np.float64)
+        f = np.ascontiguousarray(faces, dtype=np.int64).reshape(-1, 3)
+        V = len(rest)
+        corner = f.ravel()
+        order = np.argsort(corner, kind="stable")
+        start = np.zeros(V + 1, dtype=np.int64)
+        np.cumsum(np.bincount(corner, minlength=V), out=start[1:])
+        region = np.full(V, -1, dtype=np.int64) if vertex_region is None else np.asarray(vertex_region,
+                                                                                          dtype=np.int64)
+        edges = np.linalg.norm(rest[f[:, [1, 2, 0]]] - rest[f], axis=2)
+        return cls(faces=f, vertex_start=start, vertex_face=np.ascontiguousarray(order // 3),
+                   vertex_region=region, region_names=tuple(region_names),
+                   edge_length=float(edges.mean()) if len(f) else 0.0)
+
+
+@dataclass(frozen=True)
+class InsideSkin:
+    """One frame's skin inside the body (module docstring). Depths in metres."""
+
+    depth: np.ndarray  # (V,) depth of each vertex inside the body, NaN where it is not inside
+    count: int  # vertices inside deeper than INSIDE_DEPTH
+    deepest: float  # the deepest vertex's depth (0 when none is inside)
+    by_region: dict  # region name -> (count, deepest), every region of the mesh
+
+    def count_deeper(self, depth: float) -> int:
+        """Vertices inside deeper than ``depth`` [m]."""
+        return int(np.count_nonzero(np.nan_to_num(self.depth, nan=-1.0) > depth))
+
+    def in_regions(self) -> tuple:
+        """``(count, deepest)`` over all regions together."""
+        counts = [c for c, _ in self.by_region.values()]
+        depths = [d for _, d in self.by_region.values()]
+        return int(sum(counts)), float(max(depths, default=0.0))
+
+    def as_dict(self) -> dict:
+        """The numbers (no arrays), for JSON; depths in millimetres."""
+        return {"inside": self.count, "deepest_mm": 1e3 * self.deepest,
+                "inside_2mm": self.count_deeper(INSIDE_LIMIT),
+                "by_region": {name: {"inside": c, "deepest_mm": 1e3 * d} for name, (c, d) in self.by_region.items()}}
+
+
+def first_hits(mesh: InsideMesh, x, directions) -> tuple:
+    """``(distance (V,), back (V,))``: the first face other than its own that the ray from each vertex of ``x
+    (V, 3)`` along ``directions (V, 3)`` meets (``inf``: none), and whether it meets that face's back
+    (``kernels/ray_cast.first_hits``)."""
+    from ...kernels.ray_cast import first_hits as cast
+
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    d = np.ascontiguousarray(directions, dtype=np.float64)
+    grid = TriangleGrid.build(x, mesh.faces, mesh.edge_length)
+    distance, back = np.empty(len(x)), np.empty(len(x), dtype=np.bool_)
+    reach = float(np.linalg.norm(np.ptp(x, axis=0)))
+    cast(x, mesh.faces, d, mesh.vertex_start, mesh.vertex_face, *grid.kernel_args(), reach, distance, back)
+    return distance, back
+
+
+def first_hits_reference(x, faces, directions) -> tuple:
+    """Numpy reference of :func:`first_hits`: every ray against every face (Moller-Trumbore, vectorised over the
+    faces); for small meshes."""
+    x = np.asarray(x, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64)
+    a, b, c = x[f[:, 0]], x[f[:, 1]], x[f[:, 2]]
+    e1, e2 = b - a, c - a
+    normal = np.cross(e1, e2)
+    distance, back = np.full(len(x), np.inf), np.zeros(len(x), dtype=np.bool_)
+    for i, (o, d) in enumerate(zip(x, np.asarray(directions, dtype=np.float64))):
+        if not d.any():
+            continue
+        p = np.cross(d, e2)
+        det = np.einsum("ij,ij->i", e1, p)
+        ok = np.abs(det) > 1e-12 * np.einsum("ij,ij->i", normal, normal)
+        inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
+        t_vec = o - a
+        u = np.einsum("ij,ij->i", t_vec, p) * inv
+        q = np.cross(t_vec, e1)
+        v = (q @ d) * inv
+        t = np.einsum("ij,ij->i", e2, q) * inv
+        slack = EDGE_TOLERANCE
+        hit = ok & (u >= -slack) & (u <= 1 + slack) & (v >= -slack) & (u + v <= 1 + slack) & (t > 0) \
+            & ~(f == i).any(axis=1)
+        if hit.any():
+            k = np.flatnonzero(hit)[np.argmin(t[hit])]
+            distance[i], back[i] = t[k], normal[k] @ d > 0.0
+    return distance, back
+
+
+def measure_inside(mesh: InsideMesh, x) -> InsideSkin:
+    """The skin of positions ``x (V, 3)`` [m] inside the body (module docstring)."""
+    from .parts import vertex_normals
+
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    n = vertex_normals(x, mesh.faces)
+    out_distance, out_back = first_hits(mesh, x, n)
+    in_distance, _ = first_hits(mesh, x, -n)
+    inside = out_back & np.isfinite(out_distance)
+    depth = np.where(inside, np.minimum(out_distance, in_distance), np.nan)
+    deep = np.nan_to_num(depth, nan=-1.0) > INSIDE_DEPTH
+    by_region = {}
+    for r, name in enumerate(mesh.region_names):
+        mine = deep & (mesh.vertex_region == r)
+        by_region[name] = (int(np.count_nonzero(mine)), float(depth[mine].max()) if mine.any() else 0.0)
+    return InsideSkin(depth=depth, count=int(np.count_nonzero(deep)),
+                      deepest=float(np.nanmax(depth)) if inside.any() else 0.0, by_region=by_region)
+
+
+def joint_regions(rest, weights, heads, joints) -> np.ndarray:
+    """``(V,)`` int64 each vertex's crease region (``-1``: none), for ``joints``: a sequence of ``(bones, centre,
+    radius)`` per region (bone indices, ``(3,)`` [m], [m]), in the order of the region names. A vertex is in a
+    region when its highest-weight bone is one of the region's bones and it lies within ``radius`` of its centre;
+    in the nearest such region when there are several. ``heads (B, 3)`` is unused but checks the bone count."""
+    rest = np.asarray(rest, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape[1] != len(heads):
+        raise ValueError(f"weights name {w.shape[1]} bones, the rig has {len(heads)}.")
+    owner = np.argmax(w, axis=1)
+    region = np.full(len(rest), -1, dtype=np.int64)
+    best = np.full(len(rest), np.inf)
+    for r, (bones, centre, radius) in enumerate(joints):
+        d = np.linalg.norm(rest - np.asarray(centre, dtype=np.float64), axis=1)
+        mine = np.isin(owner, np.asarray(list(bones), dtype=np.int64)) & (d < radius) & (d < best)
+        region[mine] = r
+        best[mine] = d[mine]
+    return region
