@@ -121,6 +121,10 @@ def download() -> Path:
             if any(hint in output for hint in NETWORK_HINTS):
                 raise FetchError(f"cannot reach the Python package index to download {REQUIREMENT}; the first run "
                                  f"needs it, later runs use {WHEEL_DIR.relative_to(ROOT)}/.")
+            if "from versions: none" in output:
+                raise FetchError(f"the Python package index cannot be reached or has no {REQUIREMENT} (pip finds no "
+                                 f"version of it); the first run needs it, later runs use "
+                                 f"{WHEEL_DIR.relative_to(ROOT)}/.")
             raise FetchError(f"pip cannot download {REQUIREMENT}: {first_error_line(output)}")
         os.replace(fetched, wheel)
     return wheel
