@@ -7,8 +7,8 @@ path and cache folder (``blender/engine.py``), one process per group of warm-up 
 ``POLL_INTERVAL`` seconds) shows them summed: ``status.done`` of ``status.total`` entry kernels
 (``core/io/kernel_cache.py``) in the status bar and the *Muscles* tab. When both processes have ended, ``poll()``
 loads the kernels into this session from the cache (``kernel_cache.warm_up``, which then only loads), binds the
-meshes whose Bind waited (``defer_bind``) and shows the current frame again. If either fails, its sentence is the
-job's error.
+meshes whose Bind waited (``defer_bind``) and runs what the session registered to run then (``on_ready``: the
+handlers show the current frame again). If either fails, its sentence is the job's error.
 
 While the job runs and this session has no kernels yet, ``waiting()`` says so: Bind waits for it (queued), frames
 show the plain Armature result, a bake is refused; nothing compiles on the main thread meanwhile.
@@ -81,6 +81,8 @@ _ended: set = set()
 _errors: list = []
 """Per process, the last lines of its standard error."""
 _started = 0.0
+_ready: list = []
+"""What runs once a compile has ended (``on_ready``), in the order registered."""
 
 
 def _package() -> str:
@@ -225,8 +227,21 @@ def _finish() -> None:
         except Exception as ex:  # noqa: BLE001 - shown in the panel; Bind then compiles on its own
             engine.kernels_failed(f"{type(ex).__name__}: {ex}")
     _bind_pending()
-    _show_frames()
+    for fn in list(_ready):
+        fn()
     _redraw()
+
+
+def on_ready(fn) -> None:
+    """Call ``fn()`` on the main thread each time a compile has ended, after the meshes whose Bind waited are bound
+    (``fn`` must not raise); ``remove_on_ready`` forgets it. The session registers what it shows again then."""
+    if fn not in _ready:
+        _ready.append(fn)
+
+
+def remove_on_ready(fn) -> None:
+    if fn in _ready:
+        _ready.remove(fn)
 
 
 def interactive() -> bool:
@@ -265,21 +280,6 @@ def _bind_pending() -> None:
                 bpy.ops.implicit_muscles.bind_skin()
         except Exception as ex:  # noqa: BLE001 - a bind that fails says why in its own report
             print(f"Implicit Muscles: {name} could not be bound after the kernels compiled: {ex}", file=sys.stderr)
-
-
-def _show_frames() -> None:
-    from . import playback
-
-    scene = bpy.context.scene
-    if scene is None:
-        return
-    try:
-        playback.prepare_frame(scene)
-        depsgraph = bpy.context.evaluated_depsgraph_get()
-        for obj in playback.live_meshes(scene):
-            playback.evaluate_safely(obj, scene, depsgraph)
-    except Exception as ex:  # noqa: BLE001 - the next frame change tries again
-        print(f"Implicit Muscles: could not show the frame after the kernels compiled: {ex}", file=sys.stderr)
 
 
 def _redraw() -> None:

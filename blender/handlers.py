@@ -22,6 +22,8 @@ handlers on its own thread, where that crashes. The frames a time needs are simu
   meshes back on, binds them again and shows the current frame, simulating the frames before it
   (``playback.prepare_frame``).
 * ``undo_post``, ``redo_post``: every bound mesh's staleness is checked again.
+* once the kernels compiled in the background are ready (``compile_job.on_ready``), the current frame is shown
+  again (``on_kernels_ready``): its frames showed the plain Armature result while they compiled.
 * ``save_pre`` stores live meshes showing the plain Armature result, so a file opened without the add-on plays its
   Armature modifier, never a frozen frame; ``save_post`` switches them back on. Baked meshes keep their Mesh Cache.
 
@@ -34,7 +36,7 @@ import sys
 import bpy
 from bpy.app.handlers import persistent
 
-from . import animation, modifiers, playback, renders, rig, runtime
+from . import animation, compile_job, modifiers, playback, renders, rig, runtime
 
 
 def _bound_meshes(scene) -> list:
@@ -192,6 +194,21 @@ def on_save_post(*_):
                 modifiers.set_active(obj, True)
 
 
+def on_kernels_ready() -> None:
+    """The background compile has ended: simulate and show the current frame of every live mesh (module docstring).
+    Never raises: the next frame change tries again."""
+    scene = bpy.context.scene
+    if scene is None:
+        return
+    try:
+        playback.prepare_frame(scene)
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        for obj in playback.live_meshes(scene):
+            playback.evaluate_safely(obj, scene, depsgraph)
+    except Exception as ex:  # noqa: BLE001 - the next frame change tries again
+        print(f"Implicit Muscles: could not show the frame after the kernels compiled: {ex}", file=sys.stderr)
+
+
 _HANDLERS = (("frame_change_pre", on_frame_change_pre), ("frame_change_post", on_frame_change),
              ("render_init", on_render_init), ("render_pre", on_render_pre), ("render_complete", on_render_end),
              ("render_cancel", on_render_end), ("depsgraph_update_post", on_depsgraph_update),
@@ -202,6 +219,7 @@ _HANDLERS = (("frame_change_pre", on_frame_change_pre), ("frame_change_post", on
 def register():
     for name, fn in _HANDLERS:
         getattr(bpy.app.handlers, name).append(fn)
+    compile_job.on_ready(on_kernels_ready)
     if not bpy.app.background:  # renders started from the interface hand their simulation to the main thread
         bpy.app.timers.register(renders.serve_render_requests, first_interval=renders.POLL_IDLE, persistent=True)
 
@@ -210,6 +228,7 @@ def unregister():
     for handlers, fn in ((getattr(bpy.app.handlers, name), fn) for name, fn in _HANDLERS):
         while fn in handlers:
             handlers.remove(fn)
+    compile_job.remove_on_ready(on_kernels_ready)
     if bpy.app.timers.is_registered(renders.serve_render_requests):
         bpy.app.timers.unregister(renders.serve_render_requests)
     playback.forget_warnings()
