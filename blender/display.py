@@ -58,11 +58,11 @@ def refresh(scene) -> dict:
     """Sample every shown armature of ``scene`` again (``display_mesh.rig_mesh``); returns ``{armature full name:
     DrawMesh}`` of those whose drawing changed since the last refresh (the GPU batches to rebuild), and forgets the
     drawings of armatures no longer shown. Runs without a GPU (the tests call it headless)."""
-    from . import display_mesh, renders
+    from . import display_mesh, render_state
 
     global _dirty
     changed = {}
-    if renders.rendering_elsewhere():  # a render thread owns the characters' states: keep the last drawing
+    if render_state.rendering_elsewhere():  # a render thread owns the characters' states: keep the last drawing
         return changed
     shown = set()
     for armature in armatures(scene):

@@ -57,11 +57,12 @@ class DrawMesh:
 
 def _live_batches(armature, scene) -> list:
     """``[(MuscleBatch, source (fibres,))]`` of the armature's live meshes that evaluated the scene's current time."""
-    from . import playback, runtime
+    from . import runtime
+    from .live import live_meshes
 
     now = scene.frame_current + scene.frame_subframe
     out = []
-    for obj in playback.live_meshes(scene):
+    for obj in live_meshes(scene):
         if obj.implicit_skin.armature != armature:
             continue
         bound = runtime.bound(obj)

@@ -134,7 +134,8 @@ def drawn_fats(armature, scene):
     """``(centers (F, 3), frames (F, 3, 3), axes (F, 3))`` of the armature's fats as the viewport shows them on the
     scene's current time, armature space: as a live bound mesh simulated them on this time, else carried rigidly by
     their bone's pose; fats that cannot be read are left out (``None`` for none)."""
-    from . import playback, runtime
+    from . import runtime
+    from .live import live_meshes
 
     items = armature.implicit_muscles.fats
     keep = [k for k, fat in enumerate(items) if not fat_problem(armature, fat)]
@@ -151,7 +152,7 @@ def drawn_fats(armature, scene):
     centers, frames, axes = np.array(centers), np.array(frames), np.array(axes)
     row = {k: r for r, k in enumerate(keep)}
     now = scene.frame_current + scene.frame_subframe
-    for obj in playback.live_meshes(scene):
+    for obj in live_meshes(scene):
         bound = runtime.bound(obj) if obj.implicit_skin.armature == armature else None
         if bound is None or bound.last_error or bound.last_frame != now or bound.fat_source is None:
             continue

@@ -36,7 +36,8 @@ import sys
 import bpy
 from bpy.app.handlers import persistent
 
-from . import animation, compile_job, modifiers, playback, renders, rig, runtime
+from . import animation, compile_job, modifiers, playback, render_state, renders, rig, runtime
+from .live import live_meshes, on_main_thread
 
 
 def _bound_meshes(scene) -> list:
@@ -56,7 +57,7 @@ def _check_staleness(check, obj) -> None:
 @persistent
 def on_frame_change_pre(scene, *_):
     """Simulate what the new time needs, on the main thread outside renders (module docstring)."""
-    if playback.busy() or not renders.may_simulate():
+    if playback.busy() or not render_state.may_simulate():
         return
     playback.prepare_frame(scene)
 
@@ -65,19 +66,19 @@ def on_frame_change_pre(scene, *_):
 def on_frame_change(scene, depsgraph=None):
     if playback.busy():
         return
-    if playback.on_main_thread() and renders.rendering_elsewhere():
+    if on_main_thread() and render_state.rendering_elsewhere():
         return  # a render started from the interface evaluates the meshes on its own thread
-    if renders.rendering_here() and (depsgraph is None or depsgraph.mode == 'VIEWPORT'):
-        renders.render_ended()  # back on the viewport: a render of this thread that did not say it ended
+    if render_state.rendering_here() and (depsgraph is None or depsgraph.mode == 'VIEWPORT'):
+        render_state.render_ended()  # back on the viewport: a render of this thread that did not say it ended
     if depsgraph is None:
         depsgraph = bpy.context.evaluated_depsgraph_get()
-    for obj in playback.live_meshes(scene):
+    for obj in live_meshes(scene):
         playback.evaluate_safely(obj, scene, depsgraph)
 
 
 @persistent
 def on_render_init(*_):
-    renders.render_started()
+    render_state.render_started()
 
 
 @persistent
@@ -93,13 +94,13 @@ def on_render_pre(scene, *_):
 @persistent
 def on_render_end(*_):
     """``render_complete`` and ``render_cancel``."""
-    renders.render_ended()
+    render_state.render_ended()
 
 
 @persistent
 def on_depsgraph_update(scene, depsgraph):
     """Edits between frame changes (module docstring)."""
-    if playback.busy() or (playback.on_main_thread() and renders.rendering_elsewhere()):
+    if playback.busy() or (on_main_thread() and render_state.rendering_elsewhere()):
         return
     posed, actions, armatures, meshes = set(), set(), set(), set()
     for update in depsgraph.updates:
@@ -131,7 +132,7 @@ def on_depsgraph_update(scene, depsgraph):
             _check_staleness(runtime.on_armature_changed, obj)
     if not posed and not actions:
         return
-    for obj in playback.live_meshes(scene):
+    for obj in live_meshes(scene):
         bound = runtime.bound(obj)
         armature = obj.implicit_skin.armature
         if bound is None or armature is None:
@@ -150,7 +151,7 @@ def on_load_pre(*_):
     """Another file is being opened: its meshes bind again on first use (binds are keyed by object name)."""
     runtime.clear()
     playback.forget_warnings()
-    renders.render_ended()
+    render_state.render_ended()
 
 
 @persistent
@@ -160,7 +161,7 @@ def on_load_post(*_):
     scene = bpy.context.scene
     if scene is None:
         return
-    meshes = [obj for obj in playback.live_meshes(scene) if obj.implicit_skin.bound]
+    meshes = [obj for obj in live_meshes(scene) if obj.implicit_skin.bound]
     playback.prepare_frame(scene, meshes)
     depsgraph = bpy.context.evaluated_depsgraph_get()
     for obj in meshes:
@@ -182,14 +183,14 @@ def on_undo_redo(*_):
 def on_save_pre(*_):
     """Store live meshes showing the plain Armature result (module docstring)."""
     for scene in bpy.data.scenes:
-        for obj in playback.live_meshes(scene):
+        for obj in live_meshes(scene):
             modifiers.set_active(obj, False)
 
 
 @persistent
 def on_save_post(*_):
     for scene in bpy.data.scenes:
-        for obj in playback.live_meshes(scene):
+        for obj in live_meshes(scene):
             if obj.implicit_skin.bound:
                 modifiers.set_active(obj, True)
 
@@ -203,7 +204,7 @@ def on_kernels_ready() -> None:
     try:
         playback.prepare_frame(scene)
         depsgraph = bpy.context.evaluated_depsgraph_get()
-        for obj in playback.live_meshes(scene):
+        for obj in live_meshes(scene):
             playback.evaluate_safely(obj, scene, depsgraph)
     except Exception as ex:  # noqa: BLE001 - the next frame change tries again
         print(f"Implicit Muscles: could not show the frame after the kernels compiled: {ex}", file=sys.stderr)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import sys
-import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ import bpy
 import numpy as np
 
 from . import compile_job, modifiers, quality as qualities, rig, runtime
+from .live import live_meshes, on_main_thread
 
 _busy = False
 _warned: set = set()
@@ -61,11 +61,6 @@ class FramesNotSimulated(ValueError):
 def busy() -> bool:
     """True while ``simulate_gaps`` updates the depsgraph to read poses: handlers ignore those updates."""
     return _busy
-
-
-def on_main_thread() -> bool:
-    """True on Blender's main thread (a render started from the interface runs its handlers on its own thread)."""
-    return threading.current_thread() is threading.main_thread()
 
 
 def state_needed(time_: float) -> int:
@@ -386,9 +381,3 @@ def forget_warnings() -> None:
     """Print each problem again the next time it happens."""
     _warned.clear()
     _gap_errors.clear()
-
-
-def live_meshes(scene) -> list:
-    """The scene's meshes with Implicit Skinning on and not playing a bake."""
-    return [obj for obj in scene.objects
-            if obj.type == 'MESH' and obj.implicit_skin.enabled and not obj.implicit_skin.baked]

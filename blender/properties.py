@@ -311,9 +311,9 @@ class ImplicitSkinSettings(PropertyGroup):
 
 def _quality_changed(self, context):
     """Show the current frame again at the new viewport quality."""
-    from . import playback
+    from .live import live_meshes
     scene = self.id_data
-    for obj in playback.live_meshes(scene):
+    for obj in live_meshes(scene):
         if obj.implicit_skin.bound:
             _show_current_frame(obj, context)
 

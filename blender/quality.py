@@ -10,6 +10,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from ..core.quality import PREVIEW, RENDER, EvaluationQuality
+from . import render_state
 
 _forced_render = 0  # > 0 while a bake runs (render_quality)
 
@@ -39,8 +40,6 @@ def viewport_quality(scene) -> EvaluationQuality:
 def frame_quality(scene, depsgraph=None) -> EvaluationQuality:
     """The quality of a frame of ``scene`` evaluated now: Render in a bake, a render (between ``render_init`` and
     its end, or a render engine's depsgraph), else :func:`viewport_quality`."""
-    from . import renders
-
-    if _forced_render or renders.rendering() or (depsgraph is not None and depsgraph.mode == 'RENDER'):
+    if _forced_render or render_state.rendering() or (depsgraph is not None and depsgraph.mode == 'RENDER'):
         return RENDER
     return viewport_quality(scene)

@@ -8,10 +8,7 @@ on the main thread. A background or script
 render runs its handlers on the main thread and simulates directly. A render started from the interface runs them on
 its own thread, which must not update the view layer or set a frame: it hands the work to the main thread
 (``request_on_main_thread``) and waits, and a timer on the main thread runs it (``serve_render_requests``).
-
-Between ``render_init`` and ``render_complete`` / ``render_cancel`` a render is running (``rendering``): frame
-changes do not simulate gaps (``may_simulate``; the render's own come with their states cached), and while it runs
-on another thread the main thread's handlers leave the meshes alone (``rendering_elsewhere``).
+Whether a render runs, and on which thread, is ``blender/render_state.py``.
 """
 from __future__ import annotations
 
@@ -22,7 +19,8 @@ import traceback
 import bpy
 
 from ..core.quality import RENDER
-from . import playback
+from . import playback, render_state
+from .live import live_meshes, on_main_thread
 
 HANDOFF_START_TIMEOUT = 10.0
 """Seconds a render thread waits for the main thread to start simulating what its frame needs
@@ -31,46 +29,7 @@ POLL_RENDERING = 0.1
 POLL_IDLE = 0.5
 """Seconds between two calls of ``serve_render_requests`` while a render job runs, and otherwise."""
 
-_render_thread: int | None = None  # the thread of the render between render_init and its end
 _requests: list = []  # _Request from render threads, served on the main thread
-
-
-def render_started() -> None:
-    """``render_init``: a render runs on this thread until ``render_ended``."""
-    global _render_thread
-    _render_thread = threading.get_ident()
-
-
-def render_ended() -> None:
-    global _render_thread
-    _render_thread = None
-
-
-def rendering() -> bool:
-    """True between a render's ``render_init`` and its ``render_complete`` or ``render_cancel``."""
-    return _render_thread is not None
-
-
-def rendering_here() -> bool:
-    """True while a render runs on this thread (a background or script render, seen from its own handlers)."""
-    return _render_thread == threading.get_ident()
-
-
-def rendering_elsewhere() -> bool:
-    """True while a render runs on another thread: a render started from the interface, seen from the main thread.
-    Its job's end returns to the viewport's frame after ``render_complete``; a job that ended without it is
-    forgotten here."""
-    if _render_thread is None or rendering_here():
-        return False
-    if bpy.app.is_job_running('RENDER'):
-        return True
-    render_ended()
-    return False
-
-
-def may_simulate() -> bool:
-    """Whether a frame change may simulate gaps here: on the main thread, with no render running."""
-    return playback.on_main_thread() and not rendering_here() and not rendering_elsewhere()
 
 
 def render_span(scene) -> tuple:
@@ -102,8 +61,8 @@ def prepare_render_frame(scene) -> None:
     """``render_pre``: simulate what the frame about to render needs, on the main thread (directly, or handed over
     by the render's thread, ``request_on_main_thread``)."""
     first, last = render_states(scene)
-    if playback.on_main_thread():
-        playback.simulate_gaps(scene, playback.live_meshes(scene), first, last, RENDER)
+    if on_main_thread():
+        playback.simulate_gaps(scene, live_meshes(scene), first, last, RENDER)
     else:
         request_on_main_thread(scene, first, last)
 
@@ -146,10 +105,10 @@ def serve_render_requests() -> float:
         try:
             scene = bpy.data.scenes.get(request.scene_name)
             if scene is not None:
-                playback.simulate_gaps(scene, playback.live_meshes(scene), request.first, request.last, RENDER)
+                playback.simulate_gaps(scene, live_meshes(scene), request.first, request.last, RENDER)
         except Exception as ex:  # noqa: BLE001 - a timer must never raise; the render falls back and says so
             print(f"Implicit Muscles: could not simulate the muscles a render needs: {ex}", file=sys.stderr)
             traceback.print_exc()
         finally:
             request.done.set()
-    return POLL_RENDERING if rendering_elsewhere() else POLL_IDLE
+    return POLL_RENDERING if render_state.rendering_elsewhere() else POLL_IDLE

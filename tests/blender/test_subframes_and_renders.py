@@ -169,7 +169,7 @@ def _render_thread_frame(bpy, scene, serve: bool):
     and the frame handler, the way Blender's render job does on its own thread, while the main thread runs the
     timer that serves it (``serve``) or waits. Returns the threads on which the depsgraph was updated meanwhile."""
     handlers = _module("blender.handlers")
-    renders = _module("blender.renders")
+    renders, render_state = _module("blender.renders"), _module("blender.render_state")
     scene.frame_current = 20
     bpy.context.view_layer.update()  # the render's frame evaluated, no frame handler run
     depsgraph = bpy.context.view_layer.depsgraph
@@ -198,7 +198,7 @@ def _render_thread_frame(bpy, scene, serve: bool):
         worker.join()
     finally:
         bpy.app.handlers.depsgraph_update_post.remove(record)
-    assert not errors and not renders.rendering()
+    assert not errors and not render_state.rendering()
     return set(updates)
 
 
