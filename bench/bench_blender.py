@@ -36,7 +36,7 @@ Measured per frame, sequential playback (the previous frame's PBD state cached),
 * ``frame`` = ``frame_set`` + ``fetch``: what one played frame costs end to end;
 * ``handlers``: the add-on's own frame_change_post / depsgraph_update_post handlers (wrapped with a timer);
 * ``core``: ``bound.character.timings['total']`` (PBD, pose, field, tracking: ``core/character.py``);
-* ``pose read``: ``playback.bone_transforms`` + ``playback.muscle_values``; ``write``:
+* ``pose read``: ``frame_inputs.bone_transforms`` + ``frame_inputs.muscle_values``; ``write``:
   ``modifiers.write_positions`` (wrapped with a timer in this process; ``blender/`` is not modified);
 * overhead = handlers - core (pose read, write, and the rest of the handler: state restore and store, checks);
 * Blender in ``frame_set`` = ``frame_set`` - handlers (the depsgraph evaluation of the frame).
@@ -434,10 +434,11 @@ def _child_measure(files) -> dict:
     bpy = _blender()
     import numba
 
-    playback = _addon("blender.playback")
+    frame_inputs, playback = _addon("blender.frame_inputs"), _addon("blender.playback")
     timer = _Timer()
-    for fn in ("bone_transforms", "muscle_values", "evaluate_mesh"):
-        timer.wrap_attribute(playback, fn)
+    for fn in ("bone_transforms", "muscle_values"):
+        timer.wrap_attribute(frame_inputs, fn)
+    timer.wrap_attribute(playback, "evaluate_mesh")
     timer.wrap_attribute(_addon("blender.modifiers"), "write_positions")
     timer.wrap_handlers(bpy, ADDON)
     scenes = {"arm": _measure_scene(bpy, "arm", _arm_scene, ARM_FRAMES, timer, files),

@@ -1,5 +1,5 @@
-"""Fat primitives on the armature (thesis ch. 6): their presets, their set-up read into the core, their animated
-values per frame, and their keys when one is removed. The property group is ``blender/fat_properties.py``; the
+"""Fat primitives on the armature (thesis ch. 6): their presets, their set-up read into the core, and their keys
+when one is removed (their animated values per frame: ``blender/frame_inputs.py``). The property group is ``blender/fat_properties.py``; the
 operators ``operators/fats.py``; the core ``core/fat``.
 
 A preset places a new fat on its bone relative to the limb: its centre ``along`` the bone (0 head, 1 tail) and
@@ -78,20 +78,6 @@ def read_fats(armature, names: tuple):
     F = len(out)
     return (out, np.array(bones, dtype=np.int64).reshape(F), np.array(collide, dtype=bool).reshape(F),
             np.arange(F, dtype=np.int64))
-
-
-def fat_values(armature_eval, source):
-    """The evaluated fats' animated stiffness and damping ``(F,)`` for the core fats ``source (F,)`` come from, as
-    one ``core.fat.dynamics.FatInputs``."""
-    from ..core.fat.dynamics import FatInputs
-
-    fats = armature_eval.implicit_muscles.fats
-    out = []
-    for name in ("stiffness", "damping"):
-        buf = np.empty(len(fats), dtype=np.float32)
-        fats.foreach_get(name, buf)
-        out.append(np.clip(buf.astype(np.float64), 0.0, 1.0)[source])
-    return FatInputs(stiffness=out[0], damping=out[1])
 
 
 def digest_into(h, armature) -> None:

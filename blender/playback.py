@@ -38,9 +38,8 @@ import traceback
 from dataclasses import dataclass
 
 import bpy
-import numpy as np
 
-from . import compile_job, modifiers, quality as qualities, rig, runtime
+from . import compile_job, frame_inputs, modifiers, quality as qualities, rig, runtime
 from .live import live_meshes, on_main_thread
 
 _busy = False
@@ -69,48 +68,18 @@ def state_needed(time_: float) -> int:
     return math.ceil(time_) - 1
 
 
-def bone_transforms(armature_eval, rest_inverse) -> np.ndarray:
-    """``B_j = M_j M_ref_j^-1`` ``(B, 4, 4)`` from the evaluated pose (armature space)."""
-    bones = armature_eval.pose.bones
-    buf = np.empty(len(bones) * 16, dtype=np.float32)
-    bones.foreach_get("matrix", buf)
-    M = buf.reshape(-1, 4, 4).transpose(0, 2, 1).astype(np.float64)  # foreach_get gives column-major matrices
-    return M @ rest_inverse
-
-
-def muscle_values(armature_eval, source, transforms=None):
-    """The evaluated muscles' animated inputs ``(fibres,)`` per core fibre, as one
-    :class:`core.pbd.control.MuscleInputs`: activation (with the joint's of the muscles that follow one, from the
-    pose ``transforms (B, 4, 4)``, default read from ``armature_eval``; ``blender/joint.py``), stiffness, width
-    scale, and the eccentricity of the animated rest and active flatness mixed by the activation (paper §5.2)."""
-    from ..core.pbd.control import muscle_inputs
-    from .joint import frame_activation
-
-    muscles = armature_eval.implicit_muscles.muscles
-    n = len(muscles)
-    out = []
-    for name in ("activation", "stiffness", "width_scale", "eccentricity_rest", "eccentricity_active"):
-        buf = np.empty(n, dtype=np.float32)
-        muscles.foreach_get(name, buf)
-        out.append(buf.astype(np.float64)[source])
-    act, stiff, scale, e0, e1 = out
-    act = frame_activation(armature_eval, source, act, transforms)
-    return muscle_inputs(act, stiff, scale, eccentricity_rest=e0, eccentricity_active=e1)
-
-
 def _fps(scene) -> float:
     return scene.render.fps / scene.render.fps_base
 
 
 def _read(bound, armature, depsgraph) -> tuple:
-    """``(B, inputs)`` of the evaluated armature: bone transforms and :func:`muscle_values`; the fats' animated
-    values go to the character for the steps that follow (``blender/fats.fat_values``)."""
+    """``(B, inputs)`` of the evaluated armature: bone transforms and muscle values (``blender/frame_inputs.py``);
+    the fats' animated values go to the character for the steps that follow (``frame_inputs.fat_values``)."""
     arm_eval = armature.evaluated_get(depsgraph)
     if getattr(bound.character, "fat_model", None) is not None:
-        from .fats import fat_values
-        bound.character.fat_inputs = fat_values(arm_eval, bound.fat_source)
-    B = bone_transforms(arm_eval, bound.rest_inverse)
-    return B, muscle_values(arm_eval, bound.source, B)
+        bound.character.fat_inputs = frame_inputs.fat_values(arm_eval, bound.fat_source)
+    B = frame_inputs.bone_transforms(arm_eval, bound.rest_inverse)
+    return B, frame_inputs.muscle_values(arm_eval, bound.source, B)
 
 
 def _keep(cache, character, frame: int) -> None:

@@ -506,7 +506,7 @@ def _record_quality(rec, meshes, world, kinds, kind):
     rec.setdefault("dihedral_increase", []).append(dihedral)
 
 
-def play(bpy, shot, runtime, playback):
+def play(bpy, shot, runtime, frame_inputs):
     """Every frame once, in order: per frame the wall time, the muscles copy's stage times (summed over its
     meshes), its muscles' volumes [m^3], the skin's distance from DQS over the probe muscle, finiteness."""
     scene = bpy.context.scene
@@ -551,12 +551,12 @@ def play(bpy, shot, runtime, playback):
             b = runtime.bound(mesh)
             if not len(b.character.muscles):
                 continue
-            act = playback.muscle_values(armature_eval, b.source).activation
+            act = frame_inputs.muscle_values(armature_eval, b.source).activation
             for name, v in zip((m.name for m in b.character.muscles), b.character.muscle_volumes(act)):
                 rec["volumes"].setdefault(name, []).append(float(v))
         if rod_obj is not None:
             b = runtime.bound(rod_obj)
-            act = playback.muscle_values(kinds["rod"][0].evaluated_get(depsgraph), b.source).activation
+            act = frame_inputs.muscle_values(kinds["rod"][0].evaluated_get(depsgraph), b.source).activation
             for name, v in zip((m.name for m in b.character.muscles), b.character.muscle_volumes(act)):
                 rec["rod"]["volumes"].setdefault(name, []).append(float(v))
         world = {}
@@ -713,7 +713,7 @@ def run_shot(bpy, name, out_dir, quick, quality):
 
     scenes = addon_session.addon_module(REPO_MODULE, "scenes.paper")
     runtime = addon_session.addon_module(REPO_MODULE, "blender.runtime")
-    playback = addon_session.addon_module(REPO_MODULE, "blender.playback")
+    frame_inputs = addon_session.addon_module(REPO_MODULE, "blender.frame_inputs")
     import blender_rig
 
     t0 = time.perf_counter()
@@ -734,7 +734,7 @@ def run_shot(bpy, name, out_dir, quick, quality):
     t2 = time.perf_counter()
     blend = out_dir / f"{name}.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
-    rec = play(bpy, shot, runtime, playback)
+    rec = play(bpy, shot, runtime, frame_inputs)
     t3 = time.perf_counter()
     if bpy.ops.implicit_muscles.bake(frame_start=shot.frames[0], frame_end=shot.frames[-1]) != {'FINISHED'}:
         raise RuntimeError(f"Bake failed in {name}")

@@ -40,10 +40,10 @@ def _biceps_arm(bpy, elbow_keys=((1, 0.0), (20, 110.0), (40, 20.0))):
 
 def _activation(bpy, rig, mesh):
     """The biceps' activation this frame as the frame handler computes it."""
-    playback = _module("blender.playback")
+    frame_inputs = _module("blender.frame_inputs")
     bound = _module("blender.runtime").bound(mesh)
     arm_eval = rig.evaluated_get(bpy.context.evaluated_depsgraph_get())
-    return float(playback.muscle_values(arm_eval, bound.source).activation[0])
+    return float(frame_inputs.muscle_values(arm_eval, bound.source).activation[0])
 
 
 def test_follow_joint_picks_the_elbow_and_the_axis_it_turns_about(bpy):
@@ -94,7 +94,7 @@ def test_the_angle_is_what_blenders_driver_reads_in_local_space_with_constraints
         bpy.context.view_layer.update()
         depsgraph = bpy.context.evaluated_depsgraph_get()
         arm_eval = rig.evaluated_get(depsgraph)
-        B = _module("blender.playback").bone_transforms(arm_eval, joint.rest_transforms(rig))
+        B = _module("blender.frame_inputs").bone_transforms(arm_eval, joint.rest_transforms(rig))
         ours = drive_core.joint_angles(B, joint.read_drive(arm_eval, [0]))[0]
         theirs = gauge.evaluated_get(depsgraph).location[0]
         assert abs(ours - theirs) < ANGLE_TOL, (degrees, swing, ours, theirs)

@@ -43,12 +43,12 @@ def _same_states(bound, kept):
 def _subframe_expected(bpy, rig, bound, frame, subframe):
     """Positions at ``frame + subframe`` computed with the core: the state cached after ``frame``, one PBD step of
     ``subframe / fps`` with the pose and muscle values evaluated at ``frame + subframe``, Implicit Skinning."""
-    playback = _module("blender.playback")
+    frame_inputs = _module("blender.frame_inputs")
     scene = bpy.context.scene
     scene.frame_set(frame, subframe=subframe)
     arm_eval = rig.evaluated_get(bpy.context.evaluated_depsgraph_get())
-    B = playback.bone_transforms(arm_eval, bound.rest_inverse)
-    inputs = playback.muscle_values(arm_eval, bound.source)
+    B = frame_inputs.bone_transforms(arm_eval, bound.rest_inverse)
+    inputs = frame_inputs.muscle_values(arm_eval, bound.source)
     bound.character.restore(bound.cache.get(frame))
     return bound.character.frame(B, dt=subframe / scene.render.fps, inputs=inputs).astype(np.float32)
 
