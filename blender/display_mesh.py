@@ -10,7 +10,7 @@ the axis, one numba kernel for all muscles) in the armature's space:
 * every other muscle (nothing bound yet, a baked mesh, a muscle no mesh shows) is drawn straight from its origin to
   its insertion in the current pose, with its activation (a joint's included), flatness and width scale (the volume law bulges a
   shortened muscle), as the muscle's set-up describes it;
-* the fats, as ellipsoids where the live mesh simulated them or carried by their bones (``blender/fats.py``).
+* the fats, as ellipsoids where the live mesh simulated them or carried by their bones (``blender/fat_mesh.py``).
 
 Colours: a colour per muscle (:data:`PALETTE`, by the muscle's place in the list), or by activation (blue at 0, red
 at 1); each vertex shaded by its normal against a fixed light (:data:`LIGHT`) so the shapes read without scene
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from mathutils import Matrix, Vector
 
-from . import rig as rig_utils
+from . import fat_mesh, rig as rig_utils
 
 RINGS, SIDES = 16, 12
 """Inner rings and sides of each drawn muscle (one more ring at each end)."""
@@ -173,8 +173,7 @@ def rig_mesh(armature, scene) -> DrawMesh | None:
         colors.append(_colors(n, owner, armature, props.display_color, alpha))
         faces.append(f + offset)
         offset += len(v)
-    from .fats import draw_triangles
-    fat = draw_triangles(armature, scene, alpha)  # the fats as ellipsoids (blender/fats.py)
+    fat = fat_mesh.draw_triangles(armature, scene, alpha, LIGHT)  # the fats as ellipsoids
     if fat is not None:
         vertices.append(fat[0])
         colors.append(fat[1])

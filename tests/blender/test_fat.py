@@ -25,7 +25,7 @@ def test_presets_place_and_size_the_fat_relative_to_the_limb(bpy):
     fats = rig.implicit_muscles.fats
     radius = _module("blender.rig").limb_radius(rig, "shoulder")
     length = rig.data.bones["shoulder"].length
-    presets = _module("blender.fats").PRESETS
+    presets = _module("blender.fat_presets").PRESETS
     for name in ("belly", "Chest", "buttocks", "THIGH"):
         assert ops.add_fat(bone="shoulder", preset=name) == {'FINISHED'}
         fat = fats[-1]
