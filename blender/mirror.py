@@ -1,5 +1,5 @@
 """Copies of muscles: a unique name in the list, a duplicate (``add_duplicate``) and the other side's copy
-(``add_mirrored``).
+(``add_mirrored``: its bones, points, twist, name and joint mirrored).
 
 ``muscles.add()`` may move every item of the list to new memory, so a muscle read before it is stale after it:
 these functions read a muscle into plain values (``muscle_values``) and address muscles by index, never by a
@@ -7,9 +7,11 @@ reference kept across ``add()``. Everything that can fail is checked before anyt
 """
 from __future__ import annotations
 
+import numpy as np
 from mathutils import Vector
 
 from . import names, rig
+from .joint import AXES
 
 
 def unique_name(collection, base):
@@ -108,9 +110,30 @@ def mirrored_values(armature, index: int) -> dict | str:
     values["insertion_point"] = tuple(mirror_point(armature, muscle.insertion_bone, values["insertion_bone"],
                                                    muscle.insertion_point))
     values["twist"] = -muscle.twist
-    from .joint import mirrored_joint
-    problem = mirrored_joint(armature, values, mirrored_bone)
+    problem = mirrored_joint(armature, values)
     return problem or values
+
+
+def mirrored_joint(armature, values: dict) -> str:
+    """Give a mirrored copy's ``values`` (``mirrored_values``) the other side's joint bone and angles of the
+    same sense: a turn mirrored across X = 0 turns about the axis ``(x, -y, -z)`` by the same angle, so the angles
+    change sign where the other bone's local axis points the other way (the bone by ``mirrored_bone``); returns
+    ``""`` or a sentence."""
+    name = values.get("joint_bone", "")
+    if not name or name not in armature.data.bones:
+        return ""
+    other, why = mirrored_bone(armature, name)
+    if other is None:
+        return f"{values['name']}: no mirrored bone for its joint bone '{name}': {why}."
+    bones = armature.data.bones
+    k = AXES.index(values["joint_axis"])
+    a = np.array(bones[name].matrix_local)[:3, k]
+    b = np.array(bones[other].matrix_local)[:3, k]
+    values["joint_bone"] = other
+    if float(b @ (a * (1.0, -1.0, -1.0))) < 0.0:
+        values["joint_angle_rest"] = -values["joint_angle_rest"]
+        values["joint_angle_active"] = -values["joint_angle_active"]
+    return ""
 
 
 def add_mirrored(armature, index: int) -> int | str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from mathutils import Matrix, Vector
 
+from .joint import joint_problem
+
 
 def skin_meshes(armature) -> list:
     """Mesh objects deformed by ``armature`` (an Armature modifier pointing at it)."""
@@ -177,5 +179,4 @@ def muscle_problem(armature, muscle) -> str:
     o, i = muscle_endpoints(armature, muscle, posed=False)
     if (o - i).length < 1e-4:
         return f"{muscle.name}: origin and insertion are at the same place; move one of them."
-    from .joint import joint_problem
     return joint_problem(armature, muscle)

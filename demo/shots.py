@@ -226,7 +226,7 @@ def build_arm_curl(bpy, scenes, blender_rig, quick):
     for armature, _ in variants.values():
         for frame, degrees, _ in CURL_KEYS:
             _key_elbow(blender_rig, armature, frame, degrees)
-    follow_joint = addon_session.addon_module(REPO_MODULE, "blender.joint").follow_joint
+    follow_joint = addon_session.addon_module(REPO_MODULE, "blender.joint_follow").follow_joint
     flexion = math.radians(max(degrees for _, degrees, _ in CURL_KEYS))
     for armature in (variants[kind][0] for kind in MUSCLED):
         for item in armature.implicit_muscles.muscles:  # no activation keys: each flexor follows the elbow
