@@ -6,8 +6,10 @@ from __future__ import annotations
 from bpy.props import IntProperty, StringProperty
 from bpy.types import Operator
 
-from ..blender import animation, fat_presets, names, rig, runtime
-from ..blender.mirror import unique_name
+from ..blender.authoring import fat_presets
+from ..blender.authoring.mirror import unique_name
+from ..blender.scene import animation, names, rig
+from ..blender.session import runtime
 
 
 def _armature(context):

@@ -1,12 +1,13 @@
 """Activation from a joint: *Follow Joint* sets the active muscle to follow the joint it crosses, from its bones
-(``blender/joint_follow.py``); *Keys Only* clears it. Undoable; problems are reported in plain words."""
+(``blender/authoring/joint_follow.py``); *Keys Only* clears it. Undoable; problems are reported in plain words."""
 from __future__ import annotations
 
 import bpy
 from bpy.props import IntProperty
 from bpy.types import Operator
 
-from ..blender import joint_follow, rig
+from ..blender.authoring import joint_follow
+from ..blender.scene import rig
 
 
 def _muscle(op, context):

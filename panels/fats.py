@@ -5,7 +5,8 @@ from __future__ import annotations
 import bpy
 from bpy.types import Menu, Panel, UIList
 
-from ..blender import fat_presets, fats, rig
+from ..blender.authoring import fat_presets
+from ..blender.scene import fats, rig
 
 
 def _armature(context):
