@@ -19,8 +19,8 @@ Armature modifier, muscle items):
   insertion and skin bone = the muscle's bone). Animation: ``bench_deform``'s run-like swing, the thighs and upper
   arms keyed on every frame (``+-0.6 sin(2 pi 1.5 t)`` rad about X), shins and forearms held bent 0.8 rad.
 
-What differs from the headless scenes: the Blender muscle items carry what the add-on reads (``blender/reader.py``):
-the stiffness stays the item's default or the preset's (0.5, the core's default too); the muscles on one skin bone
+What differs from the headless scenes: the Blender muscle items carry what the add-on reads
+(``blender/scene/reader.py``): the stiffness stays the item's default or the preset's (0.5, the core's default too); the muscles on one skin bone
 push each other in both (no muscle has a *Group*); the cross-section direction is the reader's default turned by
 ``twist`` onto the core muscle's origin normal (for the body muscles, whose core normal is automatic, this is the
 core's automatic choice); the skin settings are the mesh's defaults (``implicit_skin``), which are the
@@ -36,7 +36,7 @@ Measured per frame, sequential playback (the previous frame's PBD state cached),
 * ``frame`` = ``frame_set`` + ``fetch``: what one played frame costs end to end;
 * ``handlers``: the add-on's own frame_change_post / depsgraph_update_post handlers (wrapped with a timer);
 * ``core``: ``bound.character.timings['total']`` (PBD, pose, field, tracking: ``core/character.py``);
-* ``pose read``: ``playback.bone_transforms`` + ``playback.muscle_values``; ``write``:
+* ``pose read``: ``frame_inputs.bone_transforms`` + ``frame_inputs.muscle_values``; ``write``:
   ``modifiers.write_positions`` (wrapped with a timer in this process; ``blender/`` is not modified);
 * overhead = handlers - core (pose read, write, and the rest of the handler: state restore and store, checks);
 * Blender in ``frame_set`` = ``frame_set`` - handlers (the depsgraph evaluation of the frame).
@@ -349,7 +349,7 @@ def _median(rows):
 def _measure_scene(bpy, name, build, frames, timer, files):
     import numpy as np
 
-    runtime = _addon("blender.runtime")
+    runtime = _addon("blender.session.runtime")
     scenes = _addon("scenes.paper")
     sys.path.insert(0, str(REPO / "demo"))
     import blender_rig
@@ -401,7 +401,7 @@ def _measure_crowd(bpy, frames, timer):
     frame with only the first one live (the other two on their Armature modifier), alternating passes."""
     import numpy as np
 
-    runtime = _addon("blender.runtime")
+    runtime = _addon("blender.session.runtime")
     scenes = _addon("scenes.paper")
     import blender_rig
 
@@ -434,16 +434,17 @@ def _child_measure(files) -> dict:
     bpy = _blender()
     import numba
 
-    playback = _addon("blender.playback")
+    frame_inputs, playback = _addon("blender.scene.frame_inputs"), _addon("blender.session.playback")
     timer = _Timer()
-    for fn in ("bone_transforms", "muscle_values", "evaluate_mesh"):
-        timer.wrap_attribute(playback, fn)
-    timer.wrap_attribute(_addon("blender.modifiers"), "write_positions")
+    for fn in ("bone_transforms", "muscle_values"):
+        timer.wrap_attribute(frame_inputs, fn)
+    timer.wrap_attribute(playback, "evaluate_mesh")
+    timer.wrap_attribute(_addon("blender.session.modifiers"), "write_positions")
     timer.wrap_handlers(bpy, ADDON)
     scenes = {"arm": _measure_scene(bpy, "arm", _arm_scene, ARM_FRAMES, timer, files),
               "full body": _measure_scene(bpy, "full body", _body_scene, BODY_FRAMES, timer, files)}
     crowd = _measure_crowd(bpy, BODY_FRAMES, timer)
-    engine = _addon("blender.engine").status
+    engine = _addon("blender.engine.numba_setup").status
     return {"scenes": scenes, "crowd": crowd, "blender": bpy.app.version_string,
             "numba_threads": numba.get_num_threads(),
             "numba": engine.numba_version, "numba_path": engine.numba_path, "numba_cache": engine.cache_dir}
@@ -455,8 +456,8 @@ def _child_first_frame(path) -> dict:
     t0 = time.perf_counter()
     bpy = _blender()
     enable_s = time.perf_counter() - t0
-    runtime = _addon("blender.runtime")
-    playback = _addon("blender.playback")
+    runtime = _addon("blender.session.runtime")
+    playback = _addon("blender.session.playback")
     timer = _Timer()
     timer.wrap_attribute(runtime, "rebind")
     timer.wrap_attribute(playback, "evaluate_mesh")
@@ -493,8 +494,8 @@ def _child_long_run(path) -> dict:
     from long_run import resident_mb
 
     bpy = _blender()
-    runtime = _addon("blender.runtime")
-    animation = _addon("blender.animation")
+    runtime = _addon("blender.session.runtime")
+    animation = _addon("blender.scene.animation")
     bpy.ops.wm.open_mainfile(filepath=path)
     scene = bpy.context.scene
     skin = next(o for o in scene.objects if o.type == 'MESH' and o.implicit_skin.bound)

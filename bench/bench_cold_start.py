@@ -1,7 +1,7 @@
 """Cold start in Blender 5.0: a fresh Blender user folder (an empty numba cache, as after an install), one process.
 
 * cold: enable the add-on, compile every kernel as *Compile Muscle Kernels* and the compile after an install do
-  (``blender/compile_job.py``: two compile processes at once, at a lower priority, then the kernels loaded into
+  (``blender/engine/compile_job.py``: two compile processes at once, at a lower priority, then the kernels loaded into
   Blender from the cache), with numba's compile time per entry kernel (its helpers included); then the real
   character (BCN_Epileptic, the README's script: biceps and triceps on both arms, every mesh bound) bound and its
   first frame shown;
@@ -121,7 +121,7 @@ def _child(mode: str, path: str) -> dict:
         result["processes"] = 0
     compile_cpu_s = result["cpu_s"]
     meshes = _character(bpy, path)
-    runtime = _addon("blender.runtime")
+    runtime = _addon("blender.session.runtime")
     t0 = time.perf_counter()
     c0 = time.process_time()
     for mesh in meshes:
@@ -152,7 +152,7 @@ def _compile_in_background() -> dict:
     (this process's and its compile processes')."""
     import resource
 
-    job = _addon("blender.compile_job")
+    job = _addon("blender.engine.compile_job")
     c0 = time.process_time()
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -165,7 +165,7 @@ def _compile_in_background() -> dict:
         raise RuntimeError(f"the compile failed: {job.status.error}")
     children = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     return {"seconds": seconds, "compiled": job.status.compiled, "compile_seconds": dict(job.status.compile_seconds),
-            "kernels": job.status.total, "cache_dir": _addon("blender.engine").status.cache_dir,
+            "kernels": job.status.total, "cache_dir": _addon("blender.engine.numba_setup").status.cache_dir,
             "cpu_s": time.process_time() - c0 + children, "processes": job.status.processes,
             "process_cpu_s": list(job.status.cpu_seconds)}
 

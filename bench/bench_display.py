@@ -9,10 +9,10 @@ own cache), interleaved frame by frame so that both see the same load. Per frame
 
 * ``frame``: ``scene.frame_set(f)`` and the evaluated positions of every bound mesh fetched (what one played frame
   costs end to end, the Armature modifiers and the add-on's handlers included);
-* ``display``: ``blender/display.py`` ``refresh``: the muscles' triangles sampled again from the frame's simulated
-  muscles (``blender/display_mesh.py``, one numba kernel) and compared with the last drawing, which is what the draw
-  handler does once per changed frame before it uploads the GPU batch. Headless Blender has no GPU context, so the
-  upload (``batch_for_shader`` of a few thousand vertices) and the draw call are not in this number.
+* ``display``: ``blender/display/viewport.py`` ``refresh``: the muscles' triangles sampled again from the frame's
+  simulated muscles (``blender/display/muscle_shapes.py``, one numba kernel) and compared with the last drawing, which
+  is what the draw handler does once per changed frame before it uploads the GPU batch. Headless Blender has no GPU
+  context, so the upload (``batch_for_shader`` of a few thousand vertices) and the draw call are not in this number.
 
 Medians over the timed frames. Nothing here asserts a time.
 """
@@ -68,9 +68,9 @@ def _child_measure(name: str) -> dict:
     import shots
 
     spec = {"character": shots.BCN_EPILEPTIC, "human": shots.HUMAN}[name]
-    rig_module = addon_session.addon_module(REPO_MODULE, "blender.rig")
-    display = addon_session.addon_module(REPO_MODULE, "blender.display")
-    runtime = addon_session.addon_module(REPO_MODULE, "blender.runtime")
+    rig_module = addon_session.addon_module(REPO_MODULE, "blender.scene.rig")
+    display = addon_session.addon_module(REPO_MODULE, "blender.display.viewport")
+    runtime = addon_session.addon_module(REPO_MODULE, "blender.session.runtime")
     bpy.ops.wm.read_homefile(use_empty=True)
     runtime.clear()
     armature, meshes = shots._import_character(bpy, spec, "muscles")
@@ -96,7 +96,7 @@ def _child_measure(name: str) -> dict:
     out = {"title": f"{spec.name} ({sum(len(m.data.vertices) for m in meshes):,} vertices, "
                     f"{len(items)} muscles)", "muscles": len(items),
            "vertices": sum(len(m.data.vertices) for m in meshes)}
-    display_mesh = addon_session.addon_module(REPO_MODULE, "blender.display_mesh")
+    display_mesh = addon_session.addon_module(REPO_MODULE, "blender.display.muscle_shapes")
     times = {q: ([], []) for q in ('RENDER', 'PREVIEW')}
     display_times = []
     for k, frame in enumerate(range(first, last + 1)):
@@ -128,7 +128,7 @@ def _child_measure(name: str) -> dict:
     out["display_share"] = out["display_ms"] / out["frame_render_ms"]
     out["simulated_muscles_drawn"] = len({int(i) for _, source in display_mesh._live_batches(armature, scene)
                                           for i in source})
-    drawn = addon_session.addon_module(REPO_MODULE, "blender.display_mesh").rig_mesh(armature, scene)
+    drawn = addon_session.addon_module(REPO_MODULE, "blender.display.muscle_shapes").rig_mesh(armature, scene)
     out["drawn_vertices"], out["drawn_triangles"] = len(drawn.vertices), len(drawn.faces)
     return out
 

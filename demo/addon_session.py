@@ -6,8 +6,8 @@ and the parent has usually imported the package under another name (``implicit_m
 inside Blender the add-on is ``bl_ext.<repository>.implicit_muscles``.
 
 The Blender user folder is fixed per checkout and per purpose (a folder in the system's temp folder), so the
-add-on's numba cache (kept in its extension user folder, ``blender/engine.py``) survives between runs: the first
-run compiles the kernels (minutes on 2 cores), later runs load them. Its ``source/implicit_muscles`` is a symlink
+add-on's numba cache (kept in its extension user folder, ``blender/engine/numba_setup.py``) survives between runs: the
+first run compiles the kernels (minutes on 2 cores), later runs load them. Its ``source/implicit_muscles`` is a symlink
 to the repository: Blender sees it as a user extension repository. When ``wheels/`` holds the bundled wheels
 (``make wheels``), Blender installs them into that user folder and the add-on runs on them, as in a user's
 install; otherwise on the environment's numba.
@@ -48,7 +48,7 @@ def run_child(script: Path, args: list, folder: Path, timeout: float, stream: bo
     demo), else it is captured and shown only if the child fails (the benchmarks)."""
     env = dict(os.environ)
     env["BLENDER_USER_RESOURCES"] = str(folder / "config")
-    env.pop("NUMBA_CACHE_DIR", None)  # the add-on puts its cache in its user folder (blender/engine.py)
+    env.pop("NUMBA_CACHE_DIR", None)  # the add-on puts its cache in its user folder (blender/engine/numba_setup.py)
     with tempfile.NamedTemporaryFile(suffix=".json", dir=folder, delete=False) as f:
         result = Path(f.name)
     try:
@@ -90,7 +90,7 @@ def addon_name(repo_module: str) -> str:
 
 
 def addon_module(repo_module: str, sub: str):
-    """A module of the enabled add-on, e.g. ``addon_module("im_demo", "blender.runtime")``."""
+    """A module of the enabled add-on, e.g. ``addon_module("im_demo", "blender.session.runtime")``."""
     return importlib.import_module(f"{addon_name(repo_module)}.{sub}")
 
 

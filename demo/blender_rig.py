@@ -110,7 +110,7 @@ def _bone_point(armature, bone_name: str, point) -> Vector:
 
 def _twist(armature, origin_bone: str, origin, insertion, normal) -> float:
     """The muscle item's ``twist`` that turns the reader's default cross-section direction (the origin bone's X made
-    orthogonal to the axis, ``blender/reader.py``) onto ``normal`` made orthogonal to the axis."""
+    orthogonal to the axis, ``blender/scene/reader.py``) onto ``normal`` made orthogonal to the axis."""
     axis = (Vector(tuple(insertion)) - Vector(tuple(origin))).normalized()
     frame = armature.data.bones[origin_bone].matrix_local.to_3x3()
     base = frame @ Vector((1.0, 0.0, 0.0))

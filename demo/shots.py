@@ -226,7 +226,7 @@ def build_arm_curl(bpy, scenes, blender_rig, quick):
     for armature, _ in variants.values():
         for frame, degrees, _ in CURL_KEYS:
             _key_elbow(blender_rig, armature, frame, degrees)
-    follow_joint = addon_session.addon_module(REPO_MODULE, "blender.joint").follow_joint
+    follow_joint = addon_session.addon_module(REPO_MODULE, "blender.authoring.joint_follow").follow_joint
     flexion = math.radians(max(degrees for _, degrees, _ in CURL_KEYS))
     for armature in (variants[kind][0] for kind in MUSCLED):
         for item in armature.implicit_muscles.muscles:  # no activation keys: each flexor follows the elbow
@@ -247,7 +247,7 @@ def build_arm_curl(bpy, scenes, blender_rig, quick):
 def build_arm_shake(bpy, scenes, blender_rig, quick):
     from mathutils import Vector
 
-    fcurves = addon_session.addon_module(REPO_MODULE, "blender.animation").fcurves
+    fcurves = addon_session.addon_module(REPO_MODULE, "blender.scene.animation").fcurves
     variants = _arm_variants(bpy, scenes, blender_rig, "Shake")
     s = SHAKE
     period = s["shake_frames"] + s["hold_frames"]
@@ -357,7 +357,7 @@ def _build_character(bpy, spec, shot_name, quick):
     if not spec.path.is_file():
         raise RuntimeError(f"{spec.path.relative_to(REPO)} is missing: run `make character` first; it needs the "
                            f"package registry once.")
-    rig_module = addon_session.addon_module(REPO_MODULE, "blender.rig")
+    rig_module = addon_session.addon_module(REPO_MODULE, "blender.scene.rig")
     variants = {kind: _import_character(bpy, spec, kind) for kind in KINDS}
     _place_side_by_side(bpy, spec.name, variants, gap=spec.gap)
     for armature, meshes in variants.values():
@@ -506,7 +506,7 @@ def _record_quality(rec, meshes, world, kinds, kind):
     rec.setdefault("dihedral_increase", []).append(dihedral)
 
 
-def play(bpy, shot, runtime, playback):
+def play(bpy, shot, runtime, frame_inputs):
     """Every frame once, in order: per frame the wall time, the muscles copy's stage times (summed over its
     meshes), its muscles' volumes [m^3], the skin's distance from DQS over the probe muscle, finiteness."""
     scene = bpy.context.scene
@@ -551,12 +551,12 @@ def play(bpy, shot, runtime, playback):
             b = runtime.bound(mesh)
             if not len(b.character.muscles):
                 continue
-            act = playback.muscle_values(armature_eval, b.source).activation
+            act = frame_inputs.muscle_values(armature_eval, b.source).activation
             for name, v in zip((m.name for m in b.character.muscles), b.character.muscle_volumes(act)):
                 rec["volumes"].setdefault(name, []).append(float(v))
         if rod_obj is not None:
             b = runtime.bound(rod_obj)
-            act = playback.muscle_values(kinds["rod"][0].evaluated_get(depsgraph), b.source).activation
+            act = frame_inputs.muscle_values(kinds["rod"][0].evaluated_get(depsgraph), b.source).activation
             for name, v in zip((m.name for m in b.character.muscles), b.character.muscle_volumes(act)):
                 rec["rod"]["volumes"].setdefault(name, []).append(float(v))
         world = {}
@@ -712,8 +712,8 @@ def run_shot(bpy, name, out_dir, quick, quality):
     import studio
 
     scenes = addon_session.addon_module(REPO_MODULE, "scenes.paper")
-    runtime = addon_session.addon_module(REPO_MODULE, "blender.runtime")
-    playback = addon_session.addon_module(REPO_MODULE, "blender.playback")
+    runtime = addon_session.addon_module(REPO_MODULE, "blender.session.runtime")
+    frame_inputs = addon_session.addon_module(REPO_MODULE, "blender.scene.frame_inputs")
     import blender_rig
 
     t0 = time.perf_counter()
@@ -734,7 +734,7 @@ def run_shot(bpy, name, out_dir, quick, quality):
     t2 = time.perf_counter()
     blend = out_dir / f"{name}.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
-    rec = play(bpy, shot, runtime, playback)
+    rec = play(bpy, shot, runtime, frame_inputs)
     t3 = time.perf_counter()
     if bpy.ops.implicit_muscles.bake(frame_start=shot.frames[0], frame_end=shot.frames[-1]) != {'FINISHED'}:
         raise RuntimeError(f"Bake failed in {name}")

@@ -1,4 +1,4 @@
-"""Bake, merge and clear the point caches of bound meshes (the work is in ``blender/bake.py``).
+"""Bake, merge and clear the point caches of bound meshes (the work is in ``blender/session/bake.py``).
 
 In the UI the bake is modal: a timer steps it one frame at a time with a progress bar and the frame in the status
 bar; ESC stops it and writes nothing. From scripts and in background mode ``execute`` runs it to the end. Bake and
@@ -10,7 +10,8 @@ import bpy
 from bpy.props import BoolProperty, IntProperty
 from bpy.types import Operator
 
-from ..blender import bake, compile_job
+from ..blender.engine import compile_job
+from ..blender.session import bake
 
 
 _running = set()

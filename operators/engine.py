@@ -4,7 +4,7 @@ import time
 import bpy
 from bpy.types import Operator
 
-from ..blender import compile_job, engine
+from ..blender.engine import compile_job, numba_setup
 
 
 class IMPLICIT_MUSCLES_OT_compile_kernels(Operator):
@@ -16,8 +16,8 @@ class IMPLICIT_MUSCLES_OT_compile_kernels(Operator):
 
     @classmethod
     def poll(cls, context):
-        if engine.status.error:
-            cls.poll_message_set(engine.status.error)
+        if numba_setup.status.error:
+            cls.poll_message_set(numba_setup.status.error)
             return False
         if compile_job.status.running:
             cls.poll_message_set(f"The muscle kernels are compiling ({compile_job.status.done}/"
@@ -30,7 +30,7 @@ class IMPLICIT_MUSCLES_OT_compile_kernels(Operator):
             try:
                 compile_job.start()
             except OSError as ex:
-                self.report({'ERROR'}, engine.kernels_failed(f"the compile processes could not start ({ex})"))
+                self.report({'ERROR'}, numba_setup.kernels_failed(f"the compile processes could not start ({ex})"))
                 return {'CANCELLED'}
             self.report({'INFO'}, f"Compiling the muscle kernels in the background (0/{compile_job.status.total}); "
                                   f"Blender stays usable meanwhile.")
@@ -40,10 +40,10 @@ class IMPLICIT_MUSCLES_OT_compile_kernels(Operator):
             from ..core.io import kernel_cache  # heavy (numba): imported on first use, not at enable
             result = kernel_cache.warm_up()
         except Exception as ex:
-            self.report({'ERROR'}, engine.kernels_failed(f"{type(ex).__name__}: {ex}"))
+            self.report({'ERROR'}, numba_setup.kernels_failed(f"{type(ex).__name__}: {ex}"))
             return {'CANCELLED'}
         seconds = float(result.get("seconds", time.perf_counter() - start))
-        self.report({'INFO'}, engine.kernels_ready(bool(result.get("compiled")), seconds))
+        self.report({'INFO'}, numba_setup.kernels_ready(bool(result.get("compiled")), seconds))
         return {'FINISHED'}
 
 
@@ -55,19 +55,19 @@ class IMPLICIT_MUSCLES_OT_report_status(Operator):
 
     @classmethod
     def poll(cls, context):
-        status = engine.status
+        status = numba_setup.status
         if not (status.error or status.numba_version):
             cls.poll_message_set("The muscle engine has not been set up: enable the Implicit Muscles add-on")
             return False
         return True
 
     def execute(self, context):
-        if engine.status.error:
-            self.report({'ERROR'}, f"Implicit Muscles: {engine.status.error}")
-        elif engine.status.warning:
-            self.report({'WARNING'}, f"Implicit Muscles: {engine.status.warning}")
+        if numba_setup.status.error:
+            self.report({'ERROR'}, f"Implicit Muscles: {numba_setup.status.error}")
+        elif numba_setup.status.warning:
+            self.report({'WARNING'}, f"Implicit Muscles: {numba_setup.status.warning}")
         else:
-            self.report({'INFO'}, f"Implicit Muscles: numba {engine.status.numba_version} ready")
+            self.report({'INFO'}, f"Implicit Muscles: numba {numba_setup.status.numba_version} ready")
         return {'FINISHED'}
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 from bpy.props import IntProperty, StringProperty
 from bpy.types import Operator
 
-from ..blender import animation, fats, rig
-from ..blender.mirror import unique_name
+from ..blender.authoring import fat_presets
+from ..blender.authoring.mirror import unique_name
+from ..blender.scene import animation, names, rig
+from ..blender.session import runtime
 
 
 def _armature(context):
@@ -42,17 +44,16 @@ class IMPLICIT_MUSCLES_OT_add_fat(Operator):
         if bone not in armature.data.bones:
             self.report({'ERROR'}, f"The bone '{bone}' is not in {armature.name}.")
             return {'CANCELLED'}
-        preset = fats.preset_key(self.preset)
+        preset = fat_presets.preset_key(self.preset)
         if not preset:
             self.report({'ERROR'}, f"No fat preset called '{self.preset}'; the presets are "
-                                   f"{', '.join(fats.PRESETS)}.")
+                                   f"{', '.join(fat_presets.PRESETS)}.")
             return {'CANCELLED'}
-        from ..blender import names
         items = armature.implicit_muscles.fats
         fat = items.add()
         fat.name = unique_name(items, self.name or names.name_with_side(preset, (bone,)))
         fat.bone = bone
-        fats.apply_preset(armature, fat, preset)
+        fat_presets.apply_preset(armature, fat, preset)
         armature.implicit_muscles.active_fat_index = len(items) - 1
         armature.update_tag()
         self.report({'INFO'}, f"Added {fat.name} on {bone}.")
@@ -91,7 +92,6 @@ class IMPLICIT_MUSCLES_OT_remove_fat(Operator):
         props.fats.remove(index)
         props.active_fat_index = min(index, max(len(props.fats) - 1, 0))
         armature.update_tag()
-        from ..blender import runtime
         runtime.on_setup_changed(armature)
         if orphans:
             self.report({'WARNING'}, f"Removed {name}; these drivers read it and now read nothing: "

@@ -1,11 +1,13 @@
 """Muscle from Mesh: the selected closed meshes (sculpted muscles) fitted as muscles of the armature
-(``core/muscle/mesh_fit.py``, ``blender/mesh_fit.py``). The meshes are only read; problems are reported in plain
+(``core/muscle/mesh_fit.py``, ``blender/authoring/mesh_fit.py``). The meshes are only read; problems are reported in plain
 words and then nothing is added."""
 from __future__ import annotations
 
 import bpy
 from bpy.props import IntProperty, StringProperty
 from bpy.types import Operator
+
+from ..blender.authoring.mesh_fit import add_fitted, read_bones, read_mesh
 
 
 def _armature(context):
@@ -49,7 +51,6 @@ class IMPLICIT_MUSCLES_OT_muscle_from_mesh(Operator):
         return True
 
     def execute(self, context):
-        from ..blender.mesh_fit import add_fitted, read_bones, read_mesh
         from ..core.muscle.mesh_fit import attach_to_bones, fit_mesh
 
         armature = _armature(context)

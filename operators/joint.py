@@ -1,12 +1,13 @@
 """Activation from a joint: *Follow Joint* sets the active muscle to follow the joint it crosses, from its bones
-(``blender/joint.py``); *Keys Only* clears it. Undoable; problems are reported in plain words."""
+(``blender/authoring/joint_follow.py``); *Keys Only* clears it. Undoable; problems are reported in plain words."""
 from __future__ import annotations
 
 import bpy
 from bpy.props import IntProperty
 from bpy.types import Operator
 
-from ..blender import joint, rig
+from ..blender.authoring import joint_follow
+from ..blender.scene import rig
 
 
 def _muscle(op, context):
@@ -49,7 +50,7 @@ class IMPLICIT_MUSCLES_OT_follow_joint(Operator):
         armature, muscle = _muscle(self, context)
         if muscle is None:
             return {'CANCELLED'}
-        problem = joint.follow_joint(armature, muscle)
+        problem = joint_follow.follow_joint(armature, muscle)
         if problem:
             self.report({'ERROR'}, problem)
             return {'CANCELLED'}

@@ -11,9 +11,10 @@ from bl_operators.presets import AddPresetBase
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 from bpy.types import Menu, Operator
 
-from ..blender import animation, handles, names, presets, rig
-from ..blender.mirror import add_duplicate, add_mirrored, append_muscle, mirrored_values, unique_name
-from ..blender.presets import MENU, PRESET_SUBDIR, SHAPE_FIELDS, apply_preset_file, find_preset
+from ..blender.authoring import handles, presets
+from ..blender.authoring.mirror import add_duplicate, add_mirrored, append_muscle, mirrored_values, unique_name
+from ..blender.authoring.presets import MENU, PRESET_SUBDIR, SHAPE_FIELDS, apply_preset_file, find_preset
+from ..blender.scene import animation, names, rig
 
 def _armature(context):
     obj = context.object
@@ -21,7 +22,7 @@ def _armature(context):
 
 
 def _handle_armature(context):
-    """The context's armature, or the armature of the active muscle handle (``blender/handles.py``)."""
+    """The context's armature, or the armature of the active muscle handle (``blender/authoring/handles.py``)."""
     obj = context.object
     if obj is not None and obj.type == 'EMPTY':
         return rig.armature_of(obj)
@@ -106,7 +107,7 @@ class IMPLICIT_MUSCLES_OT_add_muscle(Operator):
 
     def _base_name(self, origin, insertion, skin):
         """The name asked for; else the preset's or ``<origin>_muscle``, with the bones' side as they write it
-        (``biceps.L``, ``upper_arm_muscle.L``; ``blender/names.py``)."""
+        (``biceps.L``, ``upper_arm_muscle.L``; ``blender/scene/names.py``)."""
         if self.name:
             return self.name
         if self.preset:

@@ -1,12 +1,13 @@
 """*Add Muscle from Patch*: a muscle under a patch painted on the skin (a vertex group), between two bones
-(``blender/patch.py``). Undoable; problems are reported in plain words and nothing is added."""
+(``blender/authoring/patch.py``). Undoable; problems are reported in plain words and nothing is added."""
 from __future__ import annotations
 
 import bpy
 from bpy.props import FloatProperty, StringProperty
 from bpy.types import Operator
 
-from ..blender import patch, rig
+from ..blender.authoring import patch
+from ..blender.scene import rig
 
 
 def _skin_mesh(context, armature, name: str):

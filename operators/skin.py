@@ -1,10 +1,10 @@
 """Bind and unbind a mesh's Implicit Skinning (the per-frame evaluation that uses the bind is in ``blender/``).
 
-Bind reads the mesh at rest, its weights, the armature's bones and muscles (``blender/reader.py``) and builds the
+Bind reads the mesh at rest, its weights, the armature's bones and muscles (``blender/scene/reader.py``) and builds the
 headless core's bind data (``core/character.py``: muscles settled at rest, skin fields, tracking data). The data is
-kept in memory for the session (``blender/runtime.py``); the .blend stores only the settings, and binding is
+kept in memory for the session (``blender/session/runtime.py``); the .blend stores only the settings, and binding is
 deterministic, so a reopened file binds again to the same result. Bind also installs the evaluation
-(``blender/modifiers.py``: a Geometry Nodes modifier after the Armature modifier, which is switched off while the
+(``blender/session/modifiers.py``: a Geometry Nodes modifier after the Armature modifier, which is switched off while the
 effect is on). Unbind drops the data and gives back the Armature modifier's plain result. The rest positions and
 the weights are never written.
 """
@@ -13,7 +13,9 @@ from __future__ import annotations
 import bpy
 from bpy.types import Operator
 
-from ..blender import compile_job, modifiers, playback, reader, runtime
+from ..blender.engine import compile_job
+from ..blender.scene import reader
+from ..blender.session import modifiers, playback, runtime
 
 
 class IMPLICIT_MUSCLES_OT_bind_skin(Operator):
@@ -37,7 +39,7 @@ class IMPLICIT_MUSCLES_OT_bind_skin(Operator):
         if armature is None:
             self.report({'ERROR'}, f"{mesh_obj.name} has no Armature modifier: parent it to an armature first.")
             return {'CANCELLED'}
-        deferred = compile_job.defer_bind(mesh_obj)  # "" once the kernels are there (blender/compile_job.py)
+        deferred = compile_job.defer_bind(mesh_obj)  # "" once the kernels are there (blender/engine/compile_job.py)
         if deferred:
             self.report({'INFO'}, deferred)
             return {'FINISHED'}
@@ -64,7 +66,7 @@ class IMPLICIT_MUSCLES_OT_bind_skin(Operator):
         fibres = len(bound.character.muscles)
         fats = len(bound.character.fats)
         muscles = f"{fibres} muscle fibres" if fibres else "no muscle on this mesh (Implicit Skinning alone)"
-        if fats:  # blender/fats.py
+        if fats:  # blender/scene/fats.py
             muscles = (muscles if fibres else "no muscle on this mesh") + (", 1 fat" if fats == 1 else f", {fats} fats")
         self.report({'INFO'}, f"Bound {mesh_obj.name}: {bound.character.skin.part_count} skin parts, {muscles}.")
         return {'FINISHED'}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import bpy
 from bpy.types import Menu, Panel, UIList
 
-from ..blender import fats, rig
+from ..blender.authoring import fat_presets
+from ..blender.scene import fats, rig
 
 
 def _armature(context):
@@ -29,7 +30,7 @@ class IMPLICIT_MUSCLES_MT_add_fat(Menu):
     bl_label = "Add Fat"
 
     def draw(self, context):
-        for name in fats.PRESETS:
+        for name in fat_presets.PRESETS:
             self.layout.operator("implicit_muscles.add_fat", text=name.capitalize()).preset = name
 
 

@@ -1,11 +1,11 @@
-"""The active muscle's *Joint* sub-panel (activation from a joint, ``blender/joint.py``), under the muscle panels
+"""The active muscle's *Joint* sub-panel (activation from a joint, ``blender/scene/joint.py``), under the muscle panels
 of the 3D View's "Muscles" tab and the armature's Object Data properties."""
 from __future__ import annotations
 
 import bpy
 from bpy.types import Panel
 
-from ..blender import rig
+from ..blender.scene import rig
 
 
 def _muscle(context):

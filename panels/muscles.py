@@ -7,7 +7,9 @@ from __future__ import annotations
 import bpy
 from bpy.types import Panel, UIList
 
-from ..blender import presets, rig, runtime
+from ..blender.authoring import presets
+from ..blender.scene import rig
+from ..blender.session import runtime
 from .status import wrapped
 
 
@@ -28,7 +30,7 @@ class IMPLICIT_MUSCLES_UL_muscles(UIList):
 
 
 def draw_display(layout, context, props):
-    """How the viewport draws the muscles, and the scene's viewport quality (``blender/quality.py``)."""
+    """How the viewport draws the muscles, and the scene's viewport quality (``blender/session/quality.py``)."""
     row = layout.row(align=True)
     row.prop(props, "show_muscles")
     sub = row.row(align=True)
@@ -143,7 +145,7 @@ def draw_muscles(layout, context, armature):
     sub.enabled = muscle.fibres > 1
     sub.prop(muscle, "origin_spread")
     sub.prop(muscle, "insertion_spread")
-    if muscle.fibres > 1:  # what the fibres do with each other: the Solver decides (blender/reader.py bundles)
+    if muscle.fibres > 1:  # what the fibres do with each other: the Solver decides (blender/scene/reader.py bundles)
         if muscle.solver == 'ROD':
             box.label(text="A bundle: the rods slide along each other", icon='INFO')
         else:
@@ -197,7 +199,7 @@ def draw_skin(layout, context, mesh_obj):
 
 
 TIMED_STAGES = ("read", "pbd", "pose", "field", "tracking", "write")
-"""The stages of a frame shown in the panel, in the order they run (``blender/playback.py``)."""
+"""The stages of a frame shown in the panel, in the order they run (``blender/session/playback.py``)."""
 
 
 def draw_timings(layout, timings):

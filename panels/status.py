@@ -4,7 +4,7 @@ import textwrap
 import bpy
 from bpy.types import Panel
 
-from ..blender import compile_job, engine
+from ..blender.engine import compile_job, numba_setup
 
 LINE_WIDTH = 40
 """Characters per label line when wrapping long messages (labels do not wrap by themselves)."""
@@ -42,7 +42,7 @@ class IMPLICIT_MUSCLES_PT_status(Panel):
 
     def draw(self, context):
         layout = self.layout
-        status = engine.status
+        status = numba_setup.status
         if status.error:
             col = layout.column(align=True)
             col.alert = True

@@ -222,7 +222,7 @@ def _run_muscles(state: dict) -> None:
     muscle = _limb(state)[1][0]
     muscle.field(muscle.axis[:2], compact=True)
     muscle_surface(muscle, rings=8, sides=6)
-    batch_surfaces(pack_muscles([muscle]), rings=2, sides=3)  # the viewport's drawing (blender/display_mesh.py)
+    batch_surfaces(pack_muscles([muscle]), rings=2, sides=3)  # the viewport's drawing (blender/display/)
 
 
 def _run_dynamics(state: dict) -> None:

@@ -38,7 +38,7 @@ def main(zip_path: str) -> dict:
     assert result == {'FINISHED'}, result
     addon = "bl_ext.user_default.implicit_muscles"
     assert addon in bpy.context.preferences.addons, "the extension was installed but not enabled"
-    engine = sys.modules[addon + ".blender.engine"]
+    engine = sys.modules[addon + ".blender.engine.numba_setup"]
 
     import numba
     import llvmlite

@@ -181,7 +181,7 @@ def test_bad_input_gives_clear_reports_and_changes_nothing(bpy):
     bpy.ops.object.mode_set(mode='EDIT')
     rig.data.edit_bones.remove(rig.data.edit_bones["elbow"])
     bpy.ops.object.mode_set(mode='OBJECT')
-    rig_module = sys_module("blender.rig")
+    rig_module = sys_module("blender.scene.rig")
     assert "'elbow' is not in Rig" in rig_module.muscle_problem(rig, rig.implicit_muscles.muscles[0])
     mesh = bpy.data.objects["Arm"]
     bpy.context.view_layer.objects.active = mesh
@@ -218,7 +218,7 @@ def test_bind_and_unbind_leave_the_mesh_untouched(bpy):
     assert mesh.implicit_skin.bound and mesh.implicit_skin.armature == rig
     assert mesh.implicit_skin.bind_signature.startswith("2172:")
     assert bpy.context.scene.render.use_lock_interface
-    runtime = sys_module("blender.runtime")
+    runtime = sys_module("blender.session.runtime")
     assert runtime.bound(mesh) is not None
     assert _ops(bpy).unbind_skin() == {'FINISHED'}
     assert not mesh.implicit_skin.bound and runtime.bound(mesh) is None
@@ -246,7 +246,7 @@ def test_add_muscle_on_a_real_character_has_sane_defaults(bpy):
     axis = bone.tail_local - bone.head_local
     t = (o - bone.head_local).dot(axis) / axis.length_squared
     assert 0.1 < t < 0.4  # a quarter down the upper arm
-    radius = sys_module("blender.rig").limb_radius(rig, "B_UpperArm_Left")
+    radius = sys_module("blender.scene.rig").limb_radius(rig, "B_UpperArm_Left")
     assert 0.02 < radius < 0.08  # an upper arm's radius, from the skin
     assert (o - (bone.head_local + t * axis)).length < radius  # inside the arm
     assert 0.1 < (i - o).length < 0.4 and radius / 8 < m.width < radius / 2  # fitted to reach 0.3 radii

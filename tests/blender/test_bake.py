@@ -46,12 +46,12 @@ def test_bake_plays_the_live_result_and_clearing_gives_it_back(bpy, tmp_path):
     assert bpy.ops.implicit_muscles.bake(frame_start=1, frame_end=40) == {'FINISHED'}
     skin = mesh.implicit_skin
     cache = mesh.modifiers["Implicit Skinning Cache"]
-    baked = f"implicit_muscles_cache/arm/{_module('blender.bake').mesh_stem(mesh)}.pc2"
+    baked = f"implicit_muscles_cache/arm/{_module('blender.session.bake').mesh_stem(mesh)}.pc2"
     assert skin.baked and skin.bake_file == "//" + baked and cache.filepath == skin.bake_file
     assert (tmp_path / baked).is_file()
     shown = {m.name: m.show_render for m in mesh.modifiers}
     assert shown == {"Armature": False, "Implicit Skinning": False, "Implicit Skinning Cache": True}
-    bound = _module("blender.runtime").bound(mesh)
+    bound = _module("blender.session.runtime").bound(mesh)
     for f in reversed(FRAMES):  # backwards: a cache does not care
         bpy.context.scene.frame_set(f)
         assert np.abs(evaluated(bpy, mesh) - live[f]).max() < SAME_TOL, f
@@ -82,7 +82,7 @@ def test_two_part_bakes_in_separate_processes_equal_one_bake(bpy, tmp_path):
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-2000:]
     folder = tmp_path / "implicit_muscles_cache" / "arm"
-    stem = _module("blender.bake").mesh_stem(mesh)
+    stem = _module("blender.session.bake").mesh_stem(mesh)
     assert sorted(p.name for p in folder.iterdir()) == [f"{stem}.000001-000020.pc2", f"{stem}.000021-000040.pc2"]
     assert bpy.ops.implicit_muscles.bake_merge(frame_start=1, frame_end=40) == {'FINISHED'}
     pc2 = _module("core.io.pc2")
@@ -110,7 +110,7 @@ def test_editing_a_key_forgets_the_cache_from_the_key_before_it(bpy):
     scene = bpy.context.scene
     for f in range(1, 46):
         scene.frame_set(f)
-    bound = _module("blender.runtime").bound(mesh)
+    bound = _module("blender.session.runtime").bound(mesh)
     before = {f: bound.state_for(f) for f in (10, 29)}
     muscle.activation = 1.0  # at frame 45: the preview of the edit forgets frames from 45 on only
     rig.keyframe_insert("implicit_muscles.muscles[0].activation", frame=40)
@@ -136,7 +136,7 @@ def test_posing_updates_the_skin_and_a_stale_bind_is_reported(bpy):
     rig.pose.bones["elbow"].rotation_euler[0] += 0.4  # not keyed
     posed = evaluated(bpy, mesh)
     assert np.abs(posed - before).max() > 0.01
-    runtime = _module("blender.runtime")
+    runtime = _module("blender.session.runtime")
     timings = runtime.bound(mesh).timings
     assert timings["frame"] == 10 and {"read", "pbd", "tracking", "write", "total"} <= set(timings)
     panels = _module("panels.muscles")

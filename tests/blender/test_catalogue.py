@@ -22,7 +22,7 @@ WARNING = "shows its plain Armature result"
 
 
 def _runtime():
-    return sys.modules[f"{blender_session.ADDON}.blender.runtime"]
+    return sys.modules[f"{blender_session.ADDON}.blender.session.runtime"]
 
 
 def _play(bpy, frames):

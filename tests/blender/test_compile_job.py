@@ -1,4 +1,4 @@
-"""Kernels ready without a freeze (blender/compile_job.py): the warm-up compiles every kernel that Bind, playback
+"""Kernels ready without a freeze (blender/engine/compile_job.py): the warm-up compiles every kernel that Bind, playback
 and Bake use; a separate process compiles into an empty cache with its progress shown, while Bind waits for it and
 bound meshes show the plain Armature result; when it ends, the waiting Bind runs and the frame shows again. Two
 processes run at once, their progress summed, and the failure of either is the job's."""
@@ -44,8 +44,8 @@ def test_after_the_warm_up_bind_playback_and_bake_compile_nothing(warm, tmp_path
 
 def test_background_compile_shows_progress_while_bind_and_frames_wait(warm, tmp_path, monkeypatch):
     bpy = warm
-    job = _module("blender.compile_job")
-    engine = _module("blender.engine")
+    job = _module("blender.engine.compile_job")
+    engine = _module("blender.engine.numba_setup")
     status_panel = _module("panels.status")
     monkeypatch.setattr(job, "interactive", lambda: True)  # Bind waits as with the interface
     monkeypatch.setattr(job, "kernels_loaded", lambda: False)  # a session that has no kernels yet
@@ -104,8 +104,8 @@ def test_background_compile_shows_progress_while_bind_and_frames_wait(warm, tmp_
 
 def test_a_failed_compile_process_is_the_jobs_error(warm, tmp_path, monkeypatch):
     bpy = warm
-    job = _module("blender.compile_job")
-    engine = _module("blender.engine")
+    job = _module("blender.engine.compile_job")
+    engine = _module("blender.engine.numba_setup")
     compile_process = _module("core.io.compile_process")
     commands = compile_process.commands
 
@@ -130,7 +130,7 @@ def test_a_failed_compile_process_is_the_jobs_error(warm, tmp_path, monkeypatch)
 
 def test_compile_after_an_install_starts_once_and_never_in_background_mode(bpy, monkeypatch):
     blender_session.enable()
-    job = _module("blender.compile_job")
+    job = _module("blender.engine.compile_job")
     assert bpy.app.background and not bpy.app.timers.is_registered(job._auto_start)
     job.start_if_needed()  # blender -b never compiles in the background unless asked
     assert not job.status.running

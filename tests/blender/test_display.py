@@ -24,7 +24,7 @@ def _ids(bpy):
 
 
 def test_draw_handler_only_with_an_interface_and_removed_on_disable(bpy):
-    display = _module("blender.display")
+    display = _module("blender.display.viewport")
     assert bpy.app.background and not display.drawing()  # enabled in background mode: no draw handler
     assert display.start(background=False) and display.drawing()
     assert display.start(background=False)  # added once
@@ -33,14 +33,14 @@ def test_draw_handler_only_with_an_interface_and_removed_on_disable(bpy):
         assert not display.drawing()  # unregister removed it
     finally:
         blender_session.enable()
-    assert not _module("blender.display").drawing()
+    assert not _module("blender.display.viewport").drawing()
 
 
 def test_drawn_triangles_follow_activation_settings_and_rebuild_only_on_change(bpy):
     rig, _ = make_arm(bpy)
     assert _ops(bpy).add_muscle(origin_bone="shoulder", insertion_bone="elbow", preset="biceps") == {'FINISHED'}
     assert _ops(bpy).add_muscle(origin_bone="shoulder", insertion_bone="elbow", preset="triceps") == {'FINISHED'}
-    display, display_mesh = _module("blender.display"), _module("blender.display_mesh")
+    display, display_mesh = _module("blender.display.viewport"), _module("blender.display.muscle_shapes")
     scene = bpy.context.scene
     first = display.refresh(scene)[rig.name_full]
     block = (display_mesh.RINGS + 2) * display_mesh.SIDES + 2
@@ -69,16 +69,16 @@ def test_a_bound_rig_draws_its_simulated_muscles(bpy):
     scene = bpy.context.scene
     for frame in range(2, 20):
         scene.frame_set(frame)
-    display = _module("blender.display")
-    from_core = _module("blender.runtime").bound(mesh).character.muscle_batch
+    display = _module("blender.display.viewport")
+    from_core = _module("blender.session.runtime").bound(mesh).character.muscle_batch
     drawn = display.refresh(scene)[rig.name_full]
     surface = _module("core.muscle.surface")
-    expected, _, _ = surface.batch_surfaces(from_core, _module("blender.display_mesh").RINGS,
-                                            _module("blender.display_mesh").SIDES)
+    expected, _, _ = surface.batch_surfaces(from_core, _module("blender.display.muscle_shapes").RINGS,
+                                            _module("blender.display.muscle_shapes").SIDES)
     assert np.array_equal(drawn.vertices, expected)  # the PBD axes, not the straight set-up
-    straight, _ = _module("blender.display_mesh").straight_batch(rig, [0, 1])
-    unsimulated, _, _ = surface.batch_surfaces(straight, _module("blender.display_mesh").RINGS,
-                                               _module("blender.display_mesh").SIDES)
+    straight, _ = _module("blender.display.muscle_shapes").straight_batch(rig, [0, 1])
+    unsimulated, _, _ = surface.batch_surfaces(straight, _module("blender.display.muscle_shapes").RINGS,
+                                               _module("blender.display.muscle_shapes").SIDES)
     assert np.abs(unsimulated - drawn.vertices).max() > 1e-4
 
 
@@ -86,7 +86,7 @@ def test_the_display_writes_nothing_to_the_file_and_old_display_objects_go(bpy, 
     rig, mesh = animated_arm(bpy)
     bind(bpy, mesh)
     before = _ids(bpy)
-    display = _module("blender.display")
+    display = _module("blender.display.viewport")
     for frame in (5, 6, 7):
         bpy.context.scene.frame_set(frame)
         assert display.refresh(bpy.context.scene)
@@ -106,7 +106,7 @@ def test_handles_are_selected_follow_a_rename_and_write_points_back(bpy):
     rig, _ = make_arm(bpy)
     bpy.context.view_layer.objects.active = rig
     assert _ops(bpy).add_muscle(origin_bone="shoulder", insertion_bone="elbow", preset="biceps") == {'FINISHED'}
-    handles = _module("blender.handles")
+    handles = _module("blender.authoring.handles")
     assert _ops(bpy).edit_handles() == {'FINISHED'}
     m = rig.implicit_muscles.muscles[0]
     origin, insertion = m.origin_handle, m.insertion_handle
@@ -114,7 +114,7 @@ def test_handles_are_selected_follow_a_rename_and_write_points_back(bpy):
     assert (origin.parent_bone, insertion.parent_bone) == ("shoulder", "elbow")
     assert origin.select_get() and insertion.select_get() and not rig.select_get()
     assert bpy.context.view_layer.objects.active == origin
-    assert _module("blender.rig").armature_of(origin) == rig  # the Muscles tab stays on the rig
+    assert _module("blender.scene.rig").armature_of(origin) == rig  # the Muscles tab stays on the rig
     assert rig.name_full in handles.watching()
     m.name = "biceps_long"
     origin.matrix_world = Matrix.Translation(origin.matrix_world.translation + Vector((0.0, 0.01, 0.0)))
@@ -131,7 +131,7 @@ def test_preview_quality_in_the_viewport_render_quality_for_bakes(bpy, tmp_path)
     rig, mesh = animated_arm(bpy)
     bind(bpy, mesh)
     scene = bpy.context.scene
-    runtime, quality = _module("blender.runtime"), _module("blender.quality")
+    runtime, quality = _module("blender.session.runtime"), _module("blender.session.quality")
     core_quality = _module("core.quality")
     assert quality.viewport_quality(scene) is core_quality.RENDER  # the default: the viewport shows the render
     render = {}
@@ -159,7 +159,7 @@ def test_preview_quality_in_the_viewport_render_quality_for_bakes(bpy, tmp_path)
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "shot.blend"))
     scene = bpy.context.scene
     mesh = bpy.data.objects[mesh.name]
-    bake = _module("blender.bake")
+    bake = _module("blender.session.bake")
     bake.bake(scene, 25, 30)  # Simplify still on: a bake is at render quality all the same
     pc2 = _module("core.io.pc2")
     frames = pc2.read(bake._absolute(mesh.implicit_skin.bake_file))[1]

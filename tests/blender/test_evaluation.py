@@ -183,7 +183,7 @@ def test_a_long_shot_keeps_a_bounded_cache_and_dropped_frames_come_back_the_same
 
     import blender_session
 
-    runtime = sys.modules[f"{blender_session.ADDON}.blender.runtime"]
+    runtime = sys.modules[f"{blender_session.ADDON}.blender.session.runtime"]
     rig, mesh = animated_arm(bpy)
     for fc in _fcurves(rig):
         fc.modifiers.new('CYCLES')
@@ -209,7 +209,7 @@ def _fcurves(obj):
     import sys
 
     import blender_session
-    return list(sys.modules[f"{blender_session.ADDON}.blender.animation"].fcurves(obj))
+    return list(sys.modules[f"{blender_session.ADDON}.blender.scene.animation"].fcurves(obj))
 
 
 FOLLOW_SHARE = 0.7
@@ -234,7 +234,7 @@ def test_the_skin_follows_the_biceps_width_scale(bpy, widen):
     rig.implicit_muscles.muscles[0].width *= widen
     bind(bpy, mesh)
     runtime, batch_module, parts = (importlib.import_module(f"{blender_session.ADDON}.{name}") for name in (
-        "blender.runtime", "core.muscle.batch", "core.skin.parts"))
+        "blender.session.runtime", "core.muscle.batch", "core.skin.parts"))
     bound = runtime.bound(mesh)
     biceps = int(np.flatnonzero(bound.source == 0)[0])  # the core fibre of the first muscle, the biceps
     to_armature = np.linalg.inv(bound.to_mesh)

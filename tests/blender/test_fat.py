@@ -23,9 +23,9 @@ def test_presets_place_and_size_the_fat_relative_to_the_limb(bpy):
     rig, _ = make_arm(bpy)
     ops = bpy.ops.implicit_muscles
     fats = rig.implicit_muscles.fats
-    radius = _module("blender.rig").limb_radius(rig, "shoulder")
+    radius = _module("blender.scene.rig").limb_radius(rig, "shoulder")
     length = rig.data.bones["shoulder"].length
-    presets = _module("blender.fats").PRESETS
+    presets = _module("blender.authoring.fat_presets").PRESETS
     for name in ("belly", "Chest", "buttocks", "THIGH"):
         assert ops.add_fat(bone="shoulder", preset=name) == {'FINISHED'}
         fat = fats[-1]
@@ -60,7 +60,7 @@ def test_removing_a_fat_moves_the_later_fats_keys_and_drivers_down(bpy):
     var.targets[0].id = rig
     var.targets[0].data_path = "implicit_muscles.fats[2].damping"
     assert ops.remove_fat(index=0) == {'FINISHED'}
-    animation = _module("blender.animation")
+    animation = _module("blender.scene.animation")
     paths = sorted(fc.data_path for fc in animation.fcurves(rig))
     assert paths == ["implicit_muscles.fats[1].stiffness"]  # fat 0's key went with it, fat 2's moved to index 1
     assert var.targets[0].data_path == "implicit_muscles.fats[1].damping"
@@ -91,7 +91,7 @@ def test_a_bound_fat_keeps_the_rest_mesh_jiggles_the_skin_and_bakes_as_played(bp
     rest = positions(mesh.data)
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "fat.blend"))
     bind(bpy, mesh)
-    character = _module("blender.runtime").bound(mesh).character
+    character = _module("blender.session.runtime").bound(mesh).character
     assert character.fat_model is not None and character.fat_model.names == ["thigh"]
     scene = bpy.context.scene
     scene.frame_set(1)
@@ -141,21 +141,21 @@ def test_a_fat_on_a_missing_bone_is_refused_with_a_sentence(bpy):
 def test_a_fat_follows_its_renamed_bone(bpy):
     rig, (mesh,) = make_arm(bpy)
     assert bpy.ops.implicit_muscles.add_fat(bone="shoulder", preset="belly") == {'FINISHED'}
-    _module("blender.rig").follow_renames(rig)  # the names as they are now
+    _module("blender.scene.rig").follow_renames(rig)  # the names as they are now
     rig.data.bones["shoulder"].name = "upper_arm"
-    assert _module("blender.rig").follow_renames(rig) == 1
+    assert _module("blender.scene.rig").follow_renames(rig) == 1
     assert rig.implicit_muscles.fats[0].bone == "upper_arm"
     bind(bpy, mesh)
-    assert _module("blender.runtime").bound(mesh).character.fat_model.count == 1
+    assert _module("blender.session.runtime").bound(mesh).character.fat_model.count == 1
 
 
 def test_the_viewport_draws_the_fat_where_it_is(bpy):
-    """Headless, the drawn triangles (``blender/display_mesh.rig_mesh``): a fat alone on a rig is drawn as its
+    """Headless, the drawn triangles (``blender/display/muscle_shapes.rig_mesh``): a fat alone on a rig is drawn as its
     ellipsoid carried by its bone; once a bound mesh plays, where the simulation put it."""
     from mathutils import Vector
 
     rig, mesh = _jerked_arm(bpy)
-    display_mesh = _module("blender.display_mesh")
+    display_mesh = _module("blender.display.muscle_shapes")
     fat = rig.implicit_muscles.fats[0]
     scene = bpy.context.scene
 
@@ -171,6 +171,6 @@ def test_the_viewport_draws_the_fat_where_it_is(bpy):
     scene.frame_set(1)
     scene.frame_set(7)  # just after the jerk: at its travel (7 mm) from its bone's place
     pose = rig.pose.bones["shoulder"].matrix @ Vector(fat.center)
-    simulated = _module("blender.runtime").bound(mesh).character.fat_batch.center[0]
+    simulated = _module("blender.session.runtime").bound(mesh).character.fat_batch.center[0]
     assert np.linalg.norm(simulated - np.array(pose[:])) > 5e-3
     np.testing.assert_allclose(drawn_centre(), simulated, atol=1e-5)

@@ -52,7 +52,7 @@ def _shaken_arm(bpy, stiffness, particles):
     for f in range(1, SHAKE_FRAMES + HOLD_FRAMES + 1):
         scene.frame_set(f)
         frames.append(evaluated(bpy, mesh))
-    character = importlib.import_module(f"{blender_session.ADDON}.blender.runtime").bound(mesh).character
+    character = importlib.import_module(f"{blender_session.ADDON}.blender.session.runtime").bound(mesh).character
     a, b = character.model.axis_start[:2]
     belly = character.state().x[(a + b) // 2]  # the biceps' middle at the end, held still (armature = mesh space)
     over = np.argsort(np.linalg.norm(frames[-1] - belly, axis=1))[:40]

@@ -40,10 +40,10 @@ def _biceps_arm(bpy, elbow_keys=((1, 0.0), (20, 110.0), (40, 20.0))):
 
 def _activation(bpy, rig, mesh):
     """The biceps' activation this frame as the frame handler computes it."""
-    playback = _module("blender.playback")
-    bound = _module("blender.runtime").bound(mesh)
+    frame_inputs = _module("blender.scene.frame_inputs")
+    bound = _module("blender.session.runtime").bound(mesh)
     arm_eval = rig.evaluated_get(bpy.context.evaluated_depsgraph_get())
-    return float(playback.muscle_values(arm_eval, bound.source).activation[0])
+    return float(frame_inputs.muscle_values(arm_eval, bound.source).activation[0])
 
 
 def test_follow_joint_picks_the_elbow_and_the_axis_it_turns_about(bpy):
@@ -71,7 +71,7 @@ def test_follow_joint_picks_the_elbow_and_the_axis_it_turns_about(bpy):
 
 def test_the_angle_is_what_blenders_driver_reads_in_local_space_with_constraints(bpy):
     rig, mesh, biceps = _biceps_arm(bpy, elbow_keys=())
-    joint, drive_core = _module("blender.joint"), _module("core.muscle.joint_drive")
+    joint, drive_core = _module("blender.scene.joint"), _module("core.muscle.joint_drive")
     elbow = rig.pose.bones["elbow"]
     rig.pose.bones["shoulder"].rotation_mode = 'XYZ'
     rig.pose.bones["shoulder"].rotation_euler = (0.3, -0.5, 0.2)  # the parent's own turn does not count
@@ -94,7 +94,7 @@ def test_the_angle_is_what_blenders_driver_reads_in_local_space_with_constraints
         bpy.context.view_layer.update()
         depsgraph = bpy.context.evaluated_depsgraph_get()
         arm_eval = rig.evaluated_get(depsgraph)
-        B = _module("blender.playback").bone_transforms(arm_eval, joint.rest_transforms(rig))
+        B = _module("blender.scene.frame_inputs").bone_transforms(arm_eval, joint.rest_transforms(rig))
         ours = drive_core.joint_angles(B, joint.read_drive(arm_eval, [0]))[0]
         theirs = gauge.evaluated_get(depsgraph).location[0]
         assert abs(ours - theirs) < ANGLE_TOL, (degrees, swing, ours, theirs)
@@ -109,7 +109,7 @@ def test_activation_follows_the_elbow_and_keys_add_on_top_or_replace_it(bpy):
     for frame, value in ((1, 0.0), (40, 0.4)):  # a keyed activation rising slowly under the joint's
         biceps.activation = value
         rig.keyframe_insert("implicit_muscles.muscles[0].activation", frame=frame)
-    curve = next(fc for fc in _module("blender.animation").fcurves(rig) if fc.data_path.endswith("activation"))
+    curve = next(fc for fc in _module("blender.scene.animation").fcurves(rig) if fc.data_path.endswith("activation"))
     bind(bpy, mesh)
     seen = []
     for f in (1, 5, 10, 15, 20, 25, 30, 40):
@@ -121,7 +121,7 @@ def test_activation_follows_the_elbow_and_keys_add_on_top_or_replace_it(bpy):
         seen.append(got)
     assert seen[0] == 0.0 and seen[4] == 1.0 and 0.2 < seen[2] < 0.9  # rest, full flexion (saturated), between
     bpy.context.scene.frame_set(10)  # the viewport draws (and colours) the same activation
-    assert _module("blender.display_mesh").activations(rig)[0] == pytest.approx(seen[2], abs=1e-6)
+    assert _module("blender.display.muscle_shapes").activations(rig)[0] == pytest.approx(seen[2], abs=1e-6)
     biceps.activation_mode = 'REPLACE'  # the keys alone
     for f in (10, 20):
         bpy.context.scene.frame_set(f)
@@ -172,11 +172,11 @@ def test_the_skin_is_what_keys_of_the_same_values_give_and_the_bake_plays_it(bpy
 
 def test_bad_joint_settings_are_refused_with_a_sentence(bpy):
     rig, mesh, biceps = _biceps_arm(bpy)
-    runtime = _module("blender.runtime")
+    runtime = _module("blender.session.runtime")
     biceps.joint_bone = "wrist"  # below the insertion: its turn does not bend the biceps
     message = ("biceps: its joint bone 'wrist' does not bend between its origin bone 'shoulder' and its insertion "
                "bone 'elbow'")
-    assert _module("blender.rig").muscle_problem(rig, biceps).startswith(message)
+    assert _module("blender.scene.rig").muscle_problem(rig, biceps).startswith(message)
     with pytest.raises(RuntimeError, match=message):
         bind(bpy, mesh)
     assert not mesh.implicit_skin.bound and runtime.bound(mesh) is None
@@ -216,5 +216,5 @@ def test_a_mirrored_muscle_follows_the_other_elbow_the_same_way(bpy):
         pb.rotation_euler = (math.radians(60.0), 0.0, 0.0)
     bpy.context.view_layer.update()
     arm_eval = rig.evaluated_get(bpy.context.evaluated_depsgraph_get())
-    got = _module("blender.joint").frame_activation(arm_eval, np.arange(2), np.zeros(2))
+    got = _module("blender.scene.joint").frame_activation(arm_eval, np.arange(2), np.zeros(2))
     assert got[0] == pytest.approx(0.5, abs=1e-5) and got[1] == pytest.approx(got[0], abs=1e-6)

@@ -66,7 +66,7 @@ def test_fitted_muscle_recovers_the_sculpt_and_leaves_it_alone(bpy, capfd):
     np.testing.assert_allclose(_world(rig, m.origin_bone, m.origin_point), ORIGIN, atol=1e-3)
     np.testing.assert_allclose(_world(rig, m.insertion_bone, m.insertion_point), INSERTION, atol=1e-3)
     # the muscle the core builds from it has its flat side where the sculpt has it
-    reader = importlib.import_module(f"{blender_session.ADDON}.blender.reader")
+    reader = importlib.import_module(f"{blender_session.ADDON}.blender.scene.reader")
     (core_muscle,), *_ = reader.read_muscles(rig, tuple(b.name for b in rig.data.bones))
     normal = core_muscle.geometry().normals[0]
     assert abs(normal @ LONG_AXIS) == pytest.approx(1.0, abs=1e-3)
@@ -118,7 +118,7 @@ def test_fan_mesh_gives_fibres_in_one_group(bpy):
     assert {m.collision_group for m in fibres} == {2}
     assert {(m.origin_bone, m.insertion_bone) for m in fibres} == {("shoulder", "elbow")}
     # each fibre's flat side lies in the sheet (the sheet is thin along Z), and together they hold its volume
-    reader = importlib.import_module(f"{blender_session.ADDON}.blender.reader")
+    reader = importlib.import_module(f"{blender_session.ADDON}.blender.scene.reader")
     core_fibres = reader.read_muscles(rig, tuple(b.name for b in rig.data.bones))[0][1:]
     for fibre in core_fibres:
         assert abs(fibre.geometry().normals[0][2]) < 0.5
@@ -151,7 +151,7 @@ def test_sculpt_made_in_blender_is_read_as_it_shows(bpy):
     assert o[0] == pytest.approx(0.12, abs=0.01) and i[0] == pytest.approx(0.42, abs=0.01)
     assert m.alpha_rest == m.beta_rest  # symmetric
     assert m.eccentricity_rest == pytest.approx(np.sqrt(1.0 - (0.02 / 0.03) ** 2), abs=0.03)
-    reader = importlib.import_module(f"{blender_session.ADDON}.blender.reader")
+    reader = importlib.import_module(f"{blender_session.ADDON}.blender.scene.reader")
     (core_muscle,), *_ = reader.read_muscles(rig, tuple(b.name for b in rig.data.bones))
     assert abs(core_muscle.geometry().normals[0][1]) == pytest.approx(1.0, abs=0.01)  # flat side along Y
     assert len(sculpt.modifiers) == 1 and len(base.vertices) == 24 * 11 + 2

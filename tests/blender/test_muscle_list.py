@@ -40,7 +40,7 @@ def busy_updates(monkeypatch):
     import sys
 
     import blender_session
-    runtime = sys.modules[f"{blender_session.ADDON}.blender.runtime"]
+    runtime = sys.modules[f"{blender_session.ADDON}.blender.session.runtime"]
     check = runtime.on_setup_changed
     calls = itertools.count()
 

@@ -49,7 +49,7 @@ def _winding(points, vertices, faces):
 
 def _settled_axes(mesh):
     """The bound character's settled rest axes, one ``(n, 3)`` array per fibre (armature space)."""
-    character = _module("blender.runtime").bound(mesh).character
+    character = _module("blender.session.runtime").bound(mesh).character
     x = character.settled_rest()[0]
     starts = character.model.axis_start
     return [x[starts[m]:starts[m + 1]] for m in range(len(starts) - 1)]
@@ -57,7 +57,7 @@ def _settled_axes(mesh):
 
 def _placed(rig, mesh):
     """The straight axes the fibres are placed on (``binding.describe``), one ``(n, 3)`` array per fibre."""
-    return [m.axis for m in _module("blender.binding").describe(mesh, rig).muscles]
+    return [m.axis for m in _module("blender.session.binding").describe(mesh, rig).muscles]
 
 
 def _moves(rig, mesh):
@@ -92,7 +92,7 @@ def test_a_new_muscle_settles_where_it_was_placed_inside_the_skin(bpy, preset):
     assert m.collide_bones and m.keep_inside and m.bone_radius == 0.0  # nothing set by hand
     _rebind(bpy, rig, mesh)
     moved = _moves(rig, mesh)
-    character = _module("blender.runtime").bound(mesh).character
+    character = _module("blender.session.runtime").bound(mesh).character
     surface = importlib.import_module(f"{blender_session.ADDON}.core.muscle.surface").muscle_surface(
         character.muscles[0], rings=48, sides=24)[0]
     winding = _winding(surface, character.rig.vertices, character.rig.faces)
@@ -129,7 +129,7 @@ def test_bones_and_bone_radius(bpy):
         m.collide_bones, m.bone_radius = bones, radius
         _rebind(bpy, rig, mesh)
         results[label] = _moves(rig, mesh).max()
-        character = _module("blender.runtime").bound(mesh).character
+        character = _module("blender.session.runtime").bound(mesh).character
         if radius:
             assert np.all(character.capsule_radius[0] == pytest.approx(radius))
         if not bones:
@@ -180,7 +180,7 @@ def test_pectoral_fibres_in_one_group_overlap_where_placed(bpy, groups, overlap)
     inner = [a[1:-1] for a in axes]  # the fibres share their insertion point: leave the endpoints out
     closest = min(float(np.min(np.linalg.norm(inner[a][:, None] - inner[b][None], axis=2)))
                   for a in range(4) for b in range(a + 1, 4))
-    reach = 0.3 * 0.7 * _module("blender.rig").limb_radius(rig, "shoulder")  # each fibre's thickest half-width
+    reach = 0.3 * 0.7 * _module("blender.scene.rig").limb_radius(rig, "shoulder")  # each fibre's thickest half-width
     print(f"groups {groups}: largest move {moved.max() * 1000:.2f} mm, closest inner axis particles "
           f"{closest * 1000:.2f} mm, a fibre reaches {reach * 1000:.1f} mm")
     if overlap:
@@ -221,7 +221,7 @@ def _play(bpy, rig, mesh, frames, bend=True):
     bind(bpy, mesh)
     for f in range(1, frames + 1):
         scene.frame_set(f)
-    b = _module("blender.runtime").bound(mesh)
+    b = _module("blender.session.runtime").bound(mesh)
     assert not b.last_error
     return b.state_for(frames).x.copy(), b
 
@@ -229,7 +229,7 @@ def _play(bpy, rig, mesh, frames, bend=True):
 def _fresh_arm(bpy, **rig_settings):
     """A new session with the test arm, its rig's ``rig_settings`` (``rig.implicit_muscles``) set, and one muscle
     added from the shoulder to the elbow: ``(rig, mesh)``."""
-    _module("blender.runtime").clear()
+    _module("blender.session.runtime").clear()
     blender_session.reset()
     rig, (mesh,) = make_arm(bpy)
     for name, value in rig_settings.items():
@@ -315,7 +315,7 @@ def test_settings_survive_duplicate_mirror_save_and_reload_and_stale_the_bind(bp
     assert rig.implicit_muscles.substeps == 7
     # each setting, changed after bind, makes the bind stale; set back, it fits again
     mesh = bpy.data.objects["Arm.L"]
-    runtime = _module("blender.runtime")
+    runtime = _module("blender.session.runtime")
     bind(bpy, mesh)
     assert runtime.stored_stale(mesh) == ""
     m = rig.implicit_muscles.muscles[0]

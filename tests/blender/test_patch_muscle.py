@@ -57,7 +57,7 @@ def test_a_painted_patch_gives_a_muscle_inside_the_skin_just_under_it(bpy):
                                                           preset="biceps") == {'FINISHED'}
     muscles = rig.implicit_muscles.muscles
     assert len(muscles) == 1 and muscles[0].name == "biceps" and muscles[0].skin_bone == "shoulder"
-    core, *_ = _module("blender.reader").read_muscles(rig, tuple(b.name for b in rig.data.bones))
+    core, *_ = _module("blender.scene.reader").read_muscles(rig, tuple(b.name for b in rig.data.bones))
     surface, _ = _module("core.muscle.surface").muscle_surface(core[0], rings=48, sides=24, snap=False)
     rest = positions(mesh.data)  # the mesh is parented at the armature's origin: armature space
     faces = np.array([p.vertices[:] for p in mesh.data.polygons])
@@ -78,7 +78,7 @@ def test_a_painted_patch_gives_a_muscle_inside_the_skin_just_under_it(bpy):
     bind(bpy, mesh)
     bpy.context.scene.frame_set(20)
     shown = evaluated(bpy, mesh)
-    assert np.isfinite(shown).all() and _module("blender.runtime").bound(mesh).last_error == ""
+    assert np.isfinite(shown).all() and _module("blender.session.runtime").bound(mesh).last_error == ""
 
 
 def test_an_empty_patch_or_a_missing_group_is_refused_and_adds_nothing(bpy):

@@ -30,6 +30,6 @@ def test_readme_blender_block_runs(bpy, tmp_path, monkeypatch, capsys, index):
     assert "['biceps_Left', 'biceps_Right', 'triceps_Left', 'triceps_Right']" in out
     meshes = [o for o in bpy.context.scene.objects if o.type == 'MESH' and o.find_armature() == rig]
     assert len(meshes) == 3 and all(m.implicit_skin.bound and m.implicit_skin.baked for m in meshes)
-    bake = importlib.import_module(f"{blender_session.ADDON}.blender.bake")
+    bake = importlib.import_module(f"{blender_session.ADDON}.blender.session.bake")
     caches = sorted(p.name for p in (tmp_path / "implicit_muscles_cache" / "character_shot").iterdir())
     assert caches == sorted(f"{bake.mesh_stem(m)}.pc2" for m in meshes)

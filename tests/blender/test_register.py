@@ -43,7 +43,7 @@ def test_enable_disable_twice_leaves_nothing_behind(bpy):
     before = _footprint(bpy)
     for _ in range(2):
         module = blender_session.enable()
-        engine = sys.modules[f"{blender_session.ADDON}.blender.engine"]
+        engine = sys.modules[f"{blender_session.ADDON}.blender.engine.numba_setup"]
         # The one-shot UI report only runs with a window; register it by hand so unregister() must remove it.
         bpy.app.timers.register(engine._report_once, first_interval=3600.0)
         assert module.__name__ == blender_session.ADDON
@@ -83,7 +83,7 @@ def test_panel_shows_numba_and_the_compile_button(bpy):
 
 def test_engine_uses_numba_062_and_the_extension_cache(bpy):
     blender_session.enable()
-    engine = sys.modules[f"{blender_session.ADDON}.blender.engine"]
+    engine = sys.modules[f"{blender_session.ADDON}.blender.engine.numba_setup"]
     import numba
     assert engine.status.error == ""
     assert engine.status.numba_version == numba.__version__
@@ -96,7 +96,7 @@ def test_engine_uses_numba_062_and_the_extension_cache(bpy):
 
 def test_cache_location_is_left_to_numba_when_not_loaded_as_an_extension(bpy):
     blender_session.enable()
-    engine = sys.modules[f"{blender_session.ADDON}.blender.engine"]
+    engine = sys.modules[f"{blender_session.ADDON}.blender.engine.numba_setup"]
     import numba
     before = (numba.config.CACHE_DIR, os.environ.get("NUMBA_CACHE_DIR"))
     assert engine._set_cache_dir("implicit_muscles") == ""  # a legacy add-on's package name
@@ -105,7 +105,7 @@ def test_cache_location_is_left_to_numba_when_not_loaded_as_an_extension(bpy):
 
 def test_compile_kernels_reports_and_fills_the_cache(bpy):
     blender_session.enable()
-    engine = sys.modules[f"{blender_session.ADDON}.blender.engine"]
+    engine = sys.modules[f"{blender_session.ADDON}.blender.engine.numba_setup"]
     assert bpy.ops.implicit_muscles.compile_kernels() == {'FINISHED'}
     assert engine.status.kernels_compiled
     assert KERNEL_MESSAGE.fullmatch(engine.status.kernels_message), engine.status.kernels_message
@@ -134,7 +134,7 @@ _NUMBA_PROBLEM_SCRIPT = textwrap.dedent("""
     import blender_session
     bpy = blender_session.bpy_module()
     blender_session.enable()
-    engine = sys.modules[blender_session.ADDON + ".blender.engine"]
+    engine = sys.modules[blender_session.ADDON + ".blender.engine.numba_setup"]
     print("STATUS_ERROR=" + engine.status.error)
     print("STATUS_WARNING=" + engine.status.warning)
     print("POLL=" + str(bpy.ops.implicit_muscles.compile_kernels.poll()))

@@ -34,7 +34,7 @@ def _poll_refusal(bpy, idname, **override) -> str:
 def test_start_frame_follows_the_scene_unless_set(bpy):
     rig, _ = make_arm(bpy)
     scene, props = bpy.context.scene, rig.implicit_muscles
-    start = _module("blender.rig").simulation_start
+    start = _module("blender.scene.rig").simulation_start
     scene.frame_start = 1001
     assert props.use_scene_start and start(rig, scene) == 1001 and start(rig) == 1001
     props.start_frame = 990  # set by a script or in the panel: used from now on
@@ -57,7 +57,7 @@ def test_a_shot_starting_at_1001_simulates_no_gap_on_first_view(bpy):
     scene.frame_set(1001)
     bind(bpy, mesh)
     scene.frame_set(1003)
-    cached = sorted(_module("blender.runtime").bound(mesh).cache)
+    cached = sorted(_module("blender.session.runtime").bound(mesh).cache)
     assert cached and cached[0] >= 1001, cached[:5]  # nothing simulated before the shot's first frame
 
 
@@ -106,7 +106,7 @@ def test_new_polls_say_why_the_operator_cannot_run(bpy):
     for idname in ("implicit_muscles.save_preset", "implicit_muscles.apply_preset"):
         assert "Rig has no muscle: add one first" in _poll_refusal(bpy, idname, object=rig)
         assert "Select an armature with muscles" in _poll_refusal(bpy, idname, object=None)
-    engine = _module("blender.engine")
+    engine = _module("blender.engine.numba_setup")
     status = engine.status
     engine.status = type(status)()  # as before the engine was set up
     try:

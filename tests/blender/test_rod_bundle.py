@@ -47,7 +47,7 @@ def _least_clearance(character):
 def test_a_rod_muscle_with_fibres_is_a_bundle_that_plays_scrubs_and_bakes(bpy):
     rig, mesh = _fan(bpy)
     bind(bpy, mesh)
-    runtime = _module("blender.runtime")
+    runtime = _module("blender.session.runtime")
     character = runtime.bound(mesh).character
     assert character.rod_muscles.tolist() == [True, True, True, False]
     assert character.collisions.bundles.tolist() == [0, 0, 0, -1]
@@ -75,7 +75,7 @@ def test_fibres_of_an_axis_muscle_overlap_and_the_panel_says_which(bpy):
     bpy.types.IMPLICIT_MUSCLES_PT_muscles_data.draw(types.SimpleNamespace(layout=layout), bpy.context)
     labels = [entry[1] for entry in layout.log if entry[0] == "label"]
     assert "A bundle: the rods slide along each other" in labels
-    reader = _module("blender.reader")
+    reader = _module("blender.scene.reader")
     assert reader.read_collisions(rig, np.array([0, 0, 0, 1])).bundles == [0, 0, 0, -1]
     rig.implicit_muscles.muscles[0].solver = 'AXIS'
     layout = blender_session.ContextRecordingLayout()
@@ -84,5 +84,5 @@ def test_fibres_of_an_axis_muscle_overlap_and_the_panel_says_which(bpy):
     assert "Axis fibres overlap freely" in labels
     assert reader.read_collisions(rig, np.array([0, 0, 0, 1])).bundles == [-1, -1, -1, -1]
     bind(bpy, mesh)
-    character = _module("blender.runtime").bound(mesh).character
+    character = _module("blender.session.runtime").bound(mesh).character
     assert character.rods is None and character.collisions.bundles.tolist() == [-1, -1, -1, -1]

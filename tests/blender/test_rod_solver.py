@@ -54,7 +54,7 @@ def test_a_rod_muscle_binds_plays_scrubs_bakes_and_survives_reopening(bpy, tmp_p
     assert biceps.solver == 'AXIS'  # the paper's by default
     bind(bpy, mesh)
     axis = _play(bpy, mesh)
-    runtime = _module("blender.runtime")
+    runtime = _module("blender.session.runtime")
     biceps.solver = 'ROD'
     assert runtime.stored_stale(mesh)  # part of the set-up: a new bind is asked for
     path = str(tmp_path / "rod.blend")
@@ -77,9 +77,9 @@ def test_a_rod_muscle_binds_plays_scrubs_bakes_and_survives_reopening(bpy, tmp_p
     assert np.abs(evaluated(bpy, mesh) - played[30]).max() < SAME_TOL
     bpy.context.view_layer.objects.active = mesh
     assert bpy.ops.implicit_muscles.clear_bake() == {'FINISHED'}
-    runtime = _module("blender.runtime")
+    runtime = _module("blender.session.runtime")
     assert runtime.stored_stale(mesh) == ""
     scene.frame_set(1)
     scene.frame_set(12)
     assert np.abs(evaluated(bpy, mesh) - played[12]).max() < SAME_TOL
-    assert _module("blender.runtime").bound(mesh).character.rod_muscles.tolist() == [True, False]
+    assert _module("blender.session.runtime").bound(mesh).character.rod_muscles.tolist() == [True, False]

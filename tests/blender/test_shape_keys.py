@@ -30,7 +30,7 @@ end (tests/core/test_tracking.py); a key must not add more."""
 
 
 def _runtime():
-    return importlib.import_module(f"{blender_session.ADDON}.blender.runtime")
+    return importlib.import_module(f"{blender_session.ADDON}.blender.session.runtime")
 
 
 def _add_key(mesh, name, move, where):
@@ -167,7 +167,7 @@ def test_a_modifier_before_the_armature_reaches_the_bound_result(bpy):
 def test_a_bake_of_a_mesh_with_shape_keys_plays_as_the_live_result(bpy, tmp_path):
     """Baked (frames 1-30) with the forearm key on: the Mesh Cache result at frame 30 equals the live result to
     0.5 mm on the keyed forearm away from the elbow, and the key still moves it after the bake."""
-    bake = importlib.import_module(f"{blender_session.ADDON}.blender.bake")
+    bake = importlib.import_module(f"{blender_session.ADDON}.blender.session.bake")
     rig, mesh = animated_arm(bpy)
     rest = positions(mesh.data)
     key = _add_key(mesh, "Forearm", np.array([0.0, 0.0, KEY]), rest[:, 0] > 0.55)

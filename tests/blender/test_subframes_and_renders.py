@@ -26,7 +26,7 @@ def _bound_arm(bpy):
     rig, mesh = animated_arm(bpy)
     rig.implicit_muscles.start_frame = 1
     bind(bpy, mesh)
-    return rig, mesh, _module("blender.runtime").bound(mesh)
+    return rig, mesh, _module("blender.session.runtime").bound(mesh)
 
 
 def _states(bound, frames):
@@ -43,12 +43,12 @@ def _same_states(bound, kept):
 def _subframe_expected(bpy, rig, bound, frame, subframe):
     """Positions at ``frame + subframe`` computed with the core: the state cached after ``frame``, one PBD step of
     ``subframe / fps`` with the pose and muscle values evaluated at ``frame + subframe``, Implicit Skinning."""
-    playback = _module("blender.playback")
+    frame_inputs = _module("blender.scene.frame_inputs")
     scene = bpy.context.scene
     scene.frame_set(frame, subframe=subframe)
     arm_eval = rig.evaluated_get(bpy.context.evaluated_depsgraph_get())
-    B = playback.bone_transforms(arm_eval, bound.rest_inverse)
-    inputs = playback.muscle_values(arm_eval, bound.source)
+    B = frame_inputs.bone_transforms(arm_eval, bound.rest_inverse)
+    inputs = frame_inputs.muscle_values(arm_eval, bound.source)
     bound.character.restore(bound.cache.get(frame))
     return bound.character.frame(B, dt=subframe / scene.render.fps, inputs=inputs).astype(np.float32)
 
@@ -168,8 +168,8 @@ def _render_thread_frame(bpy, scene, serve: bool):
     """Play a render started from the interface on frame 20 of ``scene``: a worker thread runs the render handlers
     and the frame handler, the way Blender's render job does on its own thread, while the main thread runs the
     timer that serves it (``serve``) or waits. Returns the threads on which the depsgraph was updated meanwhile."""
-    handlers = _module("blender.handlers")
-    renders = _module("blender.renders")
+    handlers = _module("blender.session.handlers")
+    renders, render_state = _module("blender.session.renders"), _module("blender.session.render_state")
     scene.frame_current = 20
     bpy.context.view_layer.update()  # the render's frame evaluated, no frame handler run
     depsgraph = bpy.context.view_layer.depsgraph
@@ -198,7 +198,7 @@ def _render_thread_frame(bpy, scene, serve: bool):
         worker.join()
     finally:
         bpy.app.handlers.depsgraph_update_post.remove(record)
-    assert not errors and not renders.rendering()
+    assert not errors and not render_state.rendering()
     return set(updates)
 
 
@@ -222,7 +222,7 @@ def test_a_render_thread_without_the_main_thread_falls_back_and_says_to_bake(bpy
     """The same render when the main thread does not take the work over (``HANDOFF_START_TIMEOUT``, shortened): the
     render thread gives up without setting a frame, frame 20 shows the plain Armature result with one sentence
     saying to bake, and the withdrawn request is never run."""
-    renders = _module("blender.renders")
+    renders = _module("blender.session.renders")
     monkeypatch.setattr(renders, "HANDOFF_START_TIMEOUT", 0.2)
     rig, mesh, bound = _bound_arm(bpy)
     scene = bpy.context.scene

@@ -18,7 +18,7 @@ def _step(state, frame):
 
 
 class _Host:
-    """Shows frames through the cache the way ``blender/playback.py`` does; counts the frames it simulates."""
+    """Shows frames through the cache the way ``blender/session/playback.py`` does; counts the frames it simulates."""
 
     def __init__(self, cache):
         self.cache = cache

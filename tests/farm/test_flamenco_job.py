@@ -1,6 +1,6 @@
 """The Flamenco job type (``farm/flamenco/implicit_muscles_bake.js``), compiled by Node.js with stand-ins for the
 Manager's authoring API: parallel bake chunks that re-simulate from the start frame, one merge after all of them,
-render tasks after the merge, and the farm command line (``blender/cli.py``) on every bake task.
+render tasks after the merge, and the farm command line (``blender/session/cli.py``) on every bake task.
 
 Flamenco itself is not installed here; the stand-ins follow its job-type API (``author.Task``, ``author.Command``
 with the ``blender-render`` command, ``frameChunker``) as used by its bundled job types."""

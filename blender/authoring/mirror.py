@@ -1,0 +1,145 @@
+"""Copies of muscles: a unique name in the list, a duplicate (``add_duplicate``) and the other side's copy
+(``add_mirrored``: its bones, points, twist, name and joint mirrored).
+
+``muscles.add()`` may move every item of the list to new memory, so a muscle read before it is stale after it:
+these functions read a muscle into plain values (``muscle_values``) and address muscles by index, never by a
+reference kept across ``add()``. Everything that can fail is checked before anything is added.
+"""
+from __future__ import annotations
+
+import numpy as np
+from mathutils import Vector
+
+from ..scene import names, rig
+from ..scene.joint import AXES
+
+
+def unique_name(collection, base):
+    """``base``, or ``base.001``, ``base.002``... : the first name no item of ``collection`` has."""
+    taken = {m.name for m in collection}
+    if base not in taken:
+        return base
+    k = 1
+    while f"{base}.{k:03d}" in taken:
+        k += 1
+    return f"{base}.{k:03d}"
+
+
+def muscle_values(muscle) -> dict:
+    """Every setting of ``muscle``, its name included, as plain Python values (vectors as tuples): a copy that stays
+    valid when the list grows."""
+    out = {}
+    for prop in muscle.bl_rna.properties:
+        if prop.identifier == "rna_type" or prop.is_readonly or prop.type in {'POINTER', 'COLLECTION'}:
+            continue
+        value = getattr(muscle, prop.identifier)
+        out[prop.identifier] = tuple(value) if getattr(prop, "is_array", False) else value
+    return out
+
+
+def append_muscle(armature, values: dict) -> int:
+    """Add a muscle with ``values`` (``muscle_values``) at the end of the armature's list; returns its index."""
+    muscles = armature.implicit_muscles.muscles
+    new = muscles.add()
+    for key, value in values.items():
+        setattr(new, key, value)
+    return len(muscles) - 1
+
+
+def add_duplicate(armature, index: int) -> int:
+    """Add a copy of muscle ``index`` (every setting, not its keys) named like it (``biceps.001``); returns the
+    copy's index."""
+    muscles = armature.implicit_muscles.muscles
+    values = muscle_values(muscles[index])
+    values["name"] = unique_name(muscles, values["name"])
+    return append_muscle(armature, values)
+
+
+def mirror_point(armature, from_bone, to_bone, point):
+    """A bone-frame point of ``from_bone`` mirrored across the armature's X = 0 plane into ``to_bone``'s frame."""
+    bones = armature.data.bones
+    world = bones[from_bone].matrix_local @ Vector(point)
+    world.x = -world.x
+    return bones[to_bone].matrix_local.inverted() @ world
+
+
+CENTRE_TOLERANCE = 0.01
+"""A bone lies on the mirror plane when its head and tail are within this fraction of its length of X = 0."""
+
+
+def mirrored_bone(armature, name) -> tuple[str | None, str]:
+    """The other side's bone of ``name`` (``names.flip_side``), or else the bone itself when it lies on the X = 0
+    plane (a spine or chest bone): ``(bone, "")``, or ``(None, why not)``."""
+    bones = armature.data.bones
+    other = names.flip_side(name)
+    if other is not None and other in bones:
+        return other, ""
+    bone = bones[name]
+    reach = CENTRE_TOLERANCE * max(bone.length, 1e-6)
+    if abs(bone.head_local.x) <= reach and abs(bone.tail_local.x) <= reach:
+        return name, ""
+    if other is not None:
+        return None, f"{armature.name} has no bone '{other}'"
+    return None, "its name has no side (.L/.R, _l/_r, Left/Right...) and it is off the middle (X = 0)"
+
+
+def mirrored_values(armature, index: int) -> dict | str:
+    """The settings of muscle ``index``'s mirrored copy (bones mirrored by name, a bone on the middle kept, points
+    across X = 0, the twist reversed, the name's side flipped), or a sentence saying why there is none: a bone
+    without a mirror, a name without a side on bones without one, or a mirrored name the list has already."""
+    muscles = armature.implicit_muscles.muscles
+    muscle = muscles[index]
+    problem = rig.muscle_problem(armature, muscle)
+    if problem:
+        return problem
+    values = muscle_values(muscle)
+    for key in rig.BONE_FIELDS:
+        other, why = mirrored_bone(armature, values[key])
+        if other is None:
+            return f"{muscle.name}: no mirrored bone for '{values[key]}': {why}."
+        values[key] = other
+    name = names.mirrored_name(muscle.name, [values[key] for key in rig.BONE_FIELDS])
+    if name is None:
+        return (f"{muscle.name}: neither its name nor its bones have a side, so its mirror would have no name of "
+                f"its own; rename it with a side (like {muscle.name}.L) and mirror it again.")
+    if name in muscles:
+        return f"{muscle.name}: its mirror '{name}' exists already; remove or rename it to mirror {muscle.name} again."
+    values["name"] = name
+    values["origin_point"] = tuple(mirror_point(armature, muscle.origin_bone, values["origin_bone"],
+                                                muscle.origin_point))
+    values["insertion_point"] = tuple(mirror_point(armature, muscle.insertion_bone, values["insertion_bone"],
+                                                   muscle.insertion_point))
+    values["twist"] = -muscle.twist
+    problem = mirrored_joint(armature, values)
+    return problem or values
+
+
+def mirrored_joint(armature, values: dict) -> str:
+    """Give a mirrored copy's ``values`` (``mirrored_values``) the other side's joint bone and angles of the
+    same sense: a turn mirrored across X = 0 turns about the axis ``(x, -y, -z)`` by the same angle, so the angles
+    change sign where the other bone's local axis points the other way (the bone by ``mirrored_bone``); returns
+    ``""`` or a sentence."""
+    name = values.get("joint_bone", "")
+    if not name or name not in armature.data.bones:
+        return ""
+    other, why = mirrored_bone(armature, name)
+    if other is None:
+        return f"{values['name']}: no mirrored bone for its joint bone '{name}': {why}."
+    bones = armature.data.bones
+    k = AXES.index(values["joint_axis"])
+    a = np.array(bones[name].matrix_local)[:3, k]
+    b = np.array(bones[other].matrix_local)[:3, k]
+    values["joint_bone"] = other
+    if float(b @ (a * (1.0, -1.0, -1.0))) < 0.0:
+        values["joint_angle_rest"] = -values["joint_angle_rest"]
+        values["joint_angle_active"] = -values["joint_angle_active"]
+    return ""
+
+
+def add_mirrored(armature, index: int) -> int | str:
+    """Add the other side's copy of muscle ``index`` (``mirrored_values``); returns its index, or a sentence saying
+    why there is none (then nothing was added)."""
+    values = mirrored_values(armature, index)
+    if isinstance(values, str):
+        return values
+    return append_muscle(armature, values)

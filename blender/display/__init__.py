@@ -1,0 +1,1 @@
+"""The muscles and fats drawn in the viewport (see README.md)."""
