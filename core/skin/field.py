@@ -55,6 +55,7 @@ from ..fat.batch import FatBatch
 from ..fat.field import fat_displacement_reference, fat_field_reference
 from ..muscle.batch import MuscleBatch
 from .part_grid import DEFAULT_GRID_RESOLUTION, bake_part_grid
+from .rest_body import RestBody
 from .parts import (DEFAULT_MIN_PART_VERTICES, DEFAULT_SAMPLES_PER_PART, merge_small_parts,
                     partition_vertices, sample_parts)
 from ...kernels.constants import NODE_CLEAN, NODE_CONTACT, NODE_PART, SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT
@@ -761,11 +762,12 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         raise ValueError(f"a fat joins the skin of {name}, but neither {name} nor any bone above it owns skin "
                          f"vertices; hang the fat on another bone.")
     hrbfs, grids = [], []
+    body = RestBody.build(v, f)
     for p, ps in enumerate(parts):
         h = fit_hrbf(ps.points, ps.normals)
         hrbfs.append(h)
         grids.append(bake_part_grid(h, ps.radius, ps.points, heads[ps.bone], tails[ps.bone], ps.bone,
-                                    s.grid_resolution))
+                                    s.grid_resolution, ends=ps.ends, body=body))
     kinds, left, right, part, end = _build_tree(part_of_bone, parents)
     grid_offsets = np.zeros(len(grids) + 1, dtype=np.int64)
     np.cumsum([g.values.size for g in grids], out=grid_offsets[1:])

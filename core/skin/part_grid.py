@@ -11,6 +11,17 @@ nodes grown by one node (the same field everywhere, about a third of the nodes).
 within ``R`` of the segment, so the skin is untouched, and ``K(f) = 0`` beyond ``d_seg = (CLIP_RADIUS +
 1/CLIP_SLOPE) R``. The grid box covers the samples and the bone grown by that distance plus a cell, so the field is
 exactly 0 on the grid's faces (no seam where a grid ends; outside a grid the field is 0).
+
+**Clip beyond the joints.** Past each capped end (a joint with a neighbouring part: its point ``J``, outward
+direction ``u`` and cut ``c``, ``core/skin/parts.py``) the part ends at a plane ``c`` beyond the joint,
+``f = max(f_H, (x - J) . u - c)``: the cap's samples reach a cap radius past it, the cut lies a quarter of one
+further (or that far past the part's own furthest vertex), and what the HRBF swells further along the neighbour (a
+sheet across the calf below the knee) is cut.
+
+**Clip to the body.** Every part is intersected with the body at rest (``core/skin/rest_body.py``) grown by
+``BODY_MARGIN R``: ``f = max(f_H, d - BODY_MARGIN R)``, ``d`` the signed distance to the rest mesh (negative inside).
+No part stands out of the rest skin, nor lies deeper under it than the body does, so at rest a vertex lies inside no
+other part (its iso-value is its own part's) and the parts' gradients at the skin are the skin's normals.
 """
 from __future__ import annotations
 
@@ -24,6 +35,8 @@ DEFAULT_GRID_RESOLUTION = 48
 """Nodes along the longest side of a part's grid (a 0.3 m forearm: 7 mm cells)."""
 CLIP_RADIUS = 1.1
 CLIP_SLOPE = 2.0
+BODY_MARGIN = 0.005
+"""How far a part may stand out of the body at rest, in support radii ``R`` (0.3-0.8 mm on a human's limbs)."""
 
 
 @dataclass(frozen=True)
@@ -78,10 +91,13 @@ def grid_box(points, R: float, resolution: int):
 
 
 def bake_part_grid(hrbf, R: float, sample_points, head, tail, bone: int,
-                   resolution: int = DEFAULT_GRID_RESOLUTION) -> PartGrid:
-    """Bake ``K(f)`` and its gradient for the HRBF clipped to the bone's capsule (module docstring).
+                   resolution: int = DEFAULT_GRID_RESOLUTION, ends=(), body=None) -> PartGrid:
+    """Bake ``K(f)`` and its gradient for the HRBF clipped to the bone's capsule, beyond its capped ``ends`` and to
+    the rest ``body`` (module docstring).
 
-    sample_points (N, 3) [m]; head, tail (3,) [m] the bone segment in rest space; R [m] the support radius.
+    sample_points (N, 3) [m]; head, tail (3,) [m] the bone segment in rest space; R [m] the support radius; ends:
+    ``(point, outward direction, cut)`` of each capped end (``PartSamples.ends``); body: the
+    :class:`core.skin.rest_body.RestBody` (None: no body clip).
     """
     from ...kernels.hrbf import hrbf_field
     from ...kernels.part_grid import compact_field
@@ -105,16 +121,29 @@ def bake_part_grid(hrbf, R: float, sample_points, head, tail, bone: int,
     t = np.zeros(len(nodes)) if e2 <= 0.0 else np.clip((nodes - head) @ e / e2, 0.0, 1.0)
     d = nodes - (head + t[:, None] * e)
     dist = np.linalg.norm(d, axis=1)
-    clip = CLIP_SLOPE * (dist - CLIP_RADIUS * R)
-    use = clip > f
-    f = np.where(use, clip, f)
-    g = np.where(use[:, None], CLIP_SLOPE * d / np.maximum(dist, 1e-12)[:, None], g)
+    f, g = _clip(f, g, CLIP_SLOPE * (dist - CLIP_RADIUS * R), CLIP_SLOPE * d / np.maximum(dist, 1e-12)[:, None])
+    for point, outward, cut in ends:
+        u = np.asarray(outward, dtype=np.float64)
+        f, g = _clip(f, g, (nodes - point) @ u - cut, u)
+    if body is not None:
+        near = np.flatnonzero(f < R)  # where K(f) > 0: elsewhere no clip can change it
+        margin = BODY_MARGIN * R
+        distance, gradient = body.signed_distance(nodes[near], R + margin)
+        # +inf: further out than the support, -inf: deeper inside than it (K = 1 either way)
+        clip = np.clip(distance, -R - margin, R + margin) - margin
+        f[near], g[near] = _clip(f[near], g[near], clip, gradient)
     k = np.empty(len(nodes))
     kg = np.empty((len(nodes), 3))
     compact_field(f, g, R, k, kg)
     values = np.concatenate([k[:, None], kg], axis=1).reshape(*dims, 4).astype(np.float32)
     values, first = _crop_to_support(values)
     return PartGrid(values=np.ascontiguousarray(values), origin=origin + h * first, spacing=h, bone=bone)
+
+
+def _clip(f, g, clip, clip_grad):
+    """``max(f, clip)`` with the gradient of the larger: the intersection of the part with the clip's volume."""
+    use = clip > f
+    return np.where(use, clip, f), np.where(use[:, None], clip_grad, g)
 
 
 def _crop_to_support(values):

@@ -133,6 +133,8 @@ def poisson_indices(points, radius: float, seed: int = 0) -> np.ndarray:
     return order[keep[order]]
 
 
+CAP_CUT = 1.25
+"""Where a part ends past a capped joint, in cap radii from the joint (``PartSamples.ends``)."""
 CAP_RING_ANGLES = (30.0, 60.0)
 """Polar angles [deg] of the cap rings around the bone direction."""
 CAP_RING_COUNT = 6
@@ -156,7 +158,10 @@ def cap_directions(axis) -> np.ndarray:
 @dataclass(frozen=True)
 class PartSamples:
     """HRBF samples of one part. points, normals: (N, 3); caps: number of end-cap samples at the end of the arrays;
-    vertex_indices: (Vj,) the part's mesh vertices; radius: support ``R_j`` [m]."""
+    vertex_indices: (Vj,) the part's mesh vertices; radius: support ``R_j`` [m]; ends: one ``(point (3,) [m],
+    outward unit direction (3,), cut [m])`` per capped end (a joint with a neighbouring part): where the part ends
+    past the joint (``core/skin/part_grid.py``), ``CAP_CUT`` cap radii, or the part's furthest vertex that way and
+    ``CAP_CUT - 1`` cap radii more."""
 
     bone: int
     points: np.ndarray
@@ -164,6 +169,7 @@ class PartSamples:
     caps: int
     vertex_indices: np.ndarray
     radius: float
+    ends: tuple = ()
 
 
 def sample_parts(vertices, faces, labels, heads, tails, parents, samples_per_part: int = DEFAULT_SAMPLES_PER_PART,
@@ -196,6 +202,7 @@ def sample_parts(vertices, faces, labels, heads, tails, parents, samples_per_par
         axis = tails[j] - heads[j]
         length = float(np.linalg.norm(axis))
         caps = 0
+        capped = []
         if length > 0.0:
             direction = axis / length
             children = np.flatnonzero(parents == j)
@@ -210,8 +217,11 @@ def sample_parts(vertices, faces, labels, heads, tails, parents, samples_per_par
                 pts.append(end + r * dirs)
                 nrm.append(dirs)
                 caps += len(dirs)
+                furthest = float(np.max((v[idx] - end) @ outward))
+                cut = max(CAP_CUT * r, furthest + (CAP_CUT - 1.0) * r)
+                capped.append((np.array(end, dtype=np.float64), np.array(outward, dtype=np.float64), cut))
         points = np.concatenate(pts)
         R = float(np.max(segment_distance(points, heads[j], tails[j])))
         parts.append(PartSamples(bone=j, points=points, normals=np.concatenate(nrm), caps=caps,
-                                 vertex_indices=idx, radius=max(R, 1e-6)))
+                                 vertex_indices=idx, radius=max(R, 1e-6), ends=tuple(capped)))
     return parts
