@@ -71,6 +71,7 @@ NODE_MAX = 3
 """The max union of two children."""
 
 CONTACT_LOW = 0.3
+LAND_OWN_LOW = 0.45
 """The contact region starts where the smaller of two fields exceeds this (inside the larger one's volume)."""
 
 # per-vertex outcome of the last tracking projection step (core/skin/tracking.py, kernels/tracking.py)

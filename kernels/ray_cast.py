@@ -25,6 +25,14 @@ RAY_EPSILON = 1e-12
 
 
 @njit(**JIT)
+def _cell_range(a, b, c, origin, inv_cell, dims):
+    """The cells ``[lo, hi]`` along one axis that the coordinates ``a, b, c`` of a triangle's corners span."""
+    lo = min(max(int(math.floor((min(a, b, c) - origin) * inv_cell)), 0), dims - 1)
+    hi = min(max(int(math.floor((max(a, b, c) - origin) * inv_cell)), 0), dims - 1)
+    return lo, hi
+
+
+@njit(**JIT)
 def triangle_cells(x, faces, origin, inv_cell, dims, cell_start, out_triangle):
     """Fill the CSR lists of the triangles of ``faces (F, 3)`` at ``x (V, 3)`` per cell of the grid with corner
     ``origin (3,)``, cells of size ``1 / inv_cell`` and ``dims (3,)`` cells: ``cell_start (C + 1,)`` and
@@ -37,16 +45,13 @@ def triangle_cells(x, faces, origin, inv_cell, dims, cell_start, out_triangle):
             cell_start[c] = 0
     fill = np.zeros(C, dtype=np.int64)
     for f in range(faces.shape[0]):
-        lo = np.empty(3, dtype=np.int64)
-        hi = np.empty(3, dtype=np.int64)
-        for k in range(3):
-            a = min(x[faces[f, 0], k], x[faces[f, 1], k], x[faces[f, 2], k])
-            b = max(x[faces[f, 0], k], x[faces[f, 1], k], x[faces[f, 2], k])
-            lo[k] = min(max(int(math.floor((a - origin[k]) * inv_cell)), 0), dims[k] - 1)
-            hi[k] = min(max(int(math.floor((b - origin[k]) * inv_cell)), 0), dims[k] - 1)
-        for i in range(lo[0], hi[0] + 1):
-            for j in range(lo[1], hi[1] + 1):
-                for k in range(lo[2], hi[2] + 1):
+        p, q, r = faces[f, 0], faces[f, 1], faces[f, 2]
+        i0, i1 = _cell_range(x[p, 0], x[q, 0], x[r, 0], origin[0], inv_cell, dims[0])
+        j0, j1 = _cell_range(x[p, 1], x[q, 1], x[r, 1], origin[1], inv_cell, dims[1])
+        k0, k1 = _cell_range(x[p, 2], x[q, 2], x[r, 2], origin[2], inv_cell, dims[2])
+        for i in range(i0, i1 + 1):
+            for j in range(j0, j1 + 1):
+                for k in range(k0, k1 + 1):
                     c = (i * dims[1] + j) * dims[2] + k
                     if counting:
                         cell_start[c + 1] += 1
@@ -84,72 +89,79 @@ def _hit(x, faces, f, ox, oy, oz, dx, dy, dz):
     return t, (nx * dx + ny * dy + nz * dz) > 0.0
 
 
-@njit(parallel=True, **JIT)
-def first_hits(x, faces, directions, vertex_start, vertex_face, cell_start, cell_triangle, origin, inv_cell, dims,
-               max_distance, out_distance, out_back):
-    """For every vertex ``i`` of ``x (V, 3)`` [m], the ray ``x[i] + t directions[i]`` (unit rows; a zero row casts
-    nothing): ``out_distance[i]`` the nearest ``t > 0`` at which it meets a triangle of ``faces (F, 3)`` other than
-    the vertex's own (``vertex_face[vertex_start[i]:vertex_start[i + 1]]``), ``inf`` when none within
-    ``max_distance``; ``out_back[i]`` whether that triangle is met from its back. The triangles come from the grid
-    of :func:`triangle_cells` (``cell_start``, ``cell_triangle``, ``origin``, ``inv_cell``, ``dims``)."""
+@njit(**JIT)
+def _axis_start(o, d, origin, inv_cell, dims):
+    """A ray's start along one axis: ``(cell, step, t_next, t_delta)``, its cell clamped into the grid."""
     cell = 1.0 / inv_cell
+    c = min(max(int(math.floor((o - origin) * inv_cell)), 0), dims - 1)
+    if d > 0.0:
+        return c, 1, (origin + (c + 1) * cell - o) / d, cell / d
+    if d < 0.0:
+        return c, -1, (origin + c * cell - o) / d, -cell / d
+    return c, 0, np.inf, np.inf
+
+
+@njit(**JIT)
+def first_hit(i, ox, oy, oz, dx, dy, dz, x, faces, cell_start, cell_triangle, origin, inv_cell, dims, max_distance):
+    """``(t, back, face)``: the nearest ``t > 0`` at which the ray ``o + t d`` (``d`` a unit vector, not zero) meets
+    a triangle of ``faces (F, 3)`` at ``x (V, 3)`` other than those of vertex ``i`` (``i < 0``: none left out),
+    ``inf`` when none within ``max_distance``, whether that triangle is met from its back, and which triangle it is
+    (-1: none). The triangles come from the grid of :func:`triangle_cells` (``cell_start``, ``cell_triangle``,
+    ``origin``, ``inv_cell``, ``dims``); a ray starting outside the grid starts in its nearest cell."""
+    cx, sx, nx, ex = _axis_start(ox, dx, origin[0], inv_cell, dims[0])
+    cy, sy, ny, ey = _axis_start(oy, dy, origin[1], inv_cell, dims[1])
+    cz, sz, nz, ez = _axis_start(oz, dz, origin[2], inv_cell, dims[2])
+    best = np.inf
+    back = False
+    face = -1
+    t_cell = 0.0
+    while t_cell <= max_distance and t_cell <= best:
+        c = (cx * dims[1] + cy) * dims[2] + cz
+        for n in range(cell_start[c], cell_start[c + 1]):
+            f = cell_triangle[n]
+            if faces[f, 0] == i or faces[f, 1] == i or faces[f, 2] == i:
+                continue  # the vertex's own triangle (i < 0 matches none)
+            t, b = _hit(x, faces, f, ox, oy, oz, dx, dy, dz)
+            if t > 0.0 and t < best:
+                best = t
+                back = b
+                face = f
+        # the next cell: across the nearest of the three planes
+        if nx <= ny and nx <= nz:
+            t_cell = nx
+            cx += sx
+            nx += ex
+            if cx < 0 or cx >= dims[0]:
+                break
+        elif ny <= nz:
+            t_cell = ny
+            cy += sy
+            ny += ey
+            if cy < 0 or cy >= dims[1]:
+                break
+        else:
+            t_cell = nz
+            cz += sz
+            nz += ez
+            if cz < 0 or cz >= dims[2]:
+                break
+    if best <= max_distance:
+        return best, back, face
+    return np.inf, False, -1
+
+
+@njit(parallel=True, **JIT)
+def first_hits(x, faces, directions, cell_start, cell_triangle, origin, inv_cell, dims, max_distance, out_distance,
+               out_back):
+    """For every vertex ``i`` of ``x (V, 3)`` [m], the ray ``x[i] + t directions[i]`` (unit rows; a zero row casts
+    nothing): ``out_distance[i]``, ``out_back[i]`` of :func:`first_hit` (the vertex's own triangles left out)."""
     for i in prange(x.shape[0]):
-        ox, oy, oz = x[i, 0], x[i, 1], x[i, 2]
         dx, dy, dz = directions[i, 0], directions[i, 1], directions[i, 2]
         out_distance[i] = np.inf
         out_back[i] = False
         if dx == 0.0 and dy == 0.0 and dz == 0.0:
             continue
-        o = (ox, oy, oz)
-        d = (dx, dy, dz)
-        # the cell the ray starts in, clamped into the grid (every vertex lies inside it)
-        ci = np.empty(3, dtype=np.int64)
-        step = np.empty(3, dtype=np.int64)
-        t_next = np.empty(3)
-        t_delta = np.empty(3)
-        for k in range(3):
-            ci[k] = min(max(int(math.floor((o[k] - origin[k]) * inv_cell)), 0), dims[k] - 1)
-            if d[k] > 0.0:
-                step[k] = 1
-                t_next[k] = (origin[k] + (ci[k] + 1) * cell - o[k]) / d[k]
-                t_delta[k] = cell / d[k]
-            elif d[k] < 0.0:
-                step[k] = -1
-                t_next[k] = (origin[k] + ci[k] * cell - o[k]) / d[k]
-                t_delta[k] = -cell / d[k]
-            else:
-                step[k] = 0
-                t_next[k] = np.inf
-                t_delta[k] = np.inf
-        best = np.inf
-        back = False
-        t_cell = 0.0
-        while t_cell <= max_distance and t_cell <= best:
-            c = (ci[0] * dims[1] + ci[1]) * dims[2] + ci[2]
-            for n in range(cell_start[c], cell_start[c + 1]):
-                f = cell_triangle[n]
-                own = False
-                for m in range(vertex_start[i], vertex_start[i + 1]):
-                    if vertex_face[m] == f:
-                        own = True
-                        break
-                if own:
-                    continue
-                t, b = _hit(x, faces, f, ox, oy, oz, dx, dy, dz)
-                if t > 0.0 and t < best:
-                    best = t
-                    back = b
-            # the next cell: across the nearest of the three planes
-            k = 0
-            if t_next[1] < t_next[k]:
-                k = 1
-            if t_next[2] < t_next[k]:
-                k = 2
-            t_cell = t_next[k]
-            ci[k] += step[k]
-            if ci[k] < 0 or ci[k] >= dims[k]:
-                break
-            t_next[k] += t_delta[k]
-        if best <= max_distance:
-            out_distance[i] = best
-            out_back[i] = back
+        t, b, _ = first_hit(i, x[i, 0], x[i, 1], x[i, 2], dx, dy, dz, x, faces, cell_start, cell_triangle, origin,
+                            inv_cell, dims, max_distance)
+        out_distance[i] = t
+        out_back[i] = b

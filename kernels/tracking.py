@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit, prange
 
 from .skin_field import evaluate_point
-from .constants import (JIT_FAST, JIT_POINT, CONTACT_LOW, STATE_CONTACT, STATE_CROSSED, STATE_FLAT, STATE_FREE,
+from .constants import (JIT_FAST, JIT_POINT, CONTACT_LOW, LAND_OWN_LOW, STATE_CONTACT, STATE_CROSSED, STATE_FLAT, STATE_FREE,
                         STATE_ON_ISO, STATE_WORSE)
 
 
@@ -70,6 +70,7 @@ class TrackParams(NamedTuple):
     final_tol: float      # [m] ... until the largest move is below this
     cos_land: float       # landing: the two parts' gradients face by more than acos(cos_land)
     land_steps: int       # landing: most Newton steps
+    contact_rounds: int   # landing passes after the loop, each followed by the final ARAP sweeps (at least 1)
 
 
 class TrackScratch(NamedTuple):
@@ -247,7 +248,7 @@ def beyond_contact(o, leaf_nodes, cos_land, val, grad, nodes):
     where its field exceeds the vertex's own part's (``h = f_own - f_other < 0``), the own field in the contact
     range (above ``CONTACT_LOW``), and the two gradients facing each other by more than ``acos(cos_land)`` (two
     parts of one joint at rest overlap with nearly parallel gradients: that is no contact)."""
-    if o < 0 or not nodes[o] or val[o] <= CONTACT_LOW:
+    if o < 0 or not nodes[o] or val[o] <= LAND_OWN_LOW:
         return -1
     b = -1
     fb = 0.5
@@ -417,8 +418,8 @@ def track(x, rot, mesh, field, muscles, params, scratch):
     :class:`TrackParams`, ``scratch`` a :class:`TrackScratch`. Returns the number of final ARAP sweeps run.
 
     Every field evaluation is in one parallel loop, run once per phase: phase 0 the start pass over every vertex,
-    phases ``1 .. N`` the ``N`` projections of the active vertices (each followed by an ARAP sweep), phase
-    ``N + 1`` the landing pass. numba compiles each parallel loop into a function of its own, into which it links
+    phases ``1 .. N`` the ``N`` projections of the active vertices (each followed by an ARAP sweep), phases
+    ``N + 1 ..`` the ``contact_rounds`` landing passes (each followed by the final ARAP sweeps). numba compiles each parallel loop into a function of its own, into which it links
     the whole skin field: one loop compiles it once (design notes, *Compile time*)."""
     prm = params
     scr = scratch
@@ -449,7 +450,9 @@ def track(x, rot, mesh, field, muscles, params, scratch):
     moves = np.zeros(V)
     flag = np.empty(V, dtype=np.bool_)
     quiet2 = prm.quiet * prm.quiet
-    for phase in range(N + 2):
+    rounds = max(prm.contact_rounds, 1)
+    sweeps = 0
+    for phase in range(N + 1 + rounds):
         n_items = V if phase == 0 else n_work
         for chunk in prange((n_items + CHUNK - 1) // CHUNK):
             val = np.empty(T)
@@ -519,19 +522,23 @@ def track(x, rot, mesh, field, muscles, params, scratch):
                     moves[i] = np.inf
         elif phase <= N:
             _relax(p, x, mesh, scr, moves, work, n_work)
-    sweeps = 0
-    for sweep in range(prm.final_sweeps):
-        src, dst = (x, p) if sweep % 2 == 0 else (p, x)
-        _relax(src, dst, mesh, scr, moves, work, n_work)
-        sweeps += 1
-        largest = 0.0
-        for w in range(n_work):
-            largest = max(largest, moves[work[w]])
-        if math.sqrt(largest) < prm.final_tol:
-            break
-    if sweeps % 2 == 1:
-        for w in range(n_work):
-            i = work[w]
-            for c in range(3):
-                x[i, c] = p[i, c]
+        else:
+            # after each landing pass, the final sweeps slide the landed vertices on their contact surface's tangent
+            # plane and relax the rest; the next pass lands those a sweep carried across again
+            done = 0
+            for sweep in range(prm.final_sweeps):
+                src, dst = (x, p) if sweep % 2 == 0 else (p, x)
+                _relax(src, dst, mesh, scr, moves, work, n_work)
+                done += 1
+                largest = 0.0
+                for w in range(n_work):
+                    largest = max(largest, moves[work[w]])
+                if math.sqrt(largest) < prm.final_tol:
+                    break
+            if done % 2 == 1:
+                for w in range(n_work):
+                    i = work[w]
+                    for c in range(3):
+                        x[i, c] = p[i, c]
+            sweeps += done
     return sweeps

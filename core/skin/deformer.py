@@ -17,9 +17,11 @@ their times in ``timings`` [s]:
   ``keep_volume`` is off); then, with ``limit_correction`` (default), ``kernels/skin_correction.py``: the
   correction against the DQS result is scaled by each vertex's ``trust (V,)`` in the field, capped at
   ``correction_cap (V,)`` [m] (longer at a contact and under a muscle) and smoothed (``core/skin/trust.py``;
-  vertices of trust 0 are not tracked).
+  vertices of trust 0 are not tracked); then, with ``resolve_creases`` (default), ``kernels/crease.py``: the skin
+  left inside the body at a crease is pushed back onto the skin it passed (``core/skin/crease.py``;
+  ``crease_pushed (V,)`` the vertices it moved).
 
-``tracking_stages`` [s] splits ``tracking``: ``track`` (the kernel), ``volume`` and ``correction``; ``scratch``
+``tracking_stages`` [s] splits ``tracking``: ``track`` (the kernel), ``volume``, ``correction`` and ``crease``; ``scratch``
 holds the kernel's per-vertex outcome (``active``, ``state``, ``evaluations``: field evaluations per vertex).
 
 Positions are in the armature's (unscaled) space, the same space as the rest vertices and the bone transforms.
@@ -39,7 +41,7 @@ from .mesh_rings import border_vertices, cotangent_rings
 from .field import SkinField, SkinPlacement
 from .parts import vertex_normals
 from .skinning import check_rigid, dqs, influences
-from .tracking import TrackingSettings
+from .tracking import STATE_CONTACT, TrackingSettings
 from .trust import edge_scale, field_trust
 
 
@@ -99,6 +101,11 @@ class ImplicitSkinDeformer:
         self.land_on_contact = self.settings.land_on_contact
         """Land vertices that pass a contact surface on it (``settings.land_on_contact`` at bind; may be switched
         between frames, the Blender panel's *Land on Contact* does)."""
+        self.resolve_creases = self.settings.resolve_creases
+        """Push the skin left inside the body at creases back (``settings.resolve_creases`` at bind; may be switched
+        between frames)."""
+        self.crease_pushed = np.zeros(V, dtype=np.bool_)
+        """``(V,)`` bool the vertices the last frame's crease stage pushed."""
         self._build_kernel_structs()
         self._previous = None
         self._previous_frame = None
@@ -139,6 +146,11 @@ class ImplicitSkinDeformer:
                                                cos_land=self._track_params.cos_land,
                                                sweeps=int(self.settings.correction_smoothing))
         self._correction_scratch = (np.empty((V, 3)), np.empty((V, 3)), np.zeros(V, dtype=np.bool_))
+        from .crease import crease_mesh, crease_params
+
+        self._crease_mesh = crease_mesh(self.rest, self.faces, self.rings, self.pinned, self.own_part)
+        edges = np.linalg.norm(self.rest[self.faces[:, [1, 2, 0]]] - self.rest[self.faces], axis=2)
+        self._crease_params = crease_params(self.settings, self.mesh_size, float(edges.mean()))
         self._by_quality: dict = {}
         """``_quality_structs`` of the qualities used so far."""
 
@@ -194,6 +206,7 @@ class ImplicitSkinDeformer:
         ``out``: optional ``(V, 3)`` float64 array to write into. ``frame``: the frame number, used only by the
         temporal mode (start from the previous result when ``frame`` follows the previous call's).
         """
+        from ...kernels.crease import resolve_creases
         from ...kernels.joint_volume import restore
         from ...kernels.skin_correction import limit_correction
         from ...kernels.tracking import track
@@ -224,9 +237,14 @@ class ImplicitSkinDeformer:
             gap = self._unknown_gap if consecutive else self.scratch.start_gap
             limit_correction(x, self.dqs_positions, gap, correction_mesh, *self.placement.kernel_args,
                              *self._correction_scratch)
+        tc = time.perf_counter()
+        self.crease_pushed[:] = False
+        if self.resolve_creases:
+            seeds = (self.scratch.start_gap >= 0.0) | (self.scratch.state == STATE_CONTACT)
+            resolve_creases(x, self._rot, seeds, self._crease_mesh, self._crease_params, self.crease_pushed)
         t3 = time.perf_counter()
         self.timings = {"pose": t1 - t0, "field": t2 - t1, "tracking": t3 - t2}
-        self.tracking_stages = {"track": ta - t2, "volume": tb - ta, "correction": t3 - tb}
+        self.tracking_stages = {"track": ta - t2, "volume": tb - ta, "correction": tc - tb, "crease": t3 - tc}
         if not np.all(np.isfinite(x)):
             x[:] = self.dqs_positions
             raise ValueError("Implicit Skinning produced non-finite positions this frame; the DQS result is "

@@ -197,12 +197,10 @@ INSIDE_LIMIT = 2e-3
 """[m] The deepest a vertex may lie inside the body (the target of the skin at the creases)."""
 @dataclass(frozen=True)
 class InsideMesh:
-    """What the inside measure needs of a mesh, built once: its faces and the faces of each vertex (CSR), and
-    each vertex's region (``-1``: none) with the region names."""
+    """What the inside measure needs of a mesh, built once: its faces, each vertex's region (``-1``: none) with the
+    region names, and its mean edge length."""
 
     faces: np.ndarray  # (F, 3) int64
-    vertex_start: np.ndarray  # (V + 1,) int64
-    vertex_face: np.ndarray  # (3 F,) int64 the faces of vertex i: vertex_face[vertex_start[i]:vertex_start[i + 1]]
     vertex_region: np.ndarray  # (V,) int64, -1: in no region
     region_names: tuple
     edge_length: float  # [m] mean edge length at rest
@@ -212,15 +210,10 @@ class InsideMesh:
         rest = np.asarray(rest, dtype=np.float64)
         f = np.ascontiguousarray(faces, dtype=np.int64).reshape(-1, 3)
         V = len(rest)
-        corner = f.ravel()
-        order = np.argsort(corner, kind="stable")
-        start = np.zeros(V + 1, dtype=np.int64)
-        np.cumsum(np.bincount(corner, minlength=V), out=start[1:])
         region = np.full(V, -1, dtype=np.int64) if vertex_region is None else np.asarray(vertex_region,
                                                                                           dtype=np.int64)
         edges = np.linalg.norm(rest[f[:, [1, 2, 0]]] - rest[f], axis=2)
-        return cls(faces=f, vertex_start=start, vertex_face=np.ascontiguousarray(order // 3),
-                   vertex_region=region, region_names=tuple(region_names),
+        return cls(faces=f, vertex_region=region, region_names=tuple(region_names),
                    edge_length=float(edges.mean()) if len(f) else 0.0)
 
 
@@ -261,19 +254,20 @@ def first_hits(mesh: InsideMesh, x, directions) -> tuple:
     grid = TriangleGrid.build(x, mesh.faces, mesh.edge_length)
     distance, back = np.empty(len(x)), np.empty(len(x), dtype=np.bool_)
     reach = float(np.linalg.norm(np.ptp(x, axis=0)))
-    cast(x, mesh.faces, d, mesh.vertex_start, mesh.vertex_face, *grid.kernel_args(), reach, distance, back)
+    cast(x, mesh.faces, d, *grid.kernel_args(), reach, distance, back)
     return distance, back
 
 
 def first_hits_reference(x, faces, directions) -> tuple:
-    """Numpy reference of :func:`first_hits`: every ray against every face (Moller-Trumbore, vectorised over the
-    faces); for small meshes."""
+    """Numpy reference of :func:`first_hits`, with the face each ray meets (-1: none): ``(distance, back, face)``,
+    every ray against every face (Moller-Trumbore, vectorised over the faces); for small meshes."""
     x = np.asarray(x, dtype=np.float64)
     f = np.asarray(faces, dtype=np.int64)
     a, b, c = x[f[:, 0]], x[f[:, 1]], x[f[:, 2]]
     e1, e2 = b - a, c - a
     normal = np.cross(e1, e2)
     distance, back = np.full(len(x), np.inf), np.zeros(len(x), dtype=np.bool_)
+    face = np.full(len(x), -1, dtype=np.int64)
     for i, (o, d) in enumerate(zip(x, np.asarray(directions, dtype=np.float64))):
         if not d.any():
             continue
@@ -291,8 +285,8 @@ def first_hits_reference(x, faces, directions) -> tuple:
             & ~(f == i).any(axis=1)
         if hit.any():
             k = np.flatnonzero(hit)[np.argmin(t[hit])]
-            distance[i], back[i] = t[k], normal[k] @ d > 0.0
-    return distance, back
+            distance[i], back[i], face[i] = t[k], normal[k] @ d > 0.0, k
+    return distance, back, face
 
 
 def measure_inside(mesh: InsideMesh, x) -> InsideSkin:

@@ -24,7 +24,12 @@ defaults (lengths as fractions of the mesh's bounding-box diagonal):
   contact: ``core/skin/joint_volume.py``);
 * the correction against the DQS result is limited (``limit_correction``, on): scaled by each vertex's trust in
   the field, at most ``correction_cap = 1`` mean edge length long, smoothed by ``correction_smoothing = 5`` ring
-  sweeps (``core/skin/trust.py``).
+  sweeps (``core/skin/trust.py``);
+* the skin the frame leaves inside the body at a crease is pushed back onto the skin it passed (``resolve_creases``,
+  on; ``core/skin/crease.py``, ``kernels/crease.py``): at most ``crease_rounds = 6`` rounds, each pushing a vertex
+  inside the body by ``crease_share = 1`` of its depth plus ``crease_margin = 1e-4``, at most ``crease_depth =
+  0.1`` deep, found by rays reaching ``crease_ray = 0.15`` (fractions of the mesh's size), the pushes spread over
+  ``crease_spread = 3`` rings; candidates are the vertices that passed or landed on a contact and those rings.
 
 References (the convention of ``core/skin``): :func:`track_reference` is vectorised numpy over blocks of vertices
 (every active vertex of an iteration at once, masks for the branches, ``np.add.at`` for the ARAP sums), written
@@ -36,8 +41,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...kernels.constants import (CONTACT_LOW, STATE_CONTACT, STATE_CROSSED, STATE_FLAT, STATE_FREE, STATE_ON_ISO,
+from ...kernels.constants import (LAND_OWN_LOW, STATE_CONTACT, STATE_CROSSED, STATE_FLAT, STATE_FREE, STATE_ON_ISO,
                                   STATE_WORSE)
+
+
+CREASE_CELL_EDGES = 2.0
+"""The crease stage's triangle grid: cells of this many mean edge lengths."""
+CREASE_MAX_CELLS = 2_000_000
+"""Most cells of the crease stage's triangle grid (coarser cells beyond it)."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +62,9 @@ class TrackingSettings:
     [joint radii] and its taper from the contact: 0 up to volume_gap rings, full from volume_rings rings;
     limit_correction (the correction against the DQS result scaled by the field's trust, at most correction_cap
     [mean edge lengths around the vertex] long, smoothed by correction_smoothing ring sweeps,
-    ``core/skin/trust.py``)."""
+    ``core/skin/trust.py``); resolve_creases (skin left inside the body pushed back, ``core/skin/crease.py``) with
+    crease_rounds, crease_spread [rings], crease_share, crease_margin, crease_depth and crease_ray [fractions of the
+    mesh's size]."""
 
     iterations: int = 4
     first_step: float = 1.0
@@ -71,6 +84,7 @@ class TrackingSettings:
     land_on_contact: bool = True
     landing_angle: float = 30.0
     landing_steps: int = 4
+    contact_rounds: int = 1
     keep_volume: bool = True
     volume_region: float = 2.5
     volume_gap: int = 2
@@ -78,6 +92,16 @@ class TrackingSettings:
     limit_correction: bool = True
     correction_cap: float = 1.0
     correction_smoothing: int = 5
+    resolve_creases: bool = True
+    crease_rounds: int = 6
+    crease_spread: int = 3
+    crease_share: float = 1.0
+    crease_margin: float = 1e-4
+    crease_depth: float = 0.1
+    crease_ray: float = 0.15
+    crease_apart: float = 0.02
+    unfold_rings: int = 1
+    unfold_sweeps: int = 5
 
     def lambdas(self) -> np.ndarray:
         """``(iterations,)`` step factors ``lambda_n``, linear from ``first_step`` to ``last_step``."""
@@ -95,7 +119,8 @@ class TrackingSettings:
             trust=float(self.trust * mesh_size), max_step=float(self.max_step * mesh_size),
             dilation=int(self.dilation), quiet=float(self.quiet * mesh_size), final_sweeps=int(self.final_sweeps),
             final_tol=float(self.final_tolerance * mesh_size),
-            cos_land=float(np.cos(np.radians(self.landing_angle))), land_steps=int(self.landing_steps))
+            cos_land=float(np.cos(np.radians(self.landing_angle))), land_steps=int(self.landing_steps),
+            contact_rounds=int(self.contact_rounds))
 
     def volume_params(self):
         """The joint volume kernel's ``kernels.joint_volume.VolumeParams`` (``core/skin/joint_volume.py``)."""
@@ -136,6 +161,16 @@ class TrackingSettings:
         if not isinstance(self.correction_smoothing, (int, np.integer)) or not 0 <= self.correction_smoothing <= 100:
             raise ValueError(f"correction smoothing must be a whole number of sweeps from 0 to 100, got "
                              f"{self.correction_smoothing!r}.")
+        if not isinstance(self.crease_rounds, (int, np.integer)) or not 0 <= self.crease_rounds <= 100:
+            raise ValueError(f"crease rounds must be a whole number from 0 to 100, got {self.crease_rounds!r}.")
+        if not isinstance(self.crease_spread, (int, np.integer)) or not 0 <= self.crease_spread <= 50:
+            raise ValueError(f"crease spread must be a whole number of rings from 0 to 50, got {self.crease_spread!r}.")
+        if not (0.0 < self.crease_share <= 1.0):
+            raise ValueError(f"the crease share must be from 0 to 1, got {self.crease_share!r}.")
+        for name in ("crease_margin", "crease_depth", "crease_ray", "crease_apart"):
+            if not (0.0 <= getattr(self, name) <= 1.0):
+                raise ValueError(f"{name.replace('_', ' ')} must be a fraction of the mesh's size from 0 to 1, got "
+                                 f"{getattr(self, name)!r}.")
         if not self.volume_gap < self.volume_rings:
             raise ValueError("the joint volume's taper must end (volume rings) after it starts (volume gap).")
         return self
@@ -167,7 +202,7 @@ def beyond_contact_reference(vals, grads, own, cos_land):
     go, gb = grads[own, r], grads[b, r]
     no, nb = np.linalg.norm(go, axis=1), np.linalg.norm(gb, axis=1)
     dot = np.einsum("ij,ij->i", go, gb)
-    ok = (fo > CONTACT_LOW) & (fb > 0.5) & (fb > fo) & (no >= 1e-12) & (nb >= 1e-12) & ~(dot > cos_land * no * nb)
+    ok = (fo > LAND_OWN_LOW) & (fb > 0.5) & (fb > fo) & (no >= 1e-12) & (nb >= 1e-12) & ~(dot > cos_land * no * nb)
     return np.where(ok, b, -1)
 
 

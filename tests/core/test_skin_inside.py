@@ -128,7 +128,7 @@ def test_ray_kernel_matches_reference():
         d = d / np.linalg.norm(d, axis=1)[:, None]
         pick = rng.choice(len(v), 300, replace=False)
         distance, back = Q.first_hits(mesh, v, d)
-        ref_distance, ref_back = Q.first_hits_reference(v, f, np.where(np.isin(np.arange(len(v)), pick)[:, None],
+        ref_distance, ref_back, _ = Q.first_hits_reference(v, f, np.where(np.isin(np.arange(len(v)), pick)[:, None],
                                                                         d, 0.0))
         assert np.allclose(distance[pick], ref_distance[pick], rtol=0, atol=1e-12, equal_nan=False)
         assert np.array_equal(back[pick], ref_back[pick])
