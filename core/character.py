@@ -36,7 +36,7 @@ from .fat.dynamics import FatControl, FatInputs, FatSolver, build_fat_model
 from .fat.state import MusclesAndFat
 from .skin.deformer import ImplicitSkinDeformer
 from .muscle.batch import pack_muscles
-from .pbd.collisions import MuscleCollisions
+from .pbd.collisions import MuscleCollisions, coincident_overlaps
 from .pbd.control import MuscleInputs, PBDControl, muscle_inputs
 from .pbd.model import build_pbd_model, capsule_radius_from_skin
 from .pbd.settings import PBDSettings
@@ -47,7 +47,7 @@ from .quality import RENDER, EvaluationQuality
 from .rod.muscles import RodMuscles, freeze, resolve_solvers
 from .rod.settings import RodSettings
 from .rig import Rig
-from .skin.field import SkinSettings, bind_skin_field
+from .skin.field import SkinSettings, bind_skin_field, join_muscles
 from .skin.skinning import REACH_FACTOR, check_rigid
 from .skin.tracking import STATE_CONTACT, TrackingSettings
 from .skin.weld import weld
@@ -110,7 +110,10 @@ class MuscledCharacter:
         # (M, B) [m]: each muscle sees the bones at their automatic radius, or all at its own
         self.capsule_radius = np.where(np.isfinite(c.bone_radius)[:, None], c.bone_radius[:, None], radius[None, :])
         sets = [int(j) if muscle_collisions and on else None for j, on in zip(self.skin_bones, c.muscles)]
-        overlap = [int(g) if g >= 0 else None for g in c.overlap_groups]
+        # muscles placed through each other share an overlap group: their contacts have no side to push to
+        groups = coincident_overlaps([m.axis for m in self.muscles], [m.width for m in self.muscles], sets,
+                                     c.overlap_groups) if self.muscles else c.overlap_groups
+        overlap = [int(g) if g >= 0 else None for g in groups]
         self.rod_muscles = resolve_solvers(solvers, len(self.muscles))
         """``(M,)`` bool: the muscles simulated as VIPER rods."""
         self.rods = None
@@ -118,6 +121,17 @@ class MuscledCharacter:
         self._ecc = np.array([[m.shape.eccentricity_rest, m.shape.eccentricity_active]
                               for m in self.muscles]).reshape(-1, 2)
         self._activation_default = np.array([m.activation for m in self.muscles], dtype=np.float64)
+        self.fats = list(fats or [])
+        self.fat_bones = np.asarray(fat_bones if self.fats else [], dtype=np.int64).reshape(-1)
+        if np.any(self.fat_bones < 0) or np.any(self.fat_bones >= B):
+            raise ValueError(f"a fat's bone index is out of range (the rig has {B} bones).")
+        # the skin first, without the muscles: they settle inside it, then join it where they came to rest
+        unjoined = bind_skin_field(rig.vertices, rig.faces, rig.weights, rig.heads, rig.tails, rig.parents,
+                                   settings=skin, bone_names=rig.names,
+                                   fats=FatBatch.of(self.fats) if self.fats else None,
+                                   fat_bones=self.fat_bones if self.fats else None)
+        self.keep_inside = keep_inside
+        self.hull = unjoined.without_muscles()
         if self.muscles:
             built = build_pbd_model(self.muscles, pbd, capsules=self.capsules_rest,
                                     capsule_radius=self.capsule_radius, contact_sets=sets, overlap_groups=overlap,
@@ -135,10 +149,11 @@ class MuscledCharacter:
                 built = freeze(built, self.rod_muscles, rod_rest.x)
             stored = self._stored_rest(built, settled_rest)
             if stored is None:
+                held = self._rest_control(built)
                 if rest_hint is None:  # settle from scratch, then once more from there, as a bind from the hint does
-                    cold_model, cold = rest_state(built)
+                    cold_model, cold = rest_state(built, control=held)
                     rest_hint = (cold.x.copy(), cold_model.particle_s.copy())
-                stored = rest_state(built, start=rest_hint)
+                stored = rest_state(built, start=rest_hint, control=held)
             # the model with the settled particle parameters (PBDModel.with_particle_s) and its rest state
             self.model, self._rest = stored
             self.solver = PBDSolver(self.model)
@@ -163,10 +178,6 @@ class MuscledCharacter:
         for m, muscle in enumerate(self.muscles):  # bind the skin with the settled axes
             a, b = self.model.axis_start[m], self.model.axis_start[m + 1]
             muscle.set_axis(self._rest.x[a:b])
-        self.fats = list(fats or [])
-        self.fat_bones = np.asarray(fat_bones if self.fats else [], dtype=np.int64).reshape(-1)
-        if np.any(self.fat_bones < 0) or np.any(self.fat_bones >= B):
-            raise ValueError(f"a fat's bone index is out of range (the rig has {B} bones).")
         self.fat_model = build_fat_model(self.fats, self.fat_bones, self.capsules_rest, radius,
                                          fat_collide_bones) if self.fats else None
         self.fat_inputs: FatInputs | None = None
@@ -179,18 +190,11 @@ class MuscledCharacter:
         bound = pack_muscles(self.muscles) if self.muscles else None
         if self.rods is not None:  # the skin binds the rods' rest field (their scales and twist)
             self.rods.copy_batch(bound)
-        self.skin = bind_skin_field(rig.vertices, rig.faces, rig.weights, rig.heads, rig.tails, rig.parents,
-                                    muscles=bound,
-                                    muscle_bones=self.skin_bones if self.muscles else None,
-                                    settings=skin, bone_names=rig.names,
-                                    fats=FatBatch.of(self.fats) if self.fats else None,
-                                    fat_bones=self.fat_bones if self.fats else None,
-                                    muscle_end_bones=np.stack([self.origin_bones, self.insertion_bones], axis=1)
-                                    if self.muscles else None)
+        self.skin = unjoined if bound is None else join_muscles(
+            unjoined, rig.vertices, bound, self.skin_bones, np.stack([self.origin_bones, self.insertion_bones],
+                                                                      axis=1), rig.names)
         self.deformer = ImplicitSkinDeformer(self.skin, rig.vertices, rig.faces, rig.weights, tracking,
                                              bone_names=rig.names)
-        self.keep_inside = keep_inside
-        self.hull = self.skin.without_muscles()
         self.reach = REACH_FACTOR * max(float(np.linalg.norm(np.ptp(rig.vertices, axis=0))), 1e-3)
         self.timings: dict = {}
 
@@ -214,6 +218,16 @@ class MuscledCharacter:
         for rate in (state.v, state.rod.v, state.rod.sv, state.rod.qd):
             rate[:] = 0.0
         self._rest = state
+
+    def _rest_control(self, model) -> PBDControl:
+        """The control the rest settles under: the frames' own at rest, the muscles' rest inputs (:meth:`inputs`,
+        their eccentricity too) and, with ``keep_inside``, the skin without muscles, so that a frame at rest
+        (:meth:`frame`) finds the muscles where the bind left them."""
+        control = PBDControl.of(self.inputs())
+        if self.keep_inside is not None and model.skin_inv_mass.any():
+            control.skin_field = self.hull.place().evaluate
+            control.skin_iso = self.keep_inside
+        return control
 
     @staticmethod
     def _bones(values, count, what):

@@ -83,7 +83,8 @@ class IMPLICIT_MUSCLES_OT_add_muscle(Operator):
         muscle = muscles.add()
         muscle.name = unique_name(muscles, self._base_name(origin, insertion, skin))
         muscle.origin_bone, muscle.insertion_bone, muscle.skin_bone = origin, insertion, skin
-        o, i, radius = rig.default_points(armature, origin, insertion)
+        side, depth = presets.placement(self.preset)
+        o, i, radius = rig.default_points(armature, origin, insertion, side, depth)
         muscle.origin_point, muscle.insertion_point = o, i
         muscle.width = rig.fitted_width(radius, muscle)
         armature.implicit_muscles.active_index = index  # presets set the active muscle

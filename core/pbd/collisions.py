@@ -61,3 +61,78 @@ class MuscleCollisions:
                                 muscles=column(self.muscles, "muscle collisions", True, bool),
                                 keep_inside=column(self.keep_inside, "keep inside", True, bool),
                                 overlap_groups=groups, bone_radius=radius, bundles=bundles)
+
+
+COINCIDENT_SHARE = 0.5
+"""Two muscles run through each other (:func:`coincident_overlaps`) where their axes, sampled along their length,
+lie closer than this share of the sum of their widths at the median sample."""
+COINCIDENT_SAMPLES = 17
+"""Points along each axis at which :func:`coincident_overlaps` measures the distance to the other axis."""
+
+
+def coincident_overlaps(axes, widths, contact_sets, overlap_groups) -> np.ndarray:
+    """``(M,)`` int64 overlap groups in which muscles of one contact set that run through each other at rest never
+    push each other: ``overlap_groups (M,)`` (-1: none, as :class:`MuscleCollisions`) with each such pair joined
+    into one group (a new label above the given ones where neither has one).
+
+    ``axes``: per muscle its ``(n, 3)`` [m] rest axis polyline; ``widths (M,)`` [m] the muscles' widths ``w``;
+    ``contact_sets (M,)``: the label of the muscles each may push (None or -1: none). A pair runs through each
+    other when the median distance from ``COINCIDENT_SAMPLES`` points along one axis to the other axis is below
+    ``COINCIDENT_SHARE`` times the sum of their widths, both ways: placed so (two presets on the same bones, a
+    muscle drawn through its neighbour) their contacts have no side to push to, and the axes would never come to
+    rest."""
+    groups = np.asarray(overlap_groups, dtype=np.int64).reshape(-1).copy()
+    M = len(groups)
+    sets = np.array([-1 if c is None else int(c) for c in contact_sets], dtype=np.int64)
+    if len(axes) != M or len(widths) != M or len(sets) != M:
+        raise ValueError(f"coincident_overlaps needs an axis, a width and a contact set per muscle ({M}).")
+    samples = [_polyline_samples(np.asarray(a, dtype=np.float64), COINCIDENT_SAMPLES) for a in axes]
+    parent = list(range(M))
+
+    def root(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for a in range(M):
+        for b in range(a + 1, M):
+            if groups[a] >= 0 and groups[a] == groups[b]:  # one group already
+                parent[root(a)] = root(b)
+            elif sets[a] >= 0 and sets[a] == sets[b]:
+                reach = COINCIDENT_SHARE * (float(widths[a]) + float(widths[b]))
+                if np.median(_distance_to_polyline(samples[a], axes[b])) < reach \
+                        and np.median(_distance_to_polyline(samples[b], axes[a])) < reach:
+                    parent[root(a)] = root(b)
+    roots = np.array([root(k) for k in range(M)], dtype=np.int64)
+    out = groups.copy()
+    following = int(groups.max()) + 1 if M else 0
+    for r in np.unique(roots):
+        members = np.flatnonzero(roots == r)
+        if len(members) < 2:
+            continue
+        given = groups[members][groups[members] >= 0]
+        if len(given):
+            out[members] = given.min()
+        else:
+            out[members] = following
+            following += 1
+    return out
+
+
+def _polyline_samples(points, count: int) -> np.ndarray:
+    """``(count, 3)`` points evenly spaced by arc length along the polyline ``points (n, 3)``."""
+    seg = np.linalg.norm(np.diff(points, axis=0), axis=1)
+    s = np.concatenate([[0.0], np.cumsum(seg)])
+    t = np.linspace(0.0, s[-1], count)
+    return np.stack([np.interp(t, s, points[:, k]) for k in range(3)], axis=1)
+
+
+def _distance_to_polyline(points, polyline) -> np.ndarray:
+    """``(n,)`` [m] distance from each of ``points (n, 3)`` to the polyline ``polyline (k, 3)``."""
+    a, b = polyline[:-1], polyline[1:]
+    ab = b - a
+    t = np.einsum("nsk,sk->ns", points[:, None, :] - a[None], ab) / np.maximum(np.einsum("sk,sk->s", ab, ab),
+                                                                                1e-30)
+    closest = a[None] + np.clip(t, 0.0, 1.0)[..., None] * ab[None]
+    return np.linalg.norm(points[:, None, :] - closest, axis=2).min(axis=1)

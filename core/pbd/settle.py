@@ -52,7 +52,7 @@ def arc_parameters(model: PBDModel, x) -> np.ndarray:
 
 
 def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: int = 4000,
-               tolerance: float = 1e-11, start=None) -> tuple[PBDModel, PBDState]:
+               tolerance: float = 1e-11, start=None, control: PBDControl | None = None) -> tuple[PBDModel, PBDState]:
     """The equilibrium of the axes under their own tension with the rig at rest: ``(settled model, state)``.
 
     Frames at ``fps`` hold the rest pose until no particle moves ``tolerance`` [m] in a frame, or the motion stops
@@ -67,8 +67,12 @@ def rest_state(model: PBDModel, stiffness=None, fps: float = 24.0, max_frames: i
 
     ``start``: optional ``(x (P, 3) [m], particle_s (P,))`` of an earlier settle of the same model: settling starts
     there. The same end test applies; a start of the wrong shape or with non-finite values is ignored.
+
+    ``control``: the control the frames hold (default the solver's rest inputs with ``stiffness``): a host passes
+    its frames' own at rest (the muscles' rest inputs, the skin they are kept inside), so that its first frame at
+    rest starts from an equilibrium of the same step.
     """
-    control = PBDControl(stiffness=stiffness)
+    control = control if control is not None else PBDControl(stiffness=stiffness)
     state = initial_state(model)
     if start is not None:
         x0, s0 = (np.asarray(a, dtype=np.float64) for a in start)

@@ -603,15 +603,21 @@ def _joins(model: "SkinField", vertices, f0, support, item_part, within):
     P = model.part_count
     entries = [[] for _ in range(P)]
     rest = model.without_muscles().place()
+    near_any = np.flatnonzero(np.any((f0 <= within * np.asarray(support)[None, :]) & (item_part >= 0)[None, :],
+                                     axis=1))
+    at = np.full(len(vertices), -1, dtype=np.int64)
+    at[near_any] = np.arange(len(near_any))
+    all_values, all_grads = rest.leaf_reference(vertices[near_any])  # once for every item's skin
+    all_values, all_grads = np.asarray(all_values), np.asarray(all_grads)
     for k in range(len(support)):
         if item_part[k] < 0:
             continue
         near = np.flatnonzero(f0[:, k] <= within * support[k])
         found = False
         if len(near):
-            values, grads = rest.leaf_reference(vertices[near])
+            values, grads = all_values[:, at[near]], all_grads[:, at[near]]
             own_part = _label_parts(model, model.labels[near])
-            slope_own = np.linalg.norm(np.asarray(grads)[own_part, np.arange(len(near))], axis=1)
+            slope_own = np.linalg.norm(grads[own_part, np.arange(len(near))], axis=1)
             for p in range(P):
                 own = model.labels[near] == model.part_bone[p]
                 if np.count_nonzero(own) >= FAT_NEAR:
@@ -728,28 +734,9 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
     part_of_bone = np.full(B, -1, dtype=np.int64)
     for p, ps in enumerate(parts):
         part_of_bone[ps.bone] = p
-    M = 0 if muscles is None else muscles.muscle_count
-    mb = np.full(M, -1, dtype=np.int64) if muscle_bones is None else np.asarray(muscle_bones, dtype=np.int64)
-    if mb.shape != (M,):
-        raise ValueError(f"muscle_bones needs one bone per muscle ({M}).")
-    if np.any((mb < -1) | (mb >= B)):
-        raise ValueError("a muscle's skin bone index is out of range.")
-    ends = None if muscle_end_bones is None else np.asarray(muscle_end_bones, dtype=np.int64)
-    if ends is not None and (ends.shape != (M, 2) or np.any((ends < -1) | (ends >= B))):
-        raise ValueError(f"muscle_end_bones needs an origin and an insertion bone index per muscle ({M}).")
-    # a muscle joins its skin bone's part, or the part of the nearest ancestor that has one (a bone with too few
+    # a muscle or fat joins its bone's part, or the part of the nearest ancestor that has one (a bone with too few
     # vertices shares its parent's part)
-    owner_part = part_of_bone.copy()
-    for j in range(B):
-        a = j
-        while a >= 0 and part_of_bone[a] < 0:
-            a = parents[a]
-        owner_part[j] = part_of_bone[a] if a >= 0 else -1
-    muscle_part = np.where(mb >= 0, owner_part[np.maximum(mb, 0)], -1)
-    for k in np.flatnonzero((mb >= 0) & (muscle_part < 0)):
-        name = bone_names[mb[k]] if bone_names is not None else f"bone {mb[k]}"
-        raise ValueError(f"muscle {muscles.names[k]} joins the skin of {name}, but neither {name} nor any bone "
-                         f"above it owns skin vertices; pick another skin bone for the muscle.")
+    owner_part = _owner_parts(part_of_bone, parents)
     fats = FatBatch.empty() if fats is None else fats
     fb = np.full(fats.count, -1, dtype=np.int64) if fat_bones is None else np.asarray(fat_bones, dtype=np.int64)
     if fb.shape != (fats.count,):
@@ -777,20 +764,64 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
     model = SkinField(
         settings=s, bone_count=B, parts=parts, hrbfs=hrbfs, grids=grids, labels=labels,
         part_bone=np.array([ps.bone for ps in parts], dtype=np.int64), part_of_bone=part_of_bone,
-        muscle_part=muscle_part, part_muscle_start=np.zeros(len(parts) + 1, dtype=np.int64),
+        muscle_part=np.zeros(0, dtype=np.int64), part_muscle_start=np.zeros(len(parts) + 1, dtype=np.int64),
         part_muscle_index=np.zeros(0, dtype=np.int64), node_kind=kinds, node_left=left,
         node_right=right, node_part=part, node_end=end, leaf_node=leaf_node,
         grid_values=np.concatenate([g.values.reshape(-1) for g in grids]).astype(np.float32),
         grid_offset=grid_offsets, grid_dims=np.array([g.values.shape[:3] for g in grids], dtype=np.int64),
         grid_origin=np.array([g.origin for g in grids]), grid_inv_h=np.array([1.0 / g.spacing for g in grids]),
-        muscles=muscles, muscle_end_bones=ends, heads=heads, tails=tails, parents=parents,
+        muscles=None, muscle_end_bones=None, heads=heads, tails=tails, parents=parents,
         grid_corners=np.stack([g.box[0] + _BOX_CORNERS * (g.box[1] - g.box[0]) for g in grids]),
         fats=fats, fat_part=fat_part)
-    if M:
-        muscle_start, muscle_index, muscle_slope = muscle_joins(model, v)
-        model = dataclasses.replace(model, part_muscle_start=muscle_start, part_muscle_index=muscle_index,
-                                    muscle_slope=muscle_slope)
-    if not fats.count:
+    if fats.count:
+        fat_start, fat_index, fat_slope = fat_joins(model, v)
+        model = dataclasses.replace(model, part_fat_start=fat_start, part_fat_index=fat_index, fat_slope=fat_slope)
+    if muscles is None or not muscles.muscle_count:
         return model
-    fat_start, fat_index, fat_slope = fat_joins(model, v)
-    return dataclasses.replace(model, part_fat_start=fat_start, part_fat_index=fat_index, fat_slope=fat_slope)
+    return join_muscles(model, v, muscles, muscle_bones, muscle_end_bones, bone_names)
+
+
+def join_muscles(model: SkinField, vertices, muscles: MuscleBatch, muscle_bones=None, muscle_end_bones=None,
+                 bone_names=None) -> SkinField:
+    """``model`` (bound without muscles) with ``muscles`` joined (:func:`bind_skin_field`'s arguments of the same
+    names; ``vertices (V, 3)`` [m] the rest mesh it was bound on): the muscles at rest become the bind-time muscles
+    whose change moves the skin, each joining the part of its skin bone (:func:`muscle_joins`). A host that settles
+    its muscles inside the skin (paper §6.3) binds the skin first, keeps the muscles inside
+    :meth:`SkinField.without_muscles` while they settle, then joins them where they came to rest."""
+    if len(model.muscle_part):
+        raise ValueError("this skin has muscles joined already; join them to the skin bound without muscles.")
+    v = validation.points(vertices, "mesh vertices")
+    B = model.bone_count
+    parents = model.parents
+    part_of_bone = model.part_of_bone
+    M = 0 if muscles is None else muscles.muscle_count
+    mb = np.full(M, -1, dtype=np.int64) if muscle_bones is None else np.asarray(muscle_bones, dtype=np.int64)
+    if mb.shape != (M,):
+        raise ValueError(f"muscle_bones needs one bone per muscle ({M}).")
+    if np.any((mb < -1) | (mb >= B)):
+        raise ValueError("a muscle's skin bone index is out of range.")
+    ends = None if muscle_end_bones is None else np.asarray(muscle_end_bones, dtype=np.int64)
+    if ends is not None and (ends.shape != (M, 2) or np.any((ends < -1) | (ends >= B))):
+        raise ValueError(f"muscle_end_bones needs an origin and an insertion bone index per muscle ({M}).")
+    owner_part = _owner_parts(part_of_bone, parents)
+    muscle_part = np.where(mb >= 0, owner_part[np.maximum(mb, 0)], -1)
+    for k in np.flatnonzero((mb >= 0) & (muscle_part < 0)):
+        name = bone_names[mb[k]] if bone_names is not None else f"bone {mb[k]}"
+        raise ValueError(f"muscle {muscles.names[k]} joins the skin of {name}, but neither {name} nor any bone "
+                         f"above it owns skin vertices; pick another skin bone for the muscle.")
+    model = dataclasses.replace(model, muscles=muscles, muscle_part=muscle_part, muscle_end_bones=ends)
+    muscle_start, muscle_index, muscle_slope = muscle_joins(model, v)
+    return dataclasses.replace(model, part_muscle_start=muscle_start, part_muscle_index=muscle_index,
+                               muscle_slope=muscle_slope)
+
+
+def _owner_parts(part_of_bone, parents) -> np.ndarray:
+    """``(B,)`` the part each bone's muscles and fats join: its own, or its nearest ancestor's that has one (-1:
+    none)."""
+    owner_part = part_of_bone.copy()
+    for j in range(len(part_of_bone)):
+        a = j
+        while a >= 0 and part_of_bone[a] < 0:
+            a = parents[a]
+        owner_part[j] = part_of_bone[a] if a >= 0 else -1
+    return owner_part

@@ -149,3 +149,44 @@ def test_bad_settings_are_plain_sentences():
         build_pbd_model([m], overlap_groups=[1, 2])
     with pytest.raises(ValueError, match=r"one per muscle and capsule \(1 x 1\)"):
         build_pbd_model([m], capsules=np.zeros((1, 2, 3)), capsule_radius=np.zeros((2, 1)))
+
+
+def test_muscles_placed_through_each_other_share_an_overlap_group():
+    """Three axes on one line (three presets on the same bones), a fourth beside them at two widths, a fifth on the
+    line but in another contact set: the three on the line join one group (a given group is kept and shared), the
+    others keep theirs."""
+    from implicit_muscles.core.pbd.collisions import coincident_overlaps
+
+    line = np.array([[0.0, 0.0, 0.0], [0.0, 0.1, 0.0], [0.0, 0.2, 0.0]])
+    beside = line + [0.02, 0.0, 0.0]
+    axes = [line, line + [0.001, 0.0, 0.0], line, beside, line]
+    widths = [0.005] * 5
+    groups = coincident_overlaps(axes, widths, [0, 0, 0, 0, 1], [-1, 7, -1, -1, -1])
+    assert groups.tolist() == [7, 7, 7, -1, -1]
+    assert coincident_overlaps(axes, widths, [None] * 5, [-1] * 5).tolist() == [-1] * 5
+    fresh = coincident_overlaps(axes[:2], widths[:2], [0, 0], [-1, 3])
+    assert fresh.tolist() == [3, 3]
+    assert coincident_overlaps(axes[:2], widths[:2], [0, 0], [-1, -1]).tolist() == [0, 0]
+
+
+def test_a_settled_rest_is_a_rest_of_the_frames_with_three_muscles_on_one_line():
+    """Three muscles on one line between the same two points, each colliding with the others: the character's rest
+    is an equilibrium of its own frames, so a frame at rest moves no particle and gives back the rest mesh."""
+    from implicit_muscles.core.character import MuscledCharacter
+    from implicit_muscles.scenes import paper as scenes
+
+    from implicit_muscles.core.muscle.primitive import MuscleShape
+
+    rig = scenes.arm_rig()
+    muscles, skin_bones = scenes.arm_muscles(particles=10)
+    base = muscles[0]
+    ends = base.axis[[0, -1]]
+    shape = MuscleShape(2, 2, 3, 3, eccentricity_rest=0.4, eccentricity_active=0.6)
+    line = [FusiformMuscle(ends[0], ends[1], width=base.width, particles=10, shape=shape, name=f"line_{k}")
+            for k in range(3)]
+    character = MuscledCharacter(rig, line, [0] * 3, [1] * 3, [skin_bones[0]] * 3)
+    B = np.tile(np.eye(4), (len(rig.heads), 1, 1))
+    before = character.state().x.copy()
+    x = character.frame(B, dt=1 / 24)
+    assert np.abs(character.state().x - before).max() < 1e-9
+    assert np.abs(x - rig.vertices).max() < 1e-9
