@@ -188,9 +188,11 @@ def _nearest(px, py, pz, x, faces, cell_start, cell_triangle, origin, inv_cell, 
 
 @njit(parallel=True, **JIT)
 def signed_distance_gradient(points, x, faces, piece, pieces, cell_start, cell_triangle, origin, inv_cell, dims,
-                             max_distance, out_distance, out_gradient):
+                             max_distance, inside_reach, out_distance, out_gradient):
     """For each of ``points (n, 3)`` [m]: ``out_distance[n]`` its signed distance to the closed mesh ``x (V, 3)``,
-    ``faces (F, 3)`` [m] (negative inside; ``+-inf`` further than ``max_distance``) and ``out_gradient[n]`` the
+    ``faces (F, 3)`` [m] (negative inside; ``+-inf`` further than ``max_distance``, or for a point inside further
+    than ``inside_reach[n]`` [m] if that is less: a caller that needs no deeper distance saves the search) and
+    ``out_gradient[n]`` the
     distance's gradient, the unit direction from the nearest point of the mesh, turned outwards (0 where the
     distance is infinite); inside means inside one of its ``pieces`` closed pieces (``piece (F,)`` int64 each
     triangle's). The mesh's triangles are sorted into the grid ``cell_start``, ``cell_triangle``, ``origin``,
@@ -202,8 +204,8 @@ def signed_distance_gradient(points, x, faces, piece, pieces, cell_start, cell_t
         out_gradient[n, 2] = 0.0
         sign = -1.0 if _inside(px, py, pz, x, faces, piece, pieces, cell_start, cell_triangle, origin, inv_cell,
                                dims) else 1.0
-        d, qx, qy, qz = _nearest(px, py, pz, x, faces, cell_start, cell_triangle, origin, inv_cell, dims,
-                                 max_distance)
+        reach = max_distance if sign > 0.0 else min(max_distance, inside_reach[n])
+        d, qx, qy, qz = _nearest(px, py, pz, x, faces, cell_start, cell_triangle, origin, inv_cell, dims, reach)
         out_distance[n] = sign * d
         if d > 0.0 and d < np.inf:
             out_gradient[n, 0] = sign * (px - qx) / d

@@ -128,7 +128,8 @@ def bake_part_grid(hrbf, R: float, sample_points, head, tail, bone: int,
     if body is not None:
         near = np.flatnonzero(f < R)  # where K(f) > 0: elsewhere no clip can change it
         margin = BODY_MARGIN * R
-        distance, gradient = body.signed_distance(nodes[near], R + margin)
+        # inside the body the clip can only win where |sd| < -(f + margin): no deeper search is needed there
+        distance, gradient = body.signed_distance(nodes[near], R + margin, np.maximum(-(f[near] + margin), 0.0))
         # +inf: further out than the support, -inf: deeper inside than it (K = 1 either way)
         clip = np.clip(distance, -R - margin, R + margin) - margin
         f[near], g[near] = _clip(f[near], g[near], clip, gradient)

@@ -115,14 +115,16 @@ class RestBody:
         return cls(vertices=v, faces=f, piece=np.ascontiguousarray(piece), pieces=int(piece.max()) + 1 if len(piece)
                    else 1, grid=TriangleGrid.build(v, f))
 
-    def signed_distance(self, points, max_distance: float) -> tuple:
+    def signed_distance(self, points, max_distance: float, inside_reach=None) -> tuple:
         """``(distance (n,), gradient (n, 3))`` of ``points (n, 3)`` [m]: the signed distance to the body (negative
-        inside; ``+-inf`` further than ``max_distance``) and its unit gradient
-        (``kernels/mesh_distance.signed_distance_gradient``)."""
+        inside; ``+-inf`` further than ``max_distance``, or for a point inside further than its ``inside_reach (n,)``
+        [m] if given) and its unit gradient (``kernels/mesh_distance.signed_distance_gradient``)."""
         from ...kernels.mesh_distance import signed_distance_gradient
 
         p = np.ascontiguousarray(points, dtype=np.float64)
+        reach = np.full(len(p), np.inf) if inside_reach is None else \
+            np.ascontiguousarray(np.broadcast_to(np.asarray(inside_reach, dtype=np.float64), (len(p),)))
         distance, gradient = np.empty(len(p)), np.empty((len(p), 3))
         signed_distance_gradient(p, self.vertices, self.faces, self.piece, self.pieces, *self.grid.kernel_args(),
-                                 float(max_distance), distance, gradient)
+                                 float(max_distance), reach, distance, gradient)
         return distance, gradient
