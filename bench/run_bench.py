@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import OUT, machine, write_json  # noqa: E402
 
 BENCHMARKS = ["bench_muscle_field", "bench_pbd", "bench_solvers", "bench_rod_contacts", "bench_skin", "bench_quality",
-              "bench_deform", "bench_scaling", "bench_blender", "bench_display", "bench_long_run", "bench_cold_start"]
+              "bench_family", "bench_deform", "bench_scaling", "bench_blender", "bench_display", "bench_long_run",
+              "bench_cold_start"]
 
 
 def main(argv=None) -> int:

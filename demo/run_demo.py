@@ -26,6 +26,9 @@ and a table like the paper's Table 2 printed at the end (also in ``timings.json`
 * ``muscle_shapes.png``      a grid of rest shapes (alpha, beta, eccentricity), e.g. fusiform, fan-like, flat
 * ``muscle_bent.png``        the biceps on a 60 degree arc at activation 0 and 1, and its axis particles
 * ``phi_family.png``         ``Phi_a(s)`` for a in 0..1 (paper Fig. 6) and ``phi(alpha, beta; s)`` for a few pairs
+* ``family_closeup.png``     a body of the family at the bend set's pose A, the left elbow and knee from the side:
+                             dual quaternions | Implicit Skinning, the skin inside the body in red and counted
+                             (``demo/family_closeup.py``; when ``make character`` built the family)
 * ``arm_elbow.png``          the paper's arm bent 110 degrees: dual quaternions | Implicit Skinning | with muscles
                              (``demo/arm_demo.py``)
 * ``solvers.png``            the arm curl and shake from the core with the biceps on each muscle solver, axis and
@@ -496,6 +499,11 @@ def main(argv=None) -> int:
     import arm_demo
     print("rendering arm_elbow.png ...", flush=True)
     arm = arm_demo.render_arms(studio, out_dir, quality, font_path)
+    import family_closeup
+    closeup = None
+    if (REPO / ".cache" / "family").is_dir():
+        print("rendering family_closeup.png ...", flush=True)
+        closeup = family_closeup.render(out_dir, args.quick)
     import solvers
     print("plotting solvers.png ...", flush=True)
     solvers.main([str(out_dir / "solvers.png")])
@@ -503,6 +511,8 @@ def main(argv=None) -> int:
     summaries = {shot["name"]: shot_summary(shot) for shot in shots}
 
     files = [fig["file"] for fig in figures] + [arm["file"], plot["file"], out_dir / "solvers.png"]
+    if closeup is not None:
+        files.append(closeup["file"])
     for shot in shots:
         files += [Path(shot["blend"]), *shot["figures"]]
     files.append(out_dir / "timings.json")
@@ -514,6 +524,7 @@ def main(argv=None) -> int:
         "images": [{**fig, "file": _shown(fig["file"])} for fig in figures],
         "plot": {**plot, "file": _shown(plot["file"])},
         "arm": {**arm, "file": _shown(arm["file"])},
+        "family_closeup": None if closeup is None else {**closeup, "file": _shown(closeup["file"])},
         "shots": summaries,
         "total_seconds": time.perf_counter() - t_start,
         "files": [_shown(f) for f in files],

@@ -48,6 +48,16 @@ def test_every_output_exists(demo):
         assert stems == sorted(f"{mesh}_{kind}" for mesh in names for kind in kinds), shot
 
 
+def test_the_family_closeup_shows_less_skin_inside_than_dual_quaternions(demo):
+    out, report, _ = demo
+    closeup = report["family_closeup"]
+    assert closeup is not None and (out / Path(closeup["file"]).name).is_file()
+    for region in {c["region"] for c in closeup["inside"]}:
+        counts = {c["method"]: c["inside"] for c in closeup["inside"] if c["region"] == region}
+        assert counts["Implicit Skinning"] <= 0.1 * counts["dual quaternions"], (region, counts)
+        assert counts["dual quaternions"] > 0, region
+
+
 FAT_SKIN_MM = 0.5
 """The skin over each of the human's fats moves away from the Implicit Skinning copy by more than this [mm] at some
 frame (median over the vertices over the fat): the fat's jiggle reaches the skin."""

@@ -15,7 +15,7 @@ WIDE = {"human_frame.png": 900, "arm_curl_sheet.png": 900, "arm_shake_sheet.png"
         "solvers.png": 900}
 """Pictures whose detail needs more width [px]: the body frame and the contact sheet, the curves' small labels."""
 PICTURES = ["muscle_activation.png", "muscle_shapes.png", "muscle_bent.png", "phi_family.png",
-            "arm_curl_crease.png", "arm_curl_sheet.png", ("arm_shake_sheet.png", "arm_shake_sheet.png", (0.12, 0.72)),
+            "arm_curl_crease.png", "family_closeup.png", "arm_curl_sheet.png", ("arm_shake_sheet.png", "arm_shake_sheet.png", (0.12, 0.72)),
             "arm_shake_curves.png", "solvers.png",
             ("frames/human_144.png", "human_frame.png", (0.27, 0.98))]
 """Files of out/demo/ to copy, or (file in out/demo/, name in docs/images/[, (top, bottom) rows kept as fractions of
