@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from mathutils import Vector
 
-from ..scene import names, rig
+from ..scene import names, rig, units
 from ..scene.joint import AXES
 
 
@@ -56,11 +56,13 @@ def add_duplicate(armature, index: int) -> int:
 
 
 def mirror_point(armature, from_bone, to_bone, point):
-    """A bone-frame point of ``from_bone`` mirrored across the armature's X = 0 plane into ``to_bone``'s frame."""
+    """A bone-frame point of ``from_bone`` mirrored across the armature's X = 0 plane into ``to_bone``'s frame
+    (world units, as stored: ``blender/scene/units.py``)."""
     bones = armature.data.bones
-    world = bones[from_bone].matrix_local @ Vector(point)
-    world.x = -world.x
-    return bones[to_bone].matrix_local.inverted() @ world
+    s = units.world_scale(armature)
+    local = units.bone_point(bones[from_bone].matrix_local, point, s)
+    local.x = -local.x
+    return units.point_in_bone(bones[to_bone].matrix_local, local, s)
 
 
 CENTRE_TOLERANCE = 0.01

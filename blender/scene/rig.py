@@ -1,15 +1,16 @@
 """Reading rigs: the skin meshes of an armature, the armature an object shows, the simulation's start frame,
 muscle placement and checks.
 
-Positions: a muscle's origin and insertion are stored in their bone's rest frame (``bone.matrix_local``, armature
-space, metres); :func:`muscle_endpoints` turns them into armature-space points for the rest pose or the current
-pose (``pose_bone.matrix``).
+Positions: a muscle's origin and insertion are stored in their bone's rest frame (``bone.matrix_local``), in world
+units (``blender/scene/units.py``); :func:`muscle_endpoints` turns them into armature-space points for the rest pose
+or the current pose (``pose_bone.matrix``). Lengths given or returned here are in world units.
 """
 from __future__ import annotations
 
 import numpy as np
 from mathutils import Matrix, Vector
 
+from . import units
 from .joint import joint_problem
 
 
@@ -54,8 +55,13 @@ def simulation_start(armature, scene=None) -> int:
 
 
 def limb_radius(armature, bone_name: str) -> float:
-    """A bone's limb radius [m]: median distance from the bone segment to the skin vertices it weights most,
-    or 15 % of the bone's length if no skin mesh is found."""
+    """A bone's limb radius [world units]: median distance from the bone segment to the skin vertices it weights
+    most, or 15 % of the bone's length if no skin mesh is found."""
+    return units.world_scale(armature) * _limb_radius(armature, bone_name)
+
+
+def _limb_radius(armature, bone_name: str) -> float:
+    """``limb_radius`` in armature units."""
     bone = armature.data.bones[bone_name]
     head = np.array(bone.head_local)
     tail = np.array(bone.tail_local)
@@ -87,24 +93,25 @@ With ``DEFAULT_DEPTH`` and the automatic bone capsule (a quarter of the limb rad
 
 
 def default_points(armature, origin_bone: str, insertion_bone: str):
-    """Origin and insertion in their bones' rest frames, and the origin bone's limb radius [m], for a new muscle: the
-    origin a quarter down its bone, the insertion 15 % into its bone (the far end of the origin bone if both are
-    the same), both ``DEFAULT_DEPTH`` limb radii out along the bones' local Z (the skin side)."""
+    """Origin and insertion in their bones' rest frames, and the origin bone's limb radius, all in world units, for
+    a new muscle: the origin a quarter down its bone, the insertion 15 % into its bone (the far end of the origin
+    bone if both are the same), both ``DEFAULT_DEPTH`` limb radii out along the bones' local Z (the skin side)."""
     bones = armature.data.bones
+    s = units.world_scale(armature)
     ob, ib = bones[origin_bone], bones[insertion_bone]
     radius = limb_radius(armature, origin_bone)
     side = Vector((0.0, 0.0, DEFAULT_DEPTH * radius))  # local Z of the bone frame
-    origin = Vector((0.0, 0.25 * ob.length, 0.0)) + side
+    origin = Vector((0.0, 0.25 * s * ob.length, 0.0)) + side
     if origin_bone == insertion_bone:
-        insertion = Vector((0.0, 0.9 * ib.length, 0.0)) + side
+        insertion = Vector((0.0, 0.9 * s * ib.length, 0.0)) + side
     else:
-        insertion = Vector((0.0, 0.15 * ib.length, 0.0)) + side
+        insertion = Vector((0.0, 0.15 * s * ib.length, 0.0)) + side
     return origin, insertion, radius
 
 
 def fitted_width(radius: float, muscle) -> float:
-    """The width [m] at which ``muscle``'s rest shape (its rest profile and flatness, at no activation) reaches
-    ``DEFAULT_REACH`` limb radii (``radius`` [m]) from its axis at its thickest point, at least 2 mm."""
+    """The width [world units] at which ``muscle``'s rest shape (its rest profile and flatness, at no activation) reaches
+    ``DEFAULT_REACH`` limb radii (``radius``, world units) from its axis at its thickest point, at least 2 mm."""
     from ...core.muscle.profile import ellipse_axes, profile_max
     v = ellipse_axes(muscle.eccentricity_rest)[1]
     peak = profile_max(muscle.alpha_rest, muscle.beta_rest, muscle.alpha_active, muscle.beta_active, 0.0)
@@ -120,8 +127,9 @@ def bone_frame(armature, bone_name: str, posed: bool) -> Matrix:
 
 def muscle_endpoints(armature, muscle, posed: bool = True):
     """Origin and insertion of ``muscle`` in armature space (``Vector``s), at rest or in the current pose."""
-    o = bone_frame(armature, muscle.origin_bone, posed) @ Vector(muscle.origin_point)
-    i = bone_frame(armature, muscle.insertion_bone, posed) @ Vector(muscle.insertion_point)
+    s = units.world_scale(armature)
+    o = units.bone_point(bone_frame(armature, muscle.origin_bone, posed), muscle.origin_point, s)
+    i = units.bone_point(bone_frame(armature, muscle.insertion_bone, posed), muscle.insertion_point, s)
     return o, i
 
 
@@ -177,6 +185,6 @@ def muscle_problem(armature, muscle) -> str:
             return (f"{muscle.name}: its {label} bone '{name}' is not in {armature.name} (renamed or deleted?); "
                     f"pick a bone in the muscle's panel.")
     o, i = muscle_endpoints(armature, muscle, posed=False)
-    if (o - i).length < 1e-4:
+    if (o - i).length * units.world_scale(armature) < 1e-4:
         return f"{muscle.name}: origin and insertion are at the same place; move one of them."
     return joint_problem(armature, muscle)
