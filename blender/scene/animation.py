@@ -228,10 +228,10 @@ def copy_item_keys(obj, source: int, target: int, negate=(), collection: str = "
     path = item_path(collection)
     lists, seen = [], set()
     for action, slot in actions_of(obj):
-        for curves in curve_lists(action, slot):
-            if curves.as_pointer() not in seen:
-                seen.add(curves.as_pointer())
-                lists.append(curves)
+        pair = (action.as_pointer(), getattr(slot, "handle", None))
+        if pair not in seen:  # an action on the active slot and on an NLA strip too
+            seen.add(pair)
+            lists.extend(curve_lists(action, slot))
     owners = [action for action, slot in actions_of(obj) if curve_lists(action, slot)]
     problem = _library_problem(owners)
     if problem:
