@@ -53,9 +53,12 @@ from .skin.tracking import STATE_CONTACT, TrackingSettings
 from .skin.weld import weld
 
 
-CREASE_RINGS = 3
+CREASE_RINGS = 1
 """Rings around the vertices stopped at a contact surface whose offsets (shape keys) lose their normal component
-fully, and over how many more rings that fades (:meth:`MuscledCharacter.offset_turns`)."""
+too, fully, and over how many more rings that fades (:meth:`MuscledCharacter.offset_turns`). One: with none, a key
+along the normals at the bent elbow pushed the ring next to the crease through the other side (43 triangles
+crossed, 0 without the key); with one, 2; two rings from the contact on a key keeps its whole effect (a belly key
+losing 7 of its 10 mm three rings away, with three rings and three more fading, did not)."""
 START_SETTLE_FRAMES = 24
 """PBD frames :meth:`MuscledCharacter.settle` holds the first pose of a shot at least (1 s at 24 fps)."""
 START_SETTLE_MAX_FRAMES = 120
@@ -420,10 +423,11 @@ class MuscledCharacter:
         """``(V, 3, 3)`` per vertex of the mesh, after :meth:`frame`: the linear map that turns an offset of the
         vertex's rest place (a shape key's, or a modifier's before the skinning) into its offset in this frame, in
         the rig's space. It is the vertex's dual-quaternion rotation, so away from joints an offset moves as the
-        Armature modifier moves it. Near a contact surface the offset's component along the surface's normal is
-        dropped, so it slides the skin along the crease and never pushes it through: fully at the vertices the
-        tracking stopped there and ``CREASE_RINGS`` rings around them (the normal of the nearest ones), fading
-        out over as many rings again."""
+        Armature modifier moves it. At a contact surface the offset's component along the surface's normal is
+        dropped, so it slides the skin along the crease and never pushes it through: at the vertices the tracking
+        stopped there and ``CREASE_RINGS`` rings around them (the normal of the nearest ones), fading out over as
+        many rings again. Everywhere else, from two rings off the crease on, a key moves the skin by its whole
+        offset, turned."""
         d = self.deformer
         turns = d.rotations.copy()
         normal, weight = _crease_normals(d.scratch.state == STATE_CONTACT, d.scratch.normal, d.rings.start,

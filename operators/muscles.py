@@ -12,7 +12,7 @@ from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 from bpy.types import Menu, Operator
 
 from ..blender.authoring import handles, presets
-from ..blender.authoring.mirror import add_duplicate, add_mirrored, append_muscle, mirrored_values, unique_name
+from ..blender.authoring.mirror import add_duplicate, append_muscle, mirror_muscle, mirrored_values, unique_name
 from ..blender.authoring.presets import MENU, PRESET_SUBDIR, SHAPE_FIELDS, apply_preset_file, find_preset
 from ..blender.scene import animation, names, rig
 
@@ -101,6 +101,7 @@ class IMPLICIT_MUSCLES_OT_add_muscle(Operator):
             return {'CANCELLED'}
         added = [muscles[index].name]
         if mirrored is not None:
+            mirrored.pop("joint_flipped", None)
             added.append(muscles[append_muscle(armature, mirrored)].name)
         armature.update_tag()
         self.report({'INFO'}, f"Added {' and '.join(added)}.")
@@ -205,7 +206,8 @@ class IMPLICIT_MUSCLES_OT_duplicate_muscle(Operator):
 
 
 class IMPLICIT_MUSCLES_OT_mirror_muscle(Operator):
-    """Add the other side's copy of the active muscle (bones and name mirrored by their side)"""
+    """Add the other side's copy of the active muscle (bones and name mirrored by their side), or update it with
+    the active muscle's settings, shape and keys when it exists"""
     bl_idname = "implicit_muscles.mirror_muscle"
     bl_label = "Mirror Muscle"
     bl_options = {'REGISTER', 'UNDO'}
@@ -217,13 +219,22 @@ class IMPLICIT_MUSCLES_OT_mirror_muscle(Operator):
     def execute(self, context):
         armature = _armature(context)
         props = armature.implicit_muscles
-        new = add_mirrored(armature, props.active_index)
-        if isinstance(new, str):
-            self.report({'ERROR'}, new)
+        source = props.active_muscle.name
+        try:
+            result = mirror_muscle(armature, props.active_index)
+        except ValueError as ex:  # keys in a library's action
+            result = str(ex)
+        if isinstance(result, str):
+            self.report({'ERROR'}, result)
             return {'CANCELLED'}
+        new, updated = result
         props.active_index = new
         armature.update_tag()
-        self.report({'INFO'}, f"Added {props.active_muscle.name}.")
+        if updated:
+            self.report({'INFO'}, f"Updated {props.active_muscle.name} from {source}: its settings, shape and keys "
+                                  f"mirrored.")
+        else:
+            self.report({'INFO'}, f"Added {props.active_muscle.name}.")
         return {'FINISHED'}
 
 

@@ -35,7 +35,9 @@ class IMPLICIT_MUSCLES_OT_bind_skin(Operator):
     def execute(self, context):
         mesh_obj = context.object
         mod = reader.armature_modifier(mesh_obj)
-        armature = mesh_obj.implicit_skin.armature or (mod.object if mod else None)
+        # the armature that deforms it: a copy of a bound mesh (Alt+D, another scene's) keeps the armature its
+        # original was bound to in its settings, and its Armature modifier's is the one to follow
+        armature = (mod.object if mod is not None else None) or mesh_obj.implicit_skin.armature
         if armature is None:
             self.report({'ERROR'}, f"{mesh_obj.name} has no Armature modifier: parent it to an armature first.")
             return {'CANCELLED'}

@@ -7,7 +7,7 @@ radii (``rig.limb_radius``), so it lies clear of the bone's capsule (a quarter o
 """
 from __future__ import annotations
 
-from ..scene import rig as rig_utils
+from ..scene import rig as rig_utils, units
 
 PRESETS = {
     # name: (along, depth, (across, along, out), stiffness, damping)
@@ -28,6 +28,6 @@ def apply_preset(armature, fat, preset: str) -> None:
     along, depth, axes, stiffness, damping = PRESETS[preset]
     bone = armature.data.bones[fat.bone]
     radius = rig_utils.limb_radius(armature, fat.bone)
-    fat.center = (0.0, along * bone.length, depth * radius)
+    fat.center = (0.0, along * bone.length * units.world_scale(armature), depth * radius)  # world units
     fat.axes = tuple(a * radius for a in axes)
     fat.stiffness, fat.damping = stiffness, damping

@@ -18,7 +18,7 @@ import bpy
 from bpy.app.handlers import persistent
 from mathutils import Matrix, Vector
 
-from ..scene import rig as rig_utils
+from ..scene import rig as rig_utils, units
 
 HANDLE_KEY = "implicit_muscles_handle"
 """Custom property on a handle empty: ``"origin"`` or ``"insertion"``. Files saved by earlier versions hold
@@ -27,7 +27,7 @@ ENDS = ("origin", "insertion")
 WATCH_INTERVAL = 0.2
 """Seconds between two checks of the handles (``sync``) while some exist."""
 TOLERANCE = 1e-7
-"""[m] A handle farther than this from its muscle's point has moved."""
+"""[world units] A handle farther than this from its muscle's point has moved."""
 
 _watched: set = set()  # full names of armatures whose handles the timer checks
 
@@ -59,7 +59,8 @@ def add_handles(armature, index: int, select: bool = True) -> list:
         empty.parent = armature
         empty.parent_type = 'BONE'
         empty.parent_bone = bone_name
-        world = armature.matrix_world @ (rig_utils.bone_frame(armature, bone_name, posed=True) @ point)
+        world = armature.matrix_world @ units.bone_point(rig_utils.bone_frame(armature, bone_name, posed=True),
+                                                         point, units.world_scale(armature))
         empty.matrix_world = Matrix.Translation(world)
         setattr(armature.implicit_muscles.muscles[index], f"{end}_handle", empty)
         out.append(empty)
@@ -98,6 +99,7 @@ def sync(armature) -> int:
     handle after its muscle; returns how many points changed."""
     written = 0
     to_armature = armature.matrix_world.inverted()
+    scale = units.world_scale(armature)
     for muscle in armature.implicit_muscles.muscles:
         for end, empty in handles_of(muscle):
             name = f"{muscle.name}.{end}"
@@ -106,8 +108,8 @@ def sync(armature) -> int:
             bone = getattr(muscle, f"{end}_bone")
             if bone not in armature.data.bones:
                 continue
-            local = rig_utils.bone_frame(armature, bone, posed=True).inverted() @ (
-                to_armature @ empty.matrix_world.translation)
+            local = units.point_in_bone(rig_utils.bone_frame(armature, bone, posed=True),
+                                        to_armature @ empty.matrix_world.translation, scale)
             if (Vector(getattr(muscle, f"{end}_point")) - local).length > TOLERANCE:
                 setattr(muscle, f"{end}_point", local)
                 written += 1

@@ -13,6 +13,7 @@ import math
 import numpy as np
 from mathutils import Matrix, Vector
 
+from ..scene import units
 from ..scene.reader import _normal
 from .mirror import unique_name
 
@@ -21,8 +22,8 @@ MAX_GROUP = 64
 
 
 def read_mesh(obj, armature, depsgraph):
-    """``(vertices (V, 3) [m] in armature space, triangles (T, 3) int64)`` of ``obj`` as it shows in
-    ``depsgraph``."""
+    """``(vertices (V, 3) in the armature's core frame, world units (``blender/scene/units.py``), triangles (T, 3)
+    int64)`` of ``obj`` as it shows in ``depsgraph``."""
     evaluated = obj.evaluated_get(depsgraph)
     mesh = evaluated.to_mesh()
     try:
@@ -33,18 +34,19 @@ def read_mesh(obj, armature, depsgraph):
         mesh.loop_triangles.foreach_get("vertices", tris)
     finally:
         evaluated.to_mesh_clear()
-    to_armature = np.array(armature.matrix_world.inverted() @ obj.matrix_world)
+    to_armature = units.core_frame(armature) @ np.array(armature.matrix_world.inverted() @ obj.matrix_world)
     v = co.reshape(-1, 3) @ to_armature[:3, :3].T + to_armature[:3, 3]
     return v, tris.reshape(-1, 3)
 
 
 def read_bones(armature):
-    """``(names, heads (B, 3), tails (B, 3), parents (B,))`` of the armature's bones at rest, armature space."""
+    """``(names, heads (B, 3), tails (B, 3), parents (B,))`` of the armature's bones at rest, in its core frame."""
     bones = armature.data.bones
     names = [b.name for b in bones]
     index = {n: k for k, n in enumerate(names)}
-    heads = np.array([b.head_local[:] for b in bones], dtype=np.float64).reshape(-1, 3)
-    tails = np.array([b.tail_local[:] for b in bones], dtype=np.float64).reshape(-1, 3)
+    S = units.core_frame(armature)
+    heads = units.points_to_core(S, np.array([b.head_local[:] for b in bones], dtype=np.float64).reshape(-1, 3))
+    tails = units.points_to_core(S, np.array([b.tail_local[:] for b in bones], dtype=np.float64).reshape(-1, 3))
     parents = [index[b.parent.name] if b.parent is not None else -1 for b in bones]
     return names, heads, tails, parents
 
@@ -75,11 +77,13 @@ def add_fitted(armature, attachments, bone_names, name: str) -> list:
     muscles = armature.implicit_muscles.muscles
     bones = armature.data.bones
     group = free_group(armature) if len(attachments) > 1 else 0
+    S = units.core_frame(armature)  # the fit's frame (``read_mesh``, ``read_bones``)
+    s = units.scale(S)
     added = []
     for k, att in enumerate(attachments):
         fibre = att.fibre
         origin_bone, insertion_bone = bone_names[att.origin_bone], bone_names[att.insertion_bone]
-        o, i = Vector(fibre.origin), Vector(fibre.insertion)
+        o, i = (Vector(p) for p in units.points_from_core(S, np.array([fibre.origin, fibre.insertion])))
         frame = bones[origin_bone].matrix_local
         alpha_active, beta_active = active_pair(fibre.alpha, fibre.beta)
         base = name if len(attachments) == 1 else f"{name} fibre {k + 1}"
@@ -88,13 +92,13 @@ def add_fitted(armature, attachments, bone_names, name: str) -> list:
         muscle.name = unique
         muscle.origin_bone, muscle.insertion_bone = origin_bone, insertion_bone
         muscle.skin_bone = bone_names[att.skin_bone]
-        muscle.origin_point = frame.inverted() @ o
-        muscle.insertion_point = bones[insertion_bone].matrix_local.inverted() @ i
+        muscle.origin_point = units.point_in_bone(frame, o, s)
+        muscle.insertion_point = units.point_in_bone(bones[insertion_bone].matrix_local, i, s)
         muscle.width = fibre.width
         muscle.alpha_rest, muscle.beta_rest = fibre.alpha, fibre.beta
         muscle.alpha_active, muscle.beta_active = alpha_active, beta_active
         muscle.eccentricity_rest = muscle.eccentricity_active = fibre.eccentricity
-        muscle.twist = _twist(frame, i - o, Vector(fibre.long_axis))
+        muscle.twist = _twist(frame, i - o, Vector(units.rotation(S).T @ np.asarray(fibre.long_axis)))
         muscle.collision_group = group
         added.append(len(muscles) - 1)
     return added

@@ -1,5 +1,6 @@
 """Copies of muscles: a unique name in the list, a duplicate (``add_duplicate``) and the other side's copy
-(``add_mirrored``: its bones, points, twist, name and joint mirrored).
+(``add_mirrored``: its bones, points, twist, name and joint mirrored; ``mirror_muscle`` adds it or, when the other
+side has it already, updates it with the keys).
 
 ``muscles.add()`` may move every item of the list to new memory, so a muscle read before it is stale after it:
 these functions read a muscle into plain values (``muscle_values``) and address muscles by index, never by a
@@ -10,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from mathutils import Vector
 
-from ..scene import names, rig
+from ..scene import animation, names, rig, units
 from ..scene.joint import AXES
 
 
@@ -56,37 +57,56 @@ def add_duplicate(armature, index: int) -> int:
 
 
 def mirror_point(armature, from_bone, to_bone, point):
-    """A bone-frame point of ``from_bone`` mirrored across the armature's X = 0 plane into ``to_bone``'s frame."""
+    """A bone-frame point of ``from_bone`` mirrored across the armature's X = 0 plane into ``to_bone``'s frame
+    (world units, as stored: ``blender/scene/units.py``)."""
     bones = armature.data.bones
-    world = bones[from_bone].matrix_local @ Vector(point)
-    world.x = -world.x
-    return bones[to_bone].matrix_local.inverted() @ world
+    s = units.world_scale(armature)
+    local = units.bone_point(bones[from_bone].matrix_local, point, s)
+    local.x = -local.x
+    return units.point_in_bone(bones[to_bone].matrix_local, local, s)
 
 
-CENTRE_TOLERANCE = 0.01
-"""A bone lies on the mirror plane when its head and tail are within this fraction of its length of X = 0."""
+CENTRE_SHARE = 0.003
+"""A bone with no side in its name lies on the mirror plane, and is its own mirror, when its head and tail are
+within this share of the rig's size (``rig_size``) of X = 0: 5 mm on a 1.7 m character, whatever its units. Real
+rigs are not exactly centred (a Mixamo ``Hips`` 1.1 mm off), and a spine bone's length says nothing of that."""
+
+
+def rig_size(armature) -> float:
+    """The size of ``armature``'s skeleton at rest, armature units: the diagonal of its bones' heads' and tails'
+    bounding box."""
+    bones = armature.data.bones
+    if not len(bones):
+        return 1.0
+    ends = np.array([b.head_local[:] for b in bones] + [b.tail_local[:] for b in bones])
+    return max(float(np.linalg.norm(ends.max(axis=0) - ends.min(axis=0))), 1e-9)
 
 
 def mirrored_bone(armature, name) -> tuple[str | None, str]:
     """The other side's bone of ``name`` (``names.flip_side``), or else the bone itself when it lies on the X = 0
-    plane (a spine or chest bone): ``(bone, "")``, or ``(None, why not)``."""
+    plane (a spine or chest bone, ``CENTRE_SHARE``): ``(bone, "")``, or ``(None, why not)``."""
     bones = armature.data.bones
     other = names.flip_side(name)
     if other is not None and other in bones:
         return other, ""
     bone = bones[name]
-    reach = CENTRE_TOLERANCE * max(bone.length, 1e-6)
+    reach = CENTRE_SHARE * rig_size(armature)
     if abs(bone.head_local.x) <= reach and abs(bone.tail_local.x) <= reach:
         return name, ""
     if other is not None:
         return None, f"{armature.name} has no bone '{other}'"
-    return None, "its name has no side (.L/.R, _l/_r, Left/Right...) and it is off the middle (X = 0)"
+    s = units.world_scale(armature)
+    return None, (f"its name has no side (.L/.R, _l/_r, Left/Right...) and it lies "
+                  f"{max(abs(bone.head_local.x), abs(bone.tail_local.x)) * s * 1000:.3g} mm off the middle (X = 0), "
+                  f"more than {reach * s * 1000:.2g} mm")
 
 
-def mirrored_values(armature, index: int) -> dict | str:
+def mirrored_values(armature, index: int, update: bool = False) -> dict | str:
     """The settings of muscle ``index``'s mirrored copy (bones mirrored by name, a bone on the middle kept, points
     across X = 0, the twist reversed, the name's side flipped), or a sentence saying why there is none: a bone
-    without a mirror, a name without a side on bones without one, or a mirrored name the list has already."""
+    without a mirror, a name without a side on bones without one, or (unless ``update``: the copy's settings are
+    for the muscle of that name) a mirrored name the list has already. ``values["joint_flipped"]`` says whether the
+    joint angles changed sign (``mirrored_joint``)."""
     muscles = armature.implicit_muscles.muscles
     muscle = muscles[index]
     problem = rig.muscle_problem(armature, muscle)
@@ -102,7 +122,7 @@ def mirrored_values(armature, index: int) -> dict | str:
     if name is None:
         return (f"{muscle.name}: neither its name nor its bones have a side, so its mirror would have no name of "
                 f"its own; rename it with a side (like {muscle.name}.L) and mirror it again.")
-    if name in muscles:
+    if name in muscles and not update:
         return f"{muscle.name}: its mirror '{name}' exists already; remove or rename it to mirror {muscle.name} again."
     values["name"] = name
     values["origin_point"] = tuple(mirror_point(armature, muscle.origin_bone, values["origin_bone"],
@@ -130,7 +150,8 @@ def mirrored_joint(armature, values: dict) -> str:
     a = np.array(bones[name].matrix_local)[:3, k]
     b = np.array(bones[other].matrix_local)[:3, k]
     values["joint_bone"] = other
-    if float(b @ (a * (1.0, -1.0, -1.0))) < 0.0:
+    values["joint_flipped"] = float(b @ (a * (1.0, -1.0, -1.0))) < 0.0
+    if values["joint_flipped"]:
         values["joint_angle_rest"] = -values["joint_angle_rest"]
         values["joint_angle_active"] = -values["joint_angle_active"]
     return ""
@@ -142,4 +163,34 @@ def add_mirrored(armature, index: int) -> int | str:
     values = mirrored_values(armature, index)
     if isinstance(values, str):
         return values
+    values.pop("joint_flipped", None)
     return append_muscle(armature, values)
+
+
+MIRRORED_KEYS_NEGATED = ("joint_angle_rest", "joint_angle_active")
+"""The animated settings whose keys change sign on the other side when the joint's angles do."""
+
+
+def mirror_muscle(armature, index: int) -> tuple[int, bool] | str:
+    """Muscle ``index``'s mirror, as rigify's *Copy Mirror Parameters* does: added if the list has no muscle of the
+    mirrored name, else that muscle updated (every setting mirrored, its handles kept) with its keys replaced by
+    ``index``'s mirrored keys in every action (``animation.copy_item_keys``). Returns ``(mirror's index,
+    updated)``, or a sentence saying why there is none (then nothing changed)."""
+    muscles = armature.implicit_muscles.muscles
+    values = mirrored_values(armature, index, update=True)
+    if isinstance(values, str):
+        return values
+    flipped = values.pop("joint_flipped", False)
+    target = muscles.find(values["name"])
+    if target < 0:
+        new = append_muscle(armature, values)
+        animation.copy_item_keys(armature, index, new, MIRRORED_KEYS_NEGATED if flipped else ())
+        return new, False
+    if target == index:
+        return f"{muscles[index].name}: it is its own mirror (its bones lie on the middle and its name has no side)."
+    animation.copy_item_keys(armature, index, target, MIRRORED_KEYS_NEGATED if flipped else ())  # may refuse first
+    mirror = muscles[target]
+    for key, value in values.items():
+        if key != "name":
+            setattr(mirror, key, value)
+    return target, True

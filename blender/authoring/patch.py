@@ -9,7 +9,7 @@ import math
 import numpy as np
 from mathutils import Vector
 
-from ..scene import names, reader, rig
+from ..scene import names, reader, rig, units
 from . import presets
 from .mirror import unique_name
 
@@ -18,14 +18,15 @@ THRESHOLD = 0.5
 
 
 def _rest_skin(mesh_obj, armature):
-    """``(points (V, 3), normals (V, 3))`` of the mesh at rest in the armature's space."""
+    """``(points (V, 3), normals (V, 3))`` of the mesh at rest in the armature's core frame (world units,
+    ``blender/scene/units.py``)."""
     mesh = mesh_obj.data
     V = len(mesh.vertices)
     co = np.empty(V * 3, dtype=np.float32)
     nor = np.empty(V * 3, dtype=np.float32)
     mesh.vertices.foreach_get("co", co)
     mesh.vertices.foreach_get("normal", nor)
-    to_arm = np.array(armature.matrix_world.inverted() @ mesh_obj.matrix_world)
+    to_arm = units.core_frame(armature) @ np.array(armature.matrix_world.inverted() @ mesh_obj.matrix_world)
     points = co.reshape(V, 3).astype(np.float64) @ to_arm[:3, :3].T + to_arm[:3, 3]
     normals = nor.reshape(V, 3).astype(np.float64) @ np.linalg.inv(to_arm[:3, :3])  # inverse transpose
     normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-30)
@@ -66,10 +67,11 @@ def _owners(mesh_obj, armature, vertices) -> dict:
 
 def _twist(armature, origin_bone: str, origin, insertion, normal) -> float:
     """The muscle twist that turns its cross-section's default direction (``reader._normal`` with no twist) onto
-    ``normal`` (armature space)."""
-    axis = Vector(insertion) - Vector(origin)
+    ``normal`` (the armature's core frame, as ``origin`` and ``insertion``)."""
+    back = units.rotation(units.core_frame(armature)).T  # the core frame's directions in armature space
+    axis = Vector(back @ (np.asarray(insertion) - np.asarray(origin)))
     n0 = reader._normal(armature.data.bones[origin_bone].matrix_local, axis, 0.0)
-    n = Vector(normal)
+    n = Vector(back @ np.asarray(normal))
     return math.atan2(n0.cross(n).dot(axis.normalized()), n0.dot(n))
 
 
@@ -113,7 +115,9 @@ def add_patch_muscle(armature, mesh_obj, group_name: str, origin_bone: str, inse
             presets.apply_preset_file(path, armature)
         muscle = muscles[index]
         shape = MuscleShape(muscle.alpha_rest, muscle.beta_rest, muscle.alpha_active, muscle.beta_active)
-        head_tail = lambda b: np.array([bones[b].head_local[:], bones[b].tail_local[:]])  # noqa: E731
+        S = units.core_frame(armature)
+        head_tail = lambda b: units.points_to_core(S, np.array([bones[b].head_local[:],  # noqa: E731
+                                                                bones[b].tail_local[:]]))
         fit = fit_patch_muscle(points[patch], normals[patch], points, normals, head_tail(origin_bone),
                                head_tail(insertion_bone), shape=shape, name=muscle.name)
     except ValueError:
@@ -122,8 +126,11 @@ def add_patch_muscle(armature, mesh_obj, group_name: str, origin_bone: str, inse
         raise
     muscle = muscles[index]
     muscle.fibres, muscle.origin_spread, muscle.insertion_spread = 1, 0.0, 0.0  # the patch sizes one fibre
-    muscle.origin_point = bones[origin_bone].matrix_local.inverted() @ Vector(fit.origin)
-    muscle.insertion_point = bones[insertion_bone].matrix_local.inverted() @ Vector(fit.insertion)
+    S = units.core_frame(armature)
+    s = units.scale(S)
+    o, i = units.points_from_core(S, np.array([fit.origin, fit.insertion]))
+    muscle.origin_point = units.point_in_bone(bones[origin_bone].matrix_local, o, s)
+    muscle.insertion_point = units.point_in_bone(bones[insertion_bone].matrix_local, i, s)
     muscle.twist = _twist(armature, origin_bone, fit.origin, fit.insertion, fit.normal)
     muscle.width = fit.width
     muscle.eccentricity_rest = muscle.eccentricity_active = fit.eccentricity

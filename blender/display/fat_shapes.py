@@ -5,9 +5,8 @@ with the muscles; nothing here needs a GPU, so it runs headless).
 from __future__ import annotations
 
 import numpy as np
-from mathutils import Vector
 
-from ..scene import fats
+from ..scene import fats, units
 from ..scene.live import live_meshes
 from ..session import runtime
 
@@ -44,13 +43,14 @@ def drawn_fats(armature, scene):
     if not keep:
         return None
     centers, frames, axes = [], [], []
+    s = units.world_scale(armature)  # centres and semi-axes are world units
     for k in keep:
         fat = items[k]
         pose = armature.pose.bones[fat.bone].matrix @ armature.data.bones[fat.bone].matrix_local.inverted()
         rest = armature.data.bones[fat.bone].matrix_local
-        centers.append((pose @ rest @ Vector(fat.center))[:])
+        centers.append(units.bone_point(pose @ rest, fat.center, s)[:])
         frames.append(np.array((pose @ rest).to_3x3().normalized()))
-        axes.append(tuple(fat.axes))
+        axes.append(tuple(a / s for a in fat.axes))
     centers, frames, axes = np.array(centers), np.array(frames), np.array(axes)
     row = {k: r for r, k in enumerate(keep)}
     now = scene.frame_current + scene.frame_subframe
@@ -60,8 +60,9 @@ def drawn_fats(armature, scene):
             continue
         batch = bound.character.fat_batch
         for j, k in enumerate(bound.fat_source):
-            if batch is not None and int(k) in row:
-                centers[row[int(k)]], frames[row[int(k)]] = batch.center[j], batch.frame[j]
+            if batch is not None and int(k) in row:  # from the bind's core frame
+                centers[row[int(k)]] = units.points_from_core(bound.core, batch.center[j:j + 1])[0]
+                frames[row[int(k)]] = units.rotation(bound.core).T @ batch.frame[j]
     return centers, frames, axes
 
 

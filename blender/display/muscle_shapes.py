@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from mathutils import Matrix, Vector
 
-from ..scene import rig as rig_utils
+from ..scene import rig as rig_utils, units
 from ..scene.joint import frame_activation
 from ..scene.live import live_meshes
 from ..session import runtime
@@ -60,7 +60,8 @@ class DrawMesh:
 
 
 def _live_batches(armature, scene) -> list:
-    """``[(MuscleBatch, source (fibres,))]`` of the armature's live meshes that evaluated the scene's current time."""
+    """``[(MuscleBatch, source (fibres,), S (4, 4))]`` of the armature's live meshes that evaluated the scene's
+    current time, each in its bind's core frame ``S`` (``blender/scene/units.py``)."""
     now = scene.frame_current + scene.frame_subframe
     out = []
     for obj in live_meshes(scene):
@@ -71,7 +72,7 @@ def _live_batches(armature, scene) -> list:
             continue
         batch = bound.character.muscle_batch
         if batch is not None and batch.muscle_count:
-            out.append((batch, np.asarray(bound.source, dtype=np.int64)))
+            out.append((batch, np.asarray(bound.source, dtype=np.int64), bound.core))
     return out
 
 
@@ -88,10 +89,13 @@ def activations(armature) -> np.ndarray:
 
 def straight_batch(armature, indices):
     """``(MuscleBatch, source)`` of the armature's muscles ``indices`` drawn straight in the current pose (module
-    docstring); muscles that cannot be drawn (a missing bone, origin at the insertion) are left out."""
+    docstring), in the armature's core frame now (``units.core_frame``: its widths are world units); muscles that
+    cannot be drawn (a missing bone, origin at the insertion) are left out."""
     from ...core.muscle.batch import MuscleBatch
 
     muscles = armature.implicit_muscles.muscles
+    S = units.core_frame(armature)
+    turn, s = Matrix(units.rotation(S).tolist()), units.scale(S)
     points, normals, rows, source = [], [], [], []
     driven = activations(armature)
     for k in indices:
@@ -112,12 +116,12 @@ def straight_batch(armature, indices):
             n = n - direction * n.dot(direction)
         if n.length < 1e-6:
             continue
-        n = Matrix.Rotation(m.twist, 3, direction) @ n.normalized()
-        points.append(np.linspace(o[:], i[:], STRAIGHT_PARTICLES + 2))
+        n = turn @ (Matrix.Rotation(m.twist, 3, direction) @ n.normalized())
+        points.append(units.points_to_core(S, np.linspace(o[:], i[:], STRAIGHT_PARTICLES + 2)))
         normals.append((n[:], n[:]))
         a = float(driven[k])
         rows.append((m.alpha_rest - 1, m.beta_rest - 1, m.alpha_active - 1, m.beta_active - 1,
-                     np.pi * m.width ** 2 * (i0 - o0).length, a,
+                     np.pi * m.width ** 2 * s * (i0 - o0).length, a,
                      (1.0 - a) * m.eccentricity_rest + a * m.eccentricity_active, m.width_scale))
         source.append(k)
     if not rows:
@@ -155,18 +159,21 @@ def rig_mesh(armature, scene) -> DrawMesh | None:
         return None
     parts = _live_batches(armature, scene)
     shown = set()
-    for _, source in parts:
+    for _, source, _ in parts:
         shown.update(int(k) for k in source)
     rest = [k for k in range(count) if k not in shown]
     if rest:
         batch, source = straight_batch(armature, rest)
         if batch is not None:
-            parts.append((batch, source))
+            parts.append((batch, source, units.core_frame(armature)))
     in_front = bool(props.show_in_front)
     alpha = IN_FRONT_ALPHA if in_front else 1.0
     vertices, colors, faces, offset = [], [], [], 0
-    for batch, source in parts:
+    for batch, source, S in parts:
         v, n, f = batch_surfaces(batch, RINGS, SIDES)
+        if not units.is_identity(S):  # drawn in armature space
+            v = units.points_from_core(S, v).astype(np.float32)
+            n = (n @ units.rotation(S).astype(np.float32))
         owner = np.repeat(source, len(v) // len(source))
         vertices.append(v)
         colors.append(_colors(n, owner, armature, props.display_color, alpha))

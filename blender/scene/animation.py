@@ -218,3 +218,51 @@ def key_snapshot(obj) -> dict:
         modes = np.array([_INTERPOLATION.get(k.interpolation, -1.0) for k in points], dtype=np.float64)
         out[(fc.data_path, fc.array_index)] = np.column_stack(cols + [modes])
     return out
+
+
+def copy_item_keys(obj, source: int, target: int, negate=(), collection: str = "muscles") -> int:
+    """Give item ``target`` of ``obj``'s ``collection`` the keys of item ``source`` in every action and slot that
+    animates ``obj`` (``actions_of``; drivers are left alone): ``target``'s own F-curves of those properties are
+    replaced, and the values of the properties named in ``negate`` (``joint_angle_rest``) change sign. Raises
+    ValueError, having changed nothing, when an action comes from a library. Returns how many F-curves it wrote."""
+    path = item_path(collection)
+    lists, seen = [], set()
+    for action, slot in actions_of(obj):
+        pair = (action.as_pointer(), getattr(slot, "handle", None))
+        if pair not in seen:  # an action on the active slot and on an NLA strip too
+            seen.add(pair)
+            lists.extend(curve_lists(action, slot))
+    owners = [action for action, slot in actions_of(obj) if curve_lists(action, slot)]
+    problem = _library_problem(owners)
+    if problem:
+        raise ValueError(problem)
+    written = 0
+    for curves in lists:
+        sources, targets = [], []
+        for fc in curves:
+            m = path.match(fc.data_path)
+            if m and int(m.group(1)) == source:
+                sources.append(fc)
+            elif m and int(m.group(1)) == target:
+                targets.append(fc)
+        if not sources:
+            continue
+        keyed = {(fc.data_path.split("]", 1)[1], fc.array_index) for fc in sources}
+        for fc in targets:
+            if (fc.data_path.split("]", 1)[1], fc.array_index) in keyed:
+                curves.remove(fc)
+        for fc in sources:
+            rest = fc.data_path.split("]", 1)[1]
+            sign = -1.0 if rest.lstrip(".") in negate else 1.0
+            new = curves.new(f"implicit_muscles.{collection}[{target}]{rest}", index=fc.array_index)
+            new.extrapolation = fc.extrapolation
+            new.keyframe_points.add(len(fc.keyframe_points))
+            for k, key in zip(new.keyframe_points, fc.keyframe_points):
+                k.co = (key.co.x, sign * key.co.y)
+                k.handle_left = (key.handle_left.x, sign * key.handle_left.y)
+                k.handle_right = (key.handle_right.x, sign * key.handle_right.y)
+                k.interpolation, k.easing = key.interpolation, key.easing
+                k.handle_left_type, k.handle_right_type = key.handle_left_type, key.handle_right_type
+            new.update()
+            written += 1
+    return written

@@ -7,7 +7,8 @@ read into the core, and the checksum of it that says whether a bind still fits. 
 from __future__ import annotations
 
 import numpy as np
-from mathutils import Vector
+
+from . import units
 
 SETUP_IGNORED = {"rna_type", "name", "stiffness", "damping"}
 """Fat properties that may change without a new bind (animated values, the name)."""
@@ -25,11 +26,15 @@ def fat_problem(armature, fat) -> str:
     return ""
 
 
-def read_fats(armature, names: tuple):
-    """``(fats, bones, collide, source)``: ``core.fat.primitive.FatPrimitive`` at rest in the armature's space, the
-    bone index each hangs on ``(F,)``, whether it collides with the bones ``(F,)`` and the index of its Blender fat
-    ``(F,)``; ``ValueError`` with a sentence for a fat that cannot be read."""
+def read_fats(armature, names: tuple, S=None):
+    """``(fats, bones, collide, source)``: ``core.fat.primitive.FatPrimitive`` at rest in the armature's core frame
+    ``S`` (``blender/scene/units.py``; default: the identity), the bone index each hangs on ``(F,)``, whether it
+    collides with the bones ``(F,)`` and the index of its Blender fat ``(F,)``; ``ValueError`` with a sentence for
+    a fat that cannot be read. Centres and semi-axes are world units, as stored."""
     from ...core.fat import FatPrimitive
+
+    S = np.eye(4) if S is None else np.asarray(S, dtype=np.float64)
+    s = units.world_scale(armature)
 
     index = {n: i for i, n in enumerate(names)}
     out, bones, collide = [], [], []
@@ -38,9 +43,10 @@ def read_fats(armature, names: tuple):
         if problem:
             raise ValueError(problem)
         frame = armature.data.bones[fat.bone].matrix_local
-        rotation = np.array(frame.to_3x3().normalized())
+        rotation = units.rotation(S) @ np.array(frame.to_3x3().normalized())
+        center = units.points_to_core(S, np.array([units.bone_point(frame, fat.center, s)[:]]))[0]
         try:
-            out.append(FatPrimitive(center=(frame @ Vector(fat.center))[:], axes=tuple(fat.axes), frame=rotation,
+            out.append(FatPrimitive(center=tuple(center), axes=tuple(fat.axes), frame=rotation,
                                     stiffness=fat.stiffness, damping=fat.damping, name=fat.name))
         except ValueError as ex:
             raise ValueError(str(ex)) from None

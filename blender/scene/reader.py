@@ -1,4 +1,6 @@
-"""Read a rigged mesh and its armature's muscles into the headless core's arrays (armature space, metres).
+"""Read a rigged mesh and its armature's muscles into the headless core's arrays: in the armature's core frame
+``S`` (``blender/scene/units.py``: armature space at world scale and turn; the identity for a rig whose object is
+neither scaled nor turned), world units.
 
 ``read_rig`` gives a ``core.rig.Rig`` (rest vertices, triangles, weights per bone, bone heads/tails/parents);
 ``read_muscles`` gives ``core.muscle.primitive.FusiformMuscle`` objects at rest with their origin, insertion and skin bone
@@ -13,7 +15,7 @@ import numpy as np
 from mathutils import Matrix, Vector
 
 from ...core.rig import Rig
-from . import animation, joint, rig as rig_utils
+from . import animation, joint, rig as rig_utils, units
 
 
 def armature_modifier(mesh_obj):
@@ -24,10 +26,12 @@ def armature_modifier(mesh_obj):
     return None
 
 
-def read_rig(mesh_obj, armature, unweighted: str = 'ERROR') -> Rig:
-    """The mesh at rest in the armature's space, with one weight column per bone (bone order of the armature).
-    ``unweighted``: ``'ERROR'`` refuses vertices with no weight on a bone (``ValueError`` naming the first and a
-    group it is in); ``'NEAREST'`` lets the core give them to the nearest bone."""
+def read_rig(mesh_obj, armature, unweighted: str = 'ERROR', S=None) -> Rig:
+    """The mesh at rest in the armature's space taken into the core frame ``S`` (default: the identity), with one
+    weight column per bone (bone order of the armature). ``unweighted``: ``'ERROR'`` refuses vertices with no
+    weight on a bone (``ValueError`` naming the first and a group it is in); ``'NEAREST'`` lets the core give them
+    to the nearest bone."""
+    S = np.eye(4) if S is None else np.asarray(S, dtype=np.float64)
     mesh = mesh_obj.data
     V = len(mesh.vertices)
     if V < 4:
@@ -35,6 +39,7 @@ def read_rig(mesh_obj, armature, unweighted: str = 'ERROR') -> Rig:
     co = np.empty(V * 3, dtype=np.float32)
     mesh.vertices.foreach_get("co", co)
     to_arm = np.array(armature.matrix_world.inverted() @ mesh_obj.matrix_world)
+    to_arm = S @ to_arm
     verts = co.reshape(V, 3).astype(np.float64) @ to_arm[:3, :3].T + to_arm[:3, 3]
     mesh.calc_loop_triangles()
     T = len(mesh.loop_triangles)
@@ -59,8 +64,8 @@ def read_rig(mesh_obj, armature, unweighted: str = 'ERROR') -> Rig:
             raise ValueError(f"{mesh_obj.name}: {len(none)} vertices have no weight on a bone of {armature.name}, "
                              f"the first is vertex {first.index}{where}: weight them in Weight Paint, or set "
                              f"Unweighted Vertices to Nearest Bone in its Implicit Skinning panel.")
-    heads = np.array([b.head_local[:] for b in bones], dtype=np.float64)
-    tails = np.array([b.tail_local[:] for b in bones], dtype=np.float64)
+    heads = units.points_to_core(S, np.array([b.head_local[:] for b in bones], dtype=np.float64).reshape(-1, 3))
+    tails = units.points_to_core(S, np.array([b.tail_local[:] for b in bones], dtype=np.float64).reshape(-1, 3))
     parents = np.array([index[b.parent.name] if b.parent else -1 for b in bones], dtype=np.int64)
     return Rig(verts, tri.reshape(T, 3).astype(np.int64), weights, heads, tails, parents, tuple(names))
 
@@ -124,11 +129,15 @@ def values_at(armature, frame) -> list:
     return out
 
 
-def read_muscles(armature, names: tuple, frame=None):
-    """``(muscles, origin_bones, insertion_bones, skin_bones, source)``: core muscles at rest and their bone
-    indices; ``source[k]`` is the index of the Blender muscle fibre ``k`` comes from. Animated values are taken at
-    ``frame`` (default: the simulation's start frame, ``rig.simulation_start``; ``values_at``)."""
+def read_muscles(armature, names: tuple, frame=None, S=None):
+    """``(muscles, origin_bones, insertion_bones, skin_bones, source)``: core muscles at rest in the core frame ``S``
+    (default: the identity) and their bone indices; ``source[k]`` is the index of the Blender muscle fibre ``k``
+    comes from. Animated values are taken at ``frame`` (default: the simulation's start frame,
+    ``rig.simulation_start``; ``values_at``). Widths and spreads are world units, as stored."""
     from ...core.muscle.primitive import FusiformMuscle, MuscleShape
+
+    S = np.eye(4) if S is None else np.asarray(S, dtype=np.float64)
+    turn = Matrix(units.rotation(S).tolist())
 
     index = {n: i for i, n in enumerate(names)}
     out, o_b, i_b, s_b, source = [], [], [], [], []
@@ -139,9 +148,10 @@ def read_muscles(armature, names: tuple, frame=None):
         if problem:
             raise ValueError(problem)
         o, i = rig_utils.muscle_endpoints(armature, m, posed=False)
-        axis = i - o
         frame = armature.data.bones[m.origin_bone].matrix_local
-        n = _normal(frame, axis, m.twist)
+        n = turn @ _normal(frame, i - o, m.twist)
+        o, i = (Vector(units.points_to_core(S, np.array([p[:]]))[0]) for p in (o, i))
+        axis = i - o
         across = axis.normalized().cross(n).normalized()
         fibres = max(1, m.fibres)
         a = animated[k]

@@ -1,15 +1,16 @@
 """Reading rigs: the skin meshes of an armature, the armature an object shows, the simulation's start frame,
 muscle placement and checks.
 
-Positions: a muscle's origin and insertion are stored in their bone's rest frame (``bone.matrix_local``, armature
-space, metres); :func:`muscle_endpoints` turns them into armature-space points for the rest pose or the current
-pose (``pose_bone.matrix``).
+Positions: a muscle's origin and insertion are stored in their bone's rest frame (``bone.matrix_local``), in world
+units (``blender/scene/units.py``); :func:`muscle_endpoints` turns them into armature-space points for the rest pose
+or the current pose (``pose_bone.matrix``). Lengths given or returned here are in world units.
 """
 from __future__ import annotations
 
 import numpy as np
 from mathutils import Matrix, Vector
 
+from . import units
 from .joint import joint_problem
 
 
@@ -54,8 +55,13 @@ def simulation_start(armature, scene=None) -> int:
 
 
 def limb_radius(armature, bone_name: str) -> float:
-    """A bone's limb radius [m]: median distance from the bone segment to the skin vertices it weights most,
-    or 15 % of the bone's length if no skin mesh is found."""
+    """A bone's limb radius [world units]: median distance from the bone segment to the skin vertices it weights
+    most, or 15 % of the bone's length if no skin mesh is found."""
+    return units.world_scale(armature) * _limb_radius(armature, bone_name)
+
+
+def _limb_radius(armature, bone_name: str) -> float:
+    """``limb_radius`` in armature units."""
     bone = armature.data.bones[bone_name]
     head = np.array(bone.head_local)
     tail = np.array(bone.tail_local)
@@ -88,8 +94,8 @@ With ``DEFAULT_DEPTH`` and the automatic bone capsule (a quarter of the limb rad
 
 BODY_SIDES = {"FRONT": (0.0, -1.0, 0.0), "BACK": (0.0, 1.0, 0.0), "UP": (0.0, 0.0, 1.0),
               "DOWN": (0.0, 0.0, -1.0), "OUT": (1.0, 0.0, 0.0), "IN": (-1.0, 0.0, 0.0)}
-"""Sides of the body in armature space, a character facing -Y with +Z up (Blender's front view); ``OUT`` points
-away from the body's middle on the bone's own side (+X on the left), ``IN`` towards it."""
+"""Sides of the body in world space, a character facing -Y with +Z up (Blender's front view); ``OUT`` points away
+from the body's middle on the bone's own side (+X on the left), ``IN`` towards it."""
 
 
 def side_offset(armature, bone_name: str, side, distance: float) -> Vector:
@@ -101,12 +107,14 @@ def side_offset(armature, bone_name: str, side, distance: float) -> Vector:
     if not side:
         return fallback
     mix = {side: 1.0} if isinstance(side, str) else dict(side)
-    lateral = 1.0 if (bone.head_local.x + bone.tail_local.x) >= 0.0 else -1.0
+    world = armature.matrix_world
+    lateral = 1.0 if (world @ (0.5 * (bone.head_local + bone.tail_local))).x >= 0.0 else -1.0
     direction = Vector((0.0, 0.0, 0.0))
     for name, weight in mix.items():
         x, y, z = BODY_SIDES[name]
         direction += weight * Vector((lateral * x, y, z))
-    local = bone.matrix_local.to_3x3().inverted() @ direction
+    # world -> armature space (an FBX import turns the armature object), then into the bone's rest frame
+    local = bone.matrix_local.to_3x3().inverted() @ (world.to_3x3().normalized().inverted() @ direction)
     local.y = 0.0  # across the bone
     if local.length < 0.3 * direction.length or direction.length == 0.0:
         return fallback
@@ -114,25 +122,27 @@ def side_offset(armature, bone_name: str, side, distance: float) -> Vector:
 
 
 def default_points(armature, origin_bone: str, insertion_bone: str, side=None, depth: float = DEFAULT_DEPTH):
-    """Origin and insertion in their bones' rest frames, and the origin bone's limb radius [m], for a new muscle: the
-    origin a quarter down its bone, the insertion 15 % into its bone (the far end of the origin bone if both are
-    the same), both ``depth`` limb radii out from the bones towards ``side`` of the body (:func:`side_offset`;
-    None: the bones' local Z), so that muscles of different sides on the same bones lie apart."""
+    """Origin and insertion in their bones' rest frames, and the origin bone's limb radius, all in world units, for
+    a new muscle: the origin a quarter down its bone, the insertion 15 % into its bone (the far end of the origin
+    bone if both are the same), both ``depth`` limb radii out from the bones towards ``side`` of the body
+    (:func:`side_offset`; None: the bones' local Z), so that muscles of different sides on the same bones lie
+    apart."""
     bones = armature.data.bones
+    s = units.world_scale(armature)
     ob, ib = bones[origin_bone], bones[insertion_bone]
     radius = limb_radius(armature, origin_bone)
-    origin = Vector((0.0, 0.25 * ob.length, 0.0)) + side_offset(armature, origin_bone, side, depth * radius)
+    origin = Vector((0.0, 0.25 * s * ob.length, 0.0)) + side_offset(armature, origin_bone, side, depth * radius)
     insertion_side = side_offset(armature, insertion_bone, side, depth * radius)
     if origin_bone == insertion_bone:
-        insertion = Vector((0.0, 0.9 * ib.length, 0.0)) + insertion_side
+        insertion = Vector((0.0, 0.9 * s * ib.length, 0.0)) + insertion_side
     else:
-        insertion = Vector((0.0, 0.15 * ib.length, 0.0)) + insertion_side
+        insertion = Vector((0.0, 0.15 * s * ib.length, 0.0)) + insertion_side
     return origin, insertion, radius
 
 
 def fitted_width(radius: float, muscle) -> float:
-    """The width [m] at which ``muscle``'s rest shape (its rest profile and flatness, at no activation) reaches
-    ``DEFAULT_REACH`` limb radii (``radius`` [m]) from its axis at its thickest point, at least 2 mm."""
+    """The width [world units] at which ``muscle``'s rest shape (its rest profile and flatness, at no activation) reaches
+    ``DEFAULT_REACH`` limb radii (``radius``, world units) from its axis at its thickest point, at least 2 mm."""
     from ...core.muscle.profile import ellipse_axes, profile_max
     v = ellipse_axes(muscle.eccentricity_rest)[1]
     peak = profile_max(muscle.alpha_rest, muscle.beta_rest, muscle.alpha_active, muscle.beta_active, 0.0)
@@ -148,8 +158,9 @@ def bone_frame(armature, bone_name: str, posed: bool) -> Matrix:
 
 def muscle_endpoints(armature, muscle, posed: bool = True):
     """Origin and insertion of ``muscle`` in armature space (``Vector``s), at rest or in the current pose."""
-    o = bone_frame(armature, muscle.origin_bone, posed) @ Vector(muscle.origin_point)
-    i = bone_frame(armature, muscle.insertion_bone, posed) @ Vector(muscle.insertion_point)
+    s = units.world_scale(armature)
+    o = units.bone_point(bone_frame(armature, muscle.origin_bone, posed), muscle.origin_point, s)
+    i = units.bone_point(bone_frame(armature, muscle.insertion_bone, posed), muscle.insertion_point, s)
     return o, i
 
 
@@ -205,6 +216,6 @@ def muscle_problem(armature, muscle) -> str:
             return (f"{muscle.name}: its {label} bone '{name}' is not in {armature.name} (renamed or deleted?); "
                     f"pick a bone in the muscle's panel.")
     o, i = muscle_endpoints(armature, muscle, posed=False)
-    if (o - i).length < 1e-4:
+    if (o - i).length * units.world_scale(armature) < 1e-4:
         return f"{muscle.name}: origin and insertion are at the same place; move one of them."
     return joint_problem(armature, muscle)

@@ -276,12 +276,15 @@ def merge(scene, frame_start: int, frame_end: int, meshes=None, keep_parts: bool
 
 
 def use_cache(mesh_obj, path: str, frame_start: int, frame_end: int) -> None:
-    """Set up the Mesh Cache modifier for ``path`` where the live evaluation was, and switch to it."""
+    """Set up the Mesh Cache modifier for ``path`` where the live evaluation was, and switch to it. A linked mesh
+    (a library override) keeps it at the end of its stack, where its live modifier is too: an override cannot move
+    a modifier of its own before the library's."""
     mod = mesh_obj.modifiers.get(modifiers.CACHE_MODIFIER)
     if mod is None:
         mod = mesh_obj.modifiers.new(modifiers.CACHE_MODIFIER, 'MESH_CACHE')
-        live = next((k for k, m in enumerate(mesh_obj.modifiers) if m.name == modifiers.MODIFIER), None)
-        if live is not None:
+        name = modifiers.live_modifier_name(mesh_obj)
+        live = next((k for k, m in enumerate(mesh_obj.modifiers) if m.name == name), None)
+        if live is not None and not modifiers.is_linked(mesh_obj):
             with bpy.context.temp_override(object=mesh_obj):
                 bpy.ops.object.modifier_move_to_index(modifier=mod.name, index=live + 1)
     mod.cache_format = 'PC2'

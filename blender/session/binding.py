@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..authoring import handles
-from ..scene import animation, fats as fat_items, reader
+from ..scene import animation, fats as fat_items, reader, units
 from ..scene.rig import BONE_FIELDS, follow_renames, muscle_problem, skin_meshes
 
 REST_PROPERTY = "implicit_muscles_rest"
@@ -32,7 +32,8 @@ name, the handle empties)."""
 
 @dataclass(frozen=True, eq=False)
 class SceneDescription:
-    """Everything bind takes from the scene (armature space, metres).
+    """Everything bind takes from the scene (the armature's core frame ``core``, world units;
+    ``blender/scene/units.py``).
 
     ``rig``: ``core.rig.Rig`` of the mesh at rest; ``muscles``: ``FusiformMuscle`` at rest, the fibres this mesh
     shows; ``origin_bones``, ``insertion_bones``, ``skin_bones``: ``(fibres,)`` int64 bone indices; ``source``:
@@ -68,6 +69,7 @@ class SceneDescription:
     fat_collide: np.ndarray = None
     fat_source: np.ndarray = None
     solvers: tuple = ()
+    core: np.ndarray = None
 
 
 def describe(mesh_obj, armature) -> SceneDescription:
@@ -83,14 +85,15 @@ def describe(mesh_obj, armature) -> SceneDescription:
         if problem:
             raise ValueError(problem)
     s = mesh_obj.implicit_skin
-    rig = reader.read_rig(mesh_obj, armature, s.unweighted)
-    muscles, o_b, i_b, s_b, source = reader.read_muscles(armature, rig.names)
+    S = units.core_frame(armature)
+    rig = reader.read_rig(mesh_obj, armature, s.unweighted, S=S)
+    muscles, o_b, i_b, s_b, source = reader.read_muscles(armature, rig.names, S=S)
     elsewhere = np.zeros(len(rig.names), dtype=bool)
     for other in skin_meshes(armature):
         if other != mesh_obj:
             elsewhere |= reader.bones_owning(other, armature)
     keep = reader.muscles_on_skin(rig, s_b, elsewhere)  # none at all is fine: Implicit Skinning alone
-    fats, f_b, f_c, f_s = fat_items.read_fats(armature, rig.names)
+    fats, f_b, f_c, f_s = fat_items.read_fats(armature, rig.names, S=S)
     keep_fat = reader.muscles_on_skin(rig, f_b, elsewhere)  # the fats on this mesh's bones, as for the muscles
     skin = SkinSettings(samples_per_part=s.samples_per_part, grid_resolution=s.grid_resolution,
                         unweighted="nearest" if s.unweighted == 'NEAREST' else "error")
@@ -106,12 +109,12 @@ def describe(mesh_obj, armature) -> SceneDescription:
         collisions=reader.read_collisions(armature, source[keep]),
         pbd=PBDSettings(substeps=armature.implicit_muscles.substeps,
                         contact_friction=armature.implicit_muscles.friction), skin=skin, tracking=tracking,
-        settled_rest=stored_rest(mesh_obj, setup), setup=setup, signature=signature_of(co.reshape(-1, 3)),
+        settled_rest=stored_rest(mesh_obj, setup, S), setup=setup, signature=signature_of(co.reshape(-1, 3)),
         rest_inverse=np.linalg.inv(np.array([np.array(b.matrix_local) for b in armature.data.bones])),
         to_mesh=np.array(mesh_obj.matrix_world.inverted() @ armature.matrix_world),
         keys=animation.key_snapshot(armature),
         fats=tuple(f for f, k in zip(fats, keep_fat) if k), fat_bones=f_b[keep_fat], fat_collide=f_c[keep_fat],
-        fat_source=f_s[keep_fat], solvers=reader.read_solvers(armature, source[keep]))
+        fat_source=f_s[keep_fat], solvers=reader.read_solvers(armature, source[keep]), core=S)
 
 
 def build(scene: SceneDescription):
@@ -129,8 +132,10 @@ def build(scene: SceneDescription):
 
 
 def setup_digest(armature) -> str:
-    """Checksum of the bones' rest frames and every muscle's set-up (all but its animated values and name). Bones
-    count by their place in the armature, not their names (``rig.follow_renames`` keeps muscles on renamed bones)."""
+    """Checksum of the bones' rest frames, every muscle's set-up (all but its animated values and name) and the
+    armature object's world scale (the muscles' lengths are world units, so scaling the object changes them
+    relative to its bones). Bones count by their place in the armature, not their names (``rig.follow_renames``
+    keeps muscles on renamed bones)."""
     h = hashlib.sha1()
     bones = armature.data.bones
     buf = np.empty(len(bones) * 16, dtype=np.float32)
@@ -145,6 +150,7 @@ def setup_digest(armature) -> str:
                      .encode())
     h.update(str(armature.implicit_muscles.substeps).encode())
     h.update(repr(armature.implicit_muscles.friction).encode())
+    h.update(f"{units.world_scale(armature):.6g}".encode())  # the stored lengths are world units
     fat_items.digest_into(h, armature)
     return h.hexdigest()[:16]
 
@@ -163,10 +169,20 @@ def rest_signature(mesh_obj) -> str:
     return signature_of(rest.reshape(-1, 3))
 
 
-def stored_rest(mesh_obj, setup):
-    """The settled rest ``(x (P, 3), particle_s (P,))`` stored on ``mesh_obj`` for ``setup``, or None."""
+CORE_TOL = 1e-6
+"""Largest difference of a stored rest's core frame entries from the bind's (relative to its scale) that lets the
+bind use it."""
+
+
+def stored_rest(mesh_obj, setup, S=None):
+    """The settled rest ``(x (P, 3), particle_s (P,))`` stored on ``mesh_obj`` for ``setup`` in the core frame ``S``
+    (default: the identity; a rest stored without one was stored in it), or None."""
     data = mesh_obj.get(REST_PROPERTY)
     if data is None or data.get("setup") != setup or not data.get("settled"):
+        return None
+    S = np.eye(4) if S is None else np.asarray(S, dtype=np.float64)
+    frame = np.asarray(data["core"], dtype=np.float64).reshape(4, 4) if "core" in data else np.eye(4)
+    if np.abs(frame - S).max() > CORE_TOL * units.scale(S):
         return None
     x, s = np.asarray(data["x"], dtype=np.float64), np.asarray(data["s"], dtype=np.float64)
     if len(x) != 3 * len(s):
@@ -174,10 +190,14 @@ def stored_rest(mesh_obj, setup):
     return x.reshape(-1, 3), s
 
 
-def store_rest(mesh_obj, setup, rest) -> None:
-    """Store the settled rest ``(x, particle_s)`` on ``mesh_obj`` (skipped on linked, read-only data)."""
+def store_rest(mesh_obj, setup, rest, S=None) -> None:
+    """Store the settled rest ``(x, particle_s)``, in the core frame ``S`` (default: the identity), on ``mesh_obj``
+    (skipped on linked, read-only data)."""
     x, s = rest
+    data = {"setup": setup, "settled": 1, "x": x.ravel().tolist(), "s": s.tolist()}
+    if S is not None and not units.is_identity(S):
+        data["core"] = np.asarray(S, dtype=np.float64).ravel().tolist()
     try:
-        mesh_obj[REST_PROPERTY] = {"setup": setup, "settled": 1, "x": x.ravel().tolist(), "s": s.tolist()}
+        mesh_obj[REST_PROPERTY] = data
     except (AttributeError, TypeError, RuntimeError):
         pass

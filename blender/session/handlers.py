@@ -164,6 +164,11 @@ def on_load_post(*_):
     if scene is None:
         return
     meshes = [obj for obj in live_meshes(scene) if obj.implicit_skin.bound]
+    if not meshes:
+        return
+    # evaluated first: a file just read has every object's world matrix at the identity until then, and a bind
+    # reads the armature object's scale and turn (blender/scene/units.py)
+    bpy.context.evaluated_depsgraph_get()
     playback.prepare_frame(scene, meshes)
     depsgraph = bpy.context.evaluated_depsgraph_get()
     for obj in meshes:

@@ -8,8 +8,10 @@ offset turn (``core.character.MuscledCharacter.offset_turns``) as three column a
 positions at bind. Meshes without shape keys or modifiers before the skinning get neither (``T`` reads 0).
 The rest positions are never written. A linked mesh (a library override in a shot) cannot take an attribute:
 its positions (and turns) go to a local helper object (a loose point mesh in no scene) read by a local modifier at
-the end of its stack (``linked_node_group``). ``set_active`` switches between Implicit Skinning (the live modifier, or the Mesh Cache
-modifier of a bake) and the plain Armature result; ``write_positions`` writes one frame's positions.
+the end of its stack (``linked_node_group``). A mesh whose data another object shares (the same body bound in
+two scenes) takes the same helper, its modifier right after the Armature modifier, so each object shows its own
+positions. ``set_active`` switches between Implicit Skinning (the live modifier, or the Mesh Cache modifier of a
+bake) and the plain Armature result; ``write_positions`` writes one frame's positions.
 """
 from __future__ import annotations
 
@@ -156,8 +158,20 @@ def is_linked(mesh_obj) -> bool:
     return data.library is not None or data.override_library is not None
 
 
+def is_shared(mesh_obj) -> bool:
+    """Another object uses the same mesh data (an Alt+D copy, the same body in another scene): an attribute written
+    on that data would show on both, so its positions go to a helper object of its own, as for a linked mesh."""
+    data = mesh_obj.data
+    return data.users > 1 and any(o.data == data and o != mesh_obj for o in bpy.data.objects if o.type == 'MESH')
+
+
+def uses_helper(mesh_obj) -> bool:
+    """The positions go to a helper object (``install``): the mesh data is linked or shared with another object."""
+    return is_linked(mesh_obj) or is_shared(mesh_obj)
+
+
 def live_modifier_name(mesh_obj) -> str:
-    return LINKED_MODIFIER if is_linked(mesh_obj) else MODIFIER
+    return LINKED_MODIFIER if uses_helper(mesh_obj) else MODIFIER
 
 
 def _helper_name(mesh_obj) -> str:
@@ -169,8 +183,10 @@ def install(mesh_obj) -> None:
 
     A linked mesh (a character linked into a shot and made a library override) cannot take the attribute: it gets a
     local modifier at the end of its stack (an override cannot put local modifiers before linked ones) reading the
-    positions from a local helper object, a loose point mesh in no scene (``HELPER_PREFIX`` + the object's name)."""
-    if is_linked(mesh_obj):
+    positions from a local helper object, a loose point mesh in no scene (``HELPER_PREFIX`` + the object's name).
+    A mesh whose data another object shares (``is_shared``) takes the same helper and modifier, right after its
+    Armature modifier: each object then shows its own positions."""
+    if uses_helper(mesh_obj):
         _install_linked(mesh_obj)
         helper = bpy.data.objects[_helper_name(mesh_obj)]
         _remove_attributes(helper.data, (REST_ATTRIBUTE,) + TURN_ATTRIBUTES)  # written again for this bind
@@ -206,6 +222,14 @@ def _install_linked(mesh_obj) -> None:
     if mod.node_group != group:
         mod.node_group = group
     mod[group.interface.items_tree["Positions"].identifier] = helper
+    if not is_linked(mesh_obj):  # a local object's own stack: right after the Armature modifier
+        index = {m.name: k for k, m in enumerate(mesh_obj.modifiers)}
+        arm_index = next((k for k, m in enumerate(mesh_obj.modifiers) if m.type == 'ARMATURE'), None)
+        here = index[LINKED_MODIFIER]
+        if arm_index is not None and here != arm_index + 1:
+            with bpy.context.temp_override(object=mesh_obj):
+                bpy.ops.object.modifier_move_to_index(modifier=LINKED_MODIFIER,
+                                                      index=arm_index + 1 if here > arm_index else arm_index)
 
 
 def check_linked_stack(mesh_obj) -> None:
@@ -295,17 +319,18 @@ def _write_turns(mesh, rest_mesh, turns, to_mesh) -> None:
 
 def write_positions(mesh_obj, positions, bound, turns=None) -> bool:
     """Write ``positions (V, 3)`` [m, armature space] for the live modifier to show: into the ``ATTRIBUTE`` point
-    attribute of the mesh, or the helper object's points for a linked mesh (and the turns into the attributes of
-    either); ``bound.last_local`` keeps them
-    ``(V, 3)`` float32 in the mesh's local space. ``turns``: each vertex's offset turn ``(V, 3, 3)`` (module
-    docstring), for a mesh whose modifier input can leave the rest mesh (:func:`has_offsets`; None: it cannot, and
-    any turns written before are removed). Returns True if the mesh's own data was written (not linked)."""
-    linked = is_linked(mesh_obj)
+    attribute of the mesh, or the helper object's points for a linked or shared mesh (``uses_helper``; and the
+    turns into the attributes of either); ``bound.last_local`` keeps them ``(V, 3)`` float32 in the mesh's local
+    space. ``turns``: each vertex's offset turn ``(V, 3, 3)`` (module docstring), for a mesh whose modifier input
+    can leave the rest mesh (:func:`has_offsets`; None: it cannot, and any turns written before are removed).
+    Returns True if the mesh's own data was written (no helper)."""
+    linked = uses_helper(mesh_obj)
     if linked:
         helper = bpy.data.objects.get(_helper_name(mesh_obj))
         if helper is None or len(helper.data.vertices) != len(positions) \
                 or mesh_obj.modifiers.get(LINKED_MODIFIER) is None:
             _install_linked(mesh_obj)
+            set_active(mesh_obj, True)  # data shared since bind: the helper's modifier shows, not the attribute's
             helper = bpy.data.objects[_helper_name(mesh_obj)]
         target = helper.data
     else:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import bpy
 
 from ..engine import compile_job
-from ..scene import frame_inputs, rig
+from ..scene import frame_inputs, rig, units
 from ..scene.live import live_meshes, on_main_thread
 from . import modifiers, quality as qualities, runtime
 
@@ -75,13 +75,15 @@ def _fps(scene) -> float:
 
 
 def _read(bound, armature, depsgraph) -> tuple:
-    """``(B, inputs)`` of the evaluated armature: bone transforms and muscle values (``blender/scene/frame_inputs.py``);
+    """``(B, inputs)`` of the evaluated armature: bone transforms in the bind's core frame (``blender/scene/units.py``)
+    and muscle values (``blender/scene/frame_inputs.py``);
     the fats' animated values go to the character for the steps that follow (``frame_inputs.fat_values``)."""
     arm_eval = armature.evaluated_get(depsgraph)
     if getattr(bound.character, "fat_model", None) is not None:
         bound.character.fat_inputs = frame_inputs.fat_values(arm_eval, bound.fat_source)
     B = frame_inputs.bone_transforms(arm_eval, bound.rest_inverse)
-    return B, frame_inputs.muscle_values(arm_eval, bound.source, B)
+    inputs = frame_inputs.muscle_values(arm_eval, bound.source, B)  # joints read the armature's own frames
+    return units.transforms_to_core(bound.core, B), inputs
 
 
 def _keep(cache, character, frame: int) -> None:
@@ -313,6 +315,11 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
     elif not subframe:
         _keep(bound.cache_for(quality), ch, frame)
     turns = ch.offset_turns() if modifiers.has_offsets(mesh_obj) else None  # shape keys ride on the result
+    if not units.is_identity(bound.core):  # from the core frame back into armature space
+        positions = units.points_from_core(bound.core, positions)
+        if turns is not None:
+            r = units.rotation(bound.core)
+            turns = r.T @ turns @ r
     bound.own_write = modifiers.write_positions(mesh_obj, positions, bound, turns)  # its mesh update is not an edit
     shown = frame + subframe if subframe else frame
     bound.last_frame, bound.last_error = shown, ""

@@ -50,9 +50,12 @@ class Bound:
     stale_setup: str = ""  # what changed in the rest pose or muscles since bind, from the last check
     own_write: bool = False  # the next mesh update comes from writing the positions, not from an edit
     fat_source: np.ndarray = None  # (F,) index of the Blender fat each core fat comes from (blender/scene/fats.py)
+    core: np.ndarray = None  # (4, 4) the core frame S at bind: armature space -> the core's (blender/scene/units.py)
 
     def __post_init__(self):
         self.last_local = np.zeros((self.character.vertex_count, 3), dtype=np.float32)
+        if self.core is None:
+            self.core = np.eye(4)
 
     def state_for(self, frame):
         """The muscles' state cached after ``frame`` at render quality, or None."""
@@ -100,10 +103,10 @@ def bind(mesh_obj, armature) -> Bound:
     scene = binding.describe(mesh_obj, armature)
     character = binding.build(scene)
     if scene.settled_rest is None:
-        binding.store_rest(mesh_obj, scene.setup, character.settled_rest())
+        binding.store_rest(mesh_obj, scene.setup, character.settled_rest(), scene.core)
     out = Bound(character, scene.signature, scene.source, scene.rest_inverse, scene.to_mesh, setup=scene.setup,
                 cache=FrameCache(keys=scene.keys), preview_cache=FrameCache(keys=scene.keys),
-                fat_source=scene.fat_source)
+                fat_source=scene.fat_source, core=scene.core)
     _BOUND[_key(mesh_obj)] = out
     return out
 
