@@ -48,12 +48,13 @@ from .rod.muscles import RodMuscles, freeze, resolve_solvers
 from .rod.settings import RodSettings
 from .rig import Rig
 from .skin.field import SkinSettings, bind_skin_field, join_muscles
+from .skin.parts import vertex_normals
 from .skin.skinning import REACH_FACTOR, check_rigid
 from .skin.tracking import STATE_CONTACT, TrackingSettings
 from .skin.weld import weld
 
 
-CREASE_RINGS = 1
+CREASE_RINGS = 2
 """Rings around the vertices stopped at a contact surface whose offsets (shape keys) lose their normal component
 too, fully, and over how many more rings that fades (:meth:`MuscledCharacter.offset_turns`). One: with none, a key
 along the normals at the bent elbow pushed the ring next to the crease through the other side (43 triangles
@@ -425,13 +426,20 @@ class MuscledCharacter:
         the rig's space. It is the vertex's dual-quaternion rotation, so away from joints an offset moves as the
         Armature modifier moves it. At a contact surface the offset's component along the surface's normal is
         dropped, so it slides the skin along the crease and never pushes it through: at the vertices the tracking
-        stopped there and ``CREASE_RINGS`` rings around them (the normal of the nearest ones), fading out over as
+        stopped there or the crease stage pushed out (along their turned normal), and ``CREASE_RINGS`` rings around
+        them (the normal of the nearest ones), fading out over as
         many rings again. Everywhere else, from two rings off the crease on, a key moves the skin by its whole
         offset, turned."""
         d = self.deformer
         turns = d.rotations.copy()
-        normal, weight = _crease_normals(d.scratch.state == STATE_CONTACT, d.scratch.normal, d.rings.start,
-                                         d.rings.neighbour)
+        contact = d.scratch.state == STATE_CONTACT
+        normal = d.scratch.normal
+        if d.crease_pushed.any():  # the crease stage left these on the skin they passed: along its turned normal
+            pushed = d.crease_pushed & ~contact
+            normal = normal.copy()
+            normal[pushed] = np.einsum("vij,vj->vi", d.rotations[pushed], vertex_normals(d.rest, d.faces)[pushed])
+            contact = contact | pushed
+        normal, weight = _crease_normals(contact, normal, d.rings.start, d.rings.neighbour)
         near = np.flatnonzero(weight > 0.0)
         if len(near):
             n = normal[near] * np.sqrt(weight[near])[:, None]
