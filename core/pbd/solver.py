@@ -19,7 +19,8 @@ from .. import validation
 from ..muscle.batch import profile_tables
 from ..quality import RENDER, EvaluationQuality
 from ..validation import ECCENTRICITY_MAX, FLOAT32_SLACK
-from .control import PBDControl
+from .control import (DEFAULT_ACTIVATION, DEFAULT_ECCENTRICITY, DEFAULT_STIFFNESS, DEFAULT_WIDTH_SCALE,
+                      PBDControl)
 from .model import PBDModel
 from .state import PBDState
 
@@ -55,8 +56,9 @@ class PBDSolver:
                                   bad_count=np.zeros(M, dtype=np.int64))
         self.last_bad_particles = 0
         # inputs a control leaves at None (never written by the kernels, so shared between frames)
-        self._default = {"activation": np.zeros(M), "stiffness": np.full(M, 0.5), "width scale": np.ones(M),
-                         "eccentricity": np.zeros(M)}
+        self._default = {"activation": np.full(M, DEFAULT_ACTIVATION), "stiffness": np.full(M, DEFAULT_STIFFNESS),
+                         "width scale": np.full(M, DEFAULT_WIDTH_SCALE),
+                         "eccentricity": np.full(M, DEFAULT_ECCENTRICITY)}
         self._rest_ends = np.ascontiguousarray(np.stack([model.rest_points[model.axis_start[:-1]],
                                                          model.rest_points[model.axis_start[1:] - 1]], 1))
         self._gravity = np.ascontiguousarray(model.settings.gravity, dtype=np.float64)
