@@ -133,7 +133,7 @@ def test_bones_and_bone_radius(bpy):
         if radius:
             assert np.all(character.model.capsule_radius[0] == pytest.approx(radius))
         if not bones:
-            assert character.model.cap_start[-1] == 0  # no capsule at all
+            assert character.model.pbd.cap_start[-1] == 0  # no capsule at all
     print({k: f"{v * 1000:.2f} mm" for k, v in results.items()})
     assert results["bones"] > PUSHED
     assert results["no bones"] < STILL_TOL and results["thin bone"] < STILL_TOL

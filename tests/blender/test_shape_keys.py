@@ -129,8 +129,8 @@ def test_a_corrective_key_at_the_bent_elbow_keeps_its_effect_and_the_contact(bpy
     value = key.value
     assert abs(value - 1.0) < 0.01  # the driver follows the bend
     ch = _runtime().bound(mesh).character
-    contact = ch.weld.expand(ch.deformer.scratch.state[:, None])[:, 0] == tracking.STATE_CONTACT
-    normal = ch.weld.expand(ch.deformer.scratch.normal)
+    contact = ch.model.weld.expand(ch.deformer.scratch.state[:, None])[:, 0] == tracking.STATE_CONTACT
+    normal = ch.model.weld.expand(ch.deformer.scratch.normal)
     turns = ch.offset_turns()
     key.mute = True
     bpy.context.scene.frame_set(30)
