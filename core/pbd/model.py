@@ -169,14 +169,14 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
     np.cumsum([len(mm) for mm in members], out=group_start[1:])
     group_members = np.concatenate(members).astype(np.int64) if members else np.zeros(0, dtype=np.int64)
     islands = [list(mm) for mm in members] + [[i] for i in range(count) if muscle_group[i] < 0]
-    island_start, island_members = _csr(islands)
+    island_start, island_members = csr(islands)
     with_bones = _flags(bone_collisions, count, "bone_collisions")
     skin_inv_mass = axes["inv_mass"] * np.repeat(_flags(keep_inside, count, "keep_inside"),
                                                  np.diff(axes["axis_start"]))
     caps = np.zeros((0, 2, 3)) if capsules is None else np.asarray(capsules, dtype=np.float64).reshape(-1, 2, 3)
     if not np.all(np.isfinite(caps)):
         raise ValueError("bone capsules contain NaN or infinite coordinates.")
-    bones = _bone_lists(muscles, caps, _capsule_radii(capsule_radius, count, len(caps)), grids, with_bones,
+    bones = _bone_lists(muscles, caps, capsule_radii(capsule_radius, count, len(caps)), grids, with_bones,
                         capsule_margin)
     grid_values, grid_offset, grid_dims, grid_origin, grid_spacing, grid_tf = _pack_grids(grids)
     exponents = np.array([(m.shape.alpha_rest - 1, m.shape.beta_rest - 1, m.shape.alpha_active - 1,
@@ -245,14 +245,14 @@ def _bone_lists(muscles, caps, radius, grids, with_bones, capsule_margin) -> dic
         margin = 0.25 * muscle.rest_length if capsule_margin is None else float(capsule_margin)
         axis = muscle.axis
         near = [c for c in range(len(caps)) if with_bones[i]
-                and _segment_distance(axis[0], axis[-1], caps[c, 0], caps[c, 1]) < reach[i] + radius[i, c] + margin]
+                and segment_distance(axis[0], axis[-1], caps[c, 0], caps[c, 1]) < reach[i] + radius[i, c] + margin]
         cap_lists.append(near)
         near_grids = [g for g, bg in enumerate(grids)
                       if with_bones[i] and _box_distance(axis, bg.grid) < reach[i] + margin]
         grid_lists.append(near_grids)
-    cap_start, cap_index = _csr(cap_lists)
+    cap_start, cap_index = csr(cap_lists)
     cap_radius = np.array([radius[i, c] for i, near in enumerate(cap_lists) for c in near], dtype=np.float64)
-    grid_start, grid_index = _csr(grid_lists)
+    grid_start, grid_index = csr(grid_lists)
     return dict(cap_start=cap_start, cap_index=cap_index, cap_radius=cap_radius, grid_start=grid_start,
                 grid_index=grid_index)
 
@@ -277,7 +277,7 @@ def _flags(values, count, name) -> np.ndarray:
     return flags.astype(bool)
 
 
-def _capsule_radii(capsule_radius, muscles, capsules) -> np.ndarray:
+def capsule_radii(capsule_radius, muscles, capsules) -> np.ndarray:
     """``(muscles, capsules)`` [m] from ``None`` (0), one radius per capsule, or one per muscle and capsule."""
     if capsule_radius is None:
         return np.zeros((muscles, capsules))
@@ -323,7 +323,9 @@ def capsule_radius_from_skin(head, tail, skin_points, fraction: float = 0.25) ->
 
 
 
-def _csr(lists):
+def csr(lists):
+    """``(start (n+1,), index)`` int64 of ``lists`` (n lists of indices) in compressed rows: list ``i`` is
+    ``index[start[i]:start[i + 1]]``."""
     start = np.zeros(len(lists) + 1, dtype=np.int64)
     np.cumsum([len(item) for item in lists], out=start[1:])
     index = np.array([i for item in lists for i in item], dtype=np.int64)
@@ -344,8 +346,9 @@ def _pack_grids(grids):
     return values, offset, dims, origin, spacing, tf
 
 
-def _segment_distance(p0, p1, q0, q1, samples: int = 33) -> float:
-    """Distance between two segments (sampled; used once at build time for the broad phase)."""
+def segment_distance(p0, p1, q0, q1, samples: int = 33) -> float:
+    """Distance [m] between the segments ``p0-p1`` and ``q0-q1`` (sampled; used at build time for the broad
+    phase of the bone contacts, the axes' and the rods')."""
     t = np.linspace(0.0, 1.0, samples)[:, None]
     a = p0 + t * (p1 - p0)
     e = q1 - q0

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..pbd.model import _capsule_radii, _csr, _segment_distance
+from ..pbd.model import capsule_radii, csr, segment_distance
 from . import frames as _frames
 from .settings import RodSettings
 
@@ -165,7 +165,7 @@ def build_rod_model(muscles: Sequence, settings: RodSettings | None = None, caps
     caps = np.zeros((0, 2, 3)) if capsules is None else np.asarray(capsules, dtype=np.float64).reshape(-1, 2, 3)
     if not np.all(np.isfinite(caps)):
         raise ValueError("bone capsules contain NaN or infinite coordinates.")
-    radius = _capsule_radii(capsule_radius, count, len(caps))
+    radius = capsule_radii(capsule_radius, count, len(caps))
     with_bones = np.ones(count, dtype=bool) if bone_collisions is None else \
         np.asarray(bone_collisions, dtype=bool).reshape(-1)
     if len(with_bones) != count:
@@ -176,9 +176,9 @@ def build_rod_model(muscles: Sequence, settings: RodSettings | None = None, caps
         a, b = axis_start[i], axis_start[i + 1]
         margin = 0.25 * rods["rest_span"][i] if capsule_margin is None else float(capsule_margin)
         reach = rest_radius[a:b].max() * 2.0  # room for a bulge
-        cap_lists.append([c for c in range(len(caps)) if with_bones[i] and _segment_distance(
+        cap_lists.append([c for c in range(len(caps)) if with_bones[i] and segment_distance(
             rest[a], rest[b - 1], caps[c, 0], caps[c, 1]) < reach + radius[i, c] + margin])
-    cap_start, cap_index = _csr(cap_lists)
+    cap_start, cap_index = csr(cap_lists)
     cap_radius = np.array([radius[i, c] for i, near in enumerate(cap_lists) for c in near], dtype=np.float64)
     return RodModel(
         settings=settings, names=tuple(getattr(m, "name", str(i)) for i, m in enumerate(muscles)), **rods,
@@ -268,7 +268,7 @@ def _touches(touches, chain_rod, count) -> dict:
         raise ValueError("chain_rod must name each rod once (and -1 for the axis muscles).")
     if any(not 0 <= int(o) < len(chain_rod) or chain_rod[int(o)] == i for i, t in enumerate(touches) for o, _ in t):
         raise ValueError("a rod's touches must name other muscles of the chains.")
-    touch_start, touch_chain = _csr([[int(o) for o, _ in t] for t in touches])
+    touch_start, touch_chain = csr([[int(o) for o, _ in t] for t in touches])
     touch_bundle = np.array([bool(bb) for t in touches for _, bb in t], dtype=bool)
     return dict(touch_start=touch_start, touch_chain=touch_chain, touch_bundle=touch_bundle, chain_rod=chain_rod)
 

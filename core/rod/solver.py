@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import validation
 from ..pbd.control import DEFAULT_ACTIVATION, DEFAULT_STIFFNESS, PBDControl
-from ..pbd.solver import _frame_array
+from ..pbd.solver import frame_array
 from .model import RodModel, jiggle_frequency
 from .state import RodState
 
@@ -107,15 +107,15 @@ class RodSolver:
         M = m.muscle_count
         activation = self._per_muscle(control.activation, "activation", DEFAULT_ACTIVATION, 0.0, 1.0)
         stiffness = self._per_muscle(control.stiffness, "stiffness", DEFAULT_STIFFNESS, 0.0, 1.0)
-        ends = _frame_array(control.endpoints, (M, 2, 3), "endpoints", self._rest_ends)
+        ends = frame_array(control.endpoints, (M, 2, 3), "endpoints", self._rest_ends)
         chord = ends[:, 1] - ends[:, 0]
         span2 = np.einsum("ij,ij->i", chord, chord)
         if span2.min() <= 1e-18:
             bad = int(np.flatnonzero(span2 <= 1e-18)[0])
             raise ValueError(f"muscle {m.names[bad]}: origin and insertion are at the same place in this frame; "
                              f"check the bones it is attached to.")
-        normals = _frame_array(control.normals, (M, 2, 3), "endpoint normals", m.rest_normals)
-        caps = _frame_array(control.capsules, (m.capsule_count, 2, 3), "bone capsules", m.rest_capsules)
+        normals = frame_array(control.normals, (M, 2, 3), "endpoint normals", m.rest_normals)
+        caps = frame_array(control.capsules, (m.capsule_count, 2, 3), "bone capsules", m.rest_capsules)
         ei, ea = m.stiffnesses(stiffness)
         chains = chains or self._no_chains
         if chains is not self._no_chains:
