@@ -30,8 +30,8 @@ def _run(character, frames, poses, dt, warmup=3):
     rows, split, counts = [], [], []
     d = character.deformer
     for f in range(frames):
-        B, kw = poses(f)
-        character.frame(B, dt=dt, **kw)
+        B, inputs = poses(f)
+        character.frame(B, inputs, dt=dt)
         if f >= warmup:
             rows.append(dict(character.timings))
             split.append(dict(d.tracking_stages))
@@ -62,16 +62,18 @@ def _dqs_ms(character, B, repeats=20):
 def run() -> dict:
     import_package()
     from implicit_muscles.scenes import paper as scenes
-    from implicit_muscles.core.character import MuscledCharacter
+    from implicit_muscles.core.character import CharacterSetup, MuscledCharacter
+    from implicit_muscles.core.pbd.control import MuscleInputs
 
     arm = scenes.arm_character()
-    curl = _run(arm, 48, lambda f: (scenes.biceps_curl(f)[0], {"activation": scenes.biceps_curl(f)[1]}), 1 / 24)
-    shake = _run(arm, 48, lambda f: (scenes.arm_shake(f), {"stiffness": [0.1] * 4}), 1 / 24)
+    curl = _run(arm, 48, lambda f: (scenes.biceps_curl(f)[0], MuscleInputs(activation=scenes.biceps_curl(f)[1])),
+                1 / 24)
+    shake = _run(arm, 48, lambda f: (scenes.arm_shake(f), MuscleInputs(stiffness=[0.1] * 4)), 1 / 24)
     arm_dqs = _dqs_ms(arm, scenes.arm_pose(90.0))
     rig = scenes.body_rig()
     muscles, _, owner = scenes.body_muscles()
-    body = MuscledCharacter(rig, muscles, owner, owner, owner)
-    run_cycle = _run(body, 24, lambda f: (scenes.body_swing(rig, f / 24), {}), 1 / 24)
+    body = MuscledCharacter.bind(CharacterSetup(rig, tuple(muscles), owner, owner, owner))
+    run_cycle = _run(body, 24, lambda f: (scenes.body_swing(rig, f / 24), None), 1 / 24)
     body_dqs = _dqs_ms(body, scenes.body_swing(rig, 0.2))
 
     results = {"biceps curl": curl, "arm shake": shake, "full body": run_cycle}

@@ -82,6 +82,7 @@ def _measure(rig, transforms, bound=None, step=None):
 
 def run() -> dict:
     import_package()
+    from implicit_muscles.core.pbd.control import MuscleInputs
     from implicit_muscles.scenes import paper as scenes
 
     cases = _characters()
@@ -91,8 +92,8 @@ def run() -> dict:
         character = scenes.arm_character()
         curl = [[a / 130.0, 0.0, 0.8 * a / 130.0, 0.3 * a / 130.0] for a in np.linspace(0.0, 130.0, 27)]
         frames = iter(curl)
-        step = (lambda B: character.frame(B, activation=next(frames))) if muscles else None
-        cases.append((f"paper arm, curl, {'with' if muscles else 'without'} muscles", character.rig, arm_poses,
+        step = (lambda B: character.frame(B, MuscleInputs(activation=next(frames)))) if muscles else None
+        cases.append((f"paper arm, curl, {'with' if muscles else 'without'} muscles", character.model.rig, arm_poses,
                       character.deformer, step))
     for case in cases:
         label, rig, transforms = case[:3]

@@ -25,10 +25,10 @@ def _arm(scenes, contacts: bool) -> list:
     arm = scenes.arm_character(solvers=["ROD"] * 4, collisions=MuscleCollisions(muscles=[contacts] * 4))
     times = []
     for f in range(FRAMES):
-        bones, inputs = scenes.arm_shot_frame(arm, "curl", f, FRAMES)
-        arm.frame(bones, inputs=inputs, dt=1 / 24)
+        bones, inputs = scenes.arm_shot_frame("curl", f, FRAMES)
+        arm.frame(bones, inputs, dt=1 / 24)
         if f >= WARMUP:
-            times.append(arm.rods.timings["rod solve"])
+            times.append(arm.model.rods.timings["rod solve"])
     return times
 
 

@@ -91,14 +91,17 @@ def _plot(by_vertices, by_muscles, by_bones, path) -> None:
 
 def run() -> dict:
     import_package()
-    from implicit_muscles.core.character import MuscledCharacter
+    from implicit_muscles.core.character import CharacterSetup, MuscledCharacter
     from implicit_muscles.scenes import paper as scenes
+
+    def bind(rig, muscles, bones):
+        return MuscledCharacter.bind(CharacterSetup(rig, tuple(muscles), bones, bones, bones))
 
     muscles, _, owner = scenes.body_muscles()
     by_vertices = []
     for density in DENSITIES:
         rig = scenes.body_rig(density)
-        r = _frame_times(MuscledCharacter(rig, muscles, owner, owner, owner), rig)
+        r = _frame_times(bind(rig, muscles, owner), rig)
         by_vertices.append({"density": density, "muscles": len(muscles), **r})
     rig = scenes.body_rig()
     by_muscles = []
@@ -108,13 +111,13 @@ def run() -> dict:
             chosen, bones = [muscles[i] for i in pick], owner[pick] if count else owner[:0]
         else:
             chosen, _, bones = scenes.body_muscles(rings=count // len(muscles))
-        r = _frame_times(MuscledCharacter(rig, chosen, bones, bones, bones), rig)
+        r = _frame_times(bind(rig, chosen, bones), rig)
         by_muscles.append({"muscles": len(chosen), **r})
     by_bones = []
     for split in SPLITS:
         rig = scenes.body_rig(split=split)
         none = np.zeros(0, dtype=np.int64)
-        r = _frame_times(MuscledCharacter(rig, [], none, none, none), rig)
+        r = _frame_times(bind(rig, [], none), rig)
         by_bones.append({"bones": len(rig.names), "muscles": 0, **r})
     k_vertices = _exponent([r["vertices"] for r in by_vertices], [r["total_ms"] for r in by_vertices])
     with_muscles = [r for r in by_muscles if r["muscles"] > 0]

@@ -1,6 +1,6 @@
 """The two muscle solvers side by side, per frame (issue 25): the paper's arm playing the biceps curl and the arm
 shake with every muscle on the paper's axis solver, with the biceps as a VIPER rod, and with all four muscles as
-rods (``MuscledCharacter(solvers=...)``, ``core/rod/muscles.py``). Per frame: the muscles' stage (``pbd``: both
+rods (``CharacterSetup.solvers``, ``core/rod/muscles.py``). Per frame: the muscles' stage (``pbd``: both
 solvers), of it the rods' kernel and their field fill, and the whole frame; the biceps' field volume against rest
 (largest change over the shot). Each time is the median over the shot's frames (after the first ``WARMUP``), on one
 kernel thread, with the least beside it (``<key> least``). Nothing is asserted."""
@@ -17,25 +17,26 @@ CONFIGS = {"all axis": None, "biceps rod": ["ROD", "AXIS", "AXIS", "AXIS"], "all
 
 
 def _shot(arm, name):
+    from implicit_muscles.core.pbd.control import MuscleInputs
     from implicit_muscles.scenes import paper as scenes
 
     arm.frame(scenes.arm_pose(0.0 if name == "biceps curl" else 70.0), dt=1 / 24)
     rest = arm.muscle_volumes()[0]
     arm.reset()
     if name == "arm shake":
-        arm.settle(scenes.arm_shake(0), stiffness=[0.1] * 4)
+        arm.settle(scenes.arm_shake(0), MuscleInputs(stiffness=[0.1] * 4))
         rest = None
     rows, change = [], 0.0
     for f in range(FRAMES):
-        bones, inputs = scenes.arm_shot_frame(arm, "curl" if name == "biceps curl" else "shake", f, FRAMES)
-        arm.frame(bones, inputs=inputs, dt=1 / 24)
+        bones, inputs = scenes.arm_shot_frame("curl" if name == "biceps curl" else "shake", f, FRAMES)
+        arm.frame(bones, inputs, dt=1 / 24)
         volume = arm.muscle_volumes()[0]
         rest = volume if rest is None else rest
         change = max(change, abs(volume / rest - 1.0))
         if f >= WARMUP:
             t = dict(arm.timings)
-            if arm.rods is not None:
-                t.update(arm.rods.timings)
+            if arm.model.rods is not None:
+                t.update(arm.model.rods.timings)
             rows.append(t)
     out = {k: 1e3 * float(np.median([r[k] for r in rows])) for k in rows[0]}
     out.update({f"{k} least": 1e3 * min(r[k] for r in rows) for k in rows[0]})

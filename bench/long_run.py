@@ -22,11 +22,12 @@ SURFACE = dict(rings=48, sides=24)
 
 def arm_scene():
     """``(character, poses)``: the paper's arm and its biceps curl (0 -> 130 -> 0 degrees with activation)."""
+    from implicit_muscles.core.pbd.control import MuscleInputs
     from implicit_muscles.scenes import paper as scenes
 
     def poses(f):
         B, activation = scenes.biceps_curl(f, LOOP)
-        return B, {"activation": activation}
+        return B, MuscleInputs(activation=activation)
 
     return scenes.arm_character(), poses
 
@@ -34,14 +35,15 @@ def arm_scene():
 def body_scene():
     """``(character, poses)``: the full body (50 muscles) swinging arms and legs three times per loop."""
     from implicit_muscles.scenes import paper as scenes
-    from implicit_muscles.core.character import MuscledCharacter
+    from implicit_muscles.core.character import CharacterSetup, MuscledCharacter
+    from implicit_muscles.core.pbd.control import MuscleInputs
 
     rig = scenes.body_rig()
     muscles, _, owner = scenes.body_muscles()
-    character = MuscledCharacter(rig, muscles, owner, owner, owner)
+    character = MuscledCharacter.bind(CharacterSetup(rig, tuple(muscles), owner, owner, owner))
 
     def poses(f):
-        return body_pose(rig.names, rig.heads, rig.parents, 3.0 * (f % LOOP) / LOOP), {}
+        return body_pose(rig.names, rig.heads, rig.parents, 3.0 * (f % LOOP) / LOOP), MuscleInputs()
 
     return character, poses
 
@@ -78,30 +80,30 @@ def muscle_volumes(character, activation=None) -> np.ndarray:
 
 
 def run(character, poses, frames: int, dt: float = 1.0 / 24.0, progress=None) -> dict:
-    """Simulate ``frames`` frames of ``poses(f) -> (B, keywords of MuscledCharacter.frame)`` from rest without a
+    """Simulate ``frames`` frames of ``poses(f) -> (B, MuscleInputs)`` from rest without a
     reset; per loop of ``LOOP`` frames: finite, largest kinetic energy [J], volume ratio to rest per muscle, memory.
     ``progress(frame)`` is called after each loop."""
     from implicit_muscles.core.pbd.solver import kinetic_energy
 
     character.reset()
     rest = muscle_volumes(character)
-    B, keywords = poses(0)
-    character.settle(B, dt=dt, **keywords)  # the first pose is not the rest pose (as in Blender at the start frame)
+    B, inputs = poses(0)
+    character.settle(B, inputs, dt=dt)  # the first pose is not the rest pose (as in Blender at the start frame)
     loops = {"energy_max_j": [], "volume_ratio_min": [], "volume_ratio_max": [], "resident_mb": []}
     ratios = []
     finite = True
     out = np.empty((character.vertex_count, 3))
     energy = 0.0
     for f in range(frames):
-        B, keywords = poses(f)
+        B, inputs = poses(f)
         if f % LOOP == 0:
-            ratio = muscle_volumes(character, keywords.get("activation")) / rest
+            ratio = muscle_volumes(character, inputs.activation) / rest
             ratios.append(ratio)
             loops["volume_ratio_min"].append(float(ratio.min()))
             loops["volume_ratio_max"].append(float(ratio.max()))
-        character.frame(B, dt=dt, out=out, **keywords)
+        character.frame(B, inputs, dt=dt, out=out)
         finite = finite and bool(np.isfinite(out).all())
-        energy = max(energy, kinetic_energy(character.model, character.state()))
+        energy = max(energy, kinetic_energy(character.model.pbd, character.state()))
         if (f + 1) % LOOP == 0:
             loops["energy_max_j"].append(energy)
             loops["resident_mb"].append(resident_mb())

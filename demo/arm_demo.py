@@ -20,6 +20,7 @@ GAP = 0.12
 
 def arm_positions():
     """``(faces, {label: positions (V, 3)}, timings)`` for the three panels."""
+    from implicit_muscles.core.pbd.control import MuscleInputs
     from implicit_muscles.scenes import paper as scenes
     from implicit_muscles.core.skin.deformer import ImplicitSkinDeformer
     from implicit_muscles.core.skin.field import bind_skin_field
@@ -34,8 +35,8 @@ def arm_positions():
     character = scenes.arm_character()
     for f in range(RAMP_FRAMES + HOLD_FRAMES):
         bend = min(1.0, (f + 1) / RAMP_FRAMES)
-        muscled = character.frame(scenes.arm_pose(ELBOW_DEGREES * bend), activation=[bend, 0.0, 0.6 * bend, 0.0],
-                                  stiffness=[0.6] * 4)
+        inputs = MuscleInputs(activation=[bend, 0.0, 0.6 * bend, 0.0], stiffness=[0.6] * 4)
+        muscled = character.frame(scenes.arm_pose(ELBOW_DEGREES * bend), inputs)
     seconds = time.perf_counter() - t0
     return rig.faces, {"dual quaternions": dqs, "Implicit Skinning": is_plain,
                        "Implicit Skinning + muscles\nbiceps active": muscled}, {"seconds": seconds,

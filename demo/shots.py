@@ -424,16 +424,16 @@ def _to_armature(world, armature):
 def _probe_vertices(bound, probe, rest):
     """Vertices of the rest mesh over the middle of muscle ``probe``: within three widths of its rest axis, between
     20 % and 80 % along it, on the muscle's side of its bone's axis: their indices."""
-    names = [m.name for m in bound.character.muscles]
+    names = [m.name for m in bound.character.model.muscles]
     m = names.index(probe)
-    muscle = bound.character.muscles[m]
+    muscle = bound.character.model.muscles[m]
     axis = muscle.axis
     a, b = axis[0], axis[-1]
     e = b - a
     t = np.clip((rest - a) @ e / (e @ e), 0.0, 1.0)
     d = np.linalg.norm(rest - (a + t[:, None] * e), axis=1)
-    bone = bound.character.origin_bones[m]
-    head, tail = bound.character.rig.heads[bone], bound.character.rig.tails[bone]
+    bone = bound.character.model.origin_bones[m]
+    head, tail = bound.character.model.rig.heads[bone], bound.character.model.rig.tails[bone]
     mid = 0.5 * (a + b)
     u = tail - head
     foot = head + np.clip((mid - head) @ u / (u @ u), 0.0, 1.0) * u
@@ -450,7 +450,7 @@ FAT_PROBE_SCALE = 1.5
 def _fat_vertices(bound, rest) -> dict:
     """Fat name -> indices of the rest vertices over it (inside its ellipsoid grown by ``FAT_PROBE_SCALE``)."""
     out = {}
-    for fat in bound.character.fats:
+    for fat in bound.character.model.fats:
         local = (rest - fat.center) @ fat.frame / (FAT_PROBE_SCALE * fat.axes)
         out[fat.name] = np.flatnonzero((local * local).sum(axis=1) <= 1.0)
     return out
@@ -469,7 +469,7 @@ def _quality_meshes(kinds, runtime) -> dict:
             d = b.character.deformer
             dqs = next(o for o in kinds["dqs"][1] if o.name.split(".")[0] == mesh.name.split(".")[0])
             names = [d.bone_names[p] if d.bone_names is not None else str(p) for p in d.skin.part_bone]
-            weld = b.character.weld
+            weld = b.character.model.weld
             first = None
             if not weld.identity:
                 first = np.empty(len(weld.vertices), dtype=np.int64)
@@ -514,7 +514,7 @@ def play(bpy, shot, runtime, frame_inputs):
     muscle_meshes = kinds["muscles"][1]
     probe_obj = bpy.data.objects[shot.probe_mesh]
     probe_bound = runtime.bound(probe_obj)
-    rest = probe_bound.character.rig.vertices
+    rest = probe_bound.character.model.rig.vertices
     probe_index = _probe_vertices(probe_bound, shot.probe, rest)
     fat_index = _fat_vertices(probe_bound, rest)
     dqs_obj = next(o for o in kinds["dqs"][1] if o.name.split(".")[0] == probe_obj.name.split(".")[0])
@@ -549,15 +549,15 @@ def play(bpy, shot, runtime, frame_inputs):
         armature_eval = kinds["muscles"][0].evaluated_get(depsgraph)
         for mesh in muscle_meshes:
             b = runtime.bound(mesh)
-            if not len(b.character.muscles):
+            if not len(b.character.model.muscles):
                 continue
             act = frame_inputs.muscle_values(armature_eval, b.source).activation
-            for name, v in zip((m.name for m in b.character.muscles), b.character.muscle_volumes(act)):
+            for name, v in zip((m.name for m in b.character.model.muscles), b.character.muscle_volumes(act)):
                 rec["volumes"].setdefault(name, []).append(float(v))
         if rod_obj is not None:
             b = runtime.bound(rod_obj)
             act = frame_inputs.muscle_values(kinds["rod"][0].evaluated_get(depsgraph), b.source).activation
-            for name, v in zip((m.name for m in b.character.muscles), b.character.muscle_volumes(act)):
+            for name, v in zip((m.name for m in b.character.model.muscles), b.character.muscle_volumes(act)):
                 rec["rod"]["volumes"].setdefault(name, []).append(float(v))
         world = {}
         for kind, (_, meshes) in kinds.items():
@@ -592,11 +592,11 @@ def play(bpy, shot, runtime, frame_inputs):
     rec["rest_volumes"] = {}
     for mesh in muscle_meshes + ([rod_obj] if rod_obj is not None else []):
         b = runtime.bound(mesh)
-        if len(b.character.muscles):
+        if len(b.character.model.muscles):
             probe = b.character.state()
             b.character.reset()
             out = rec["rod"]["rest_volumes"] if mesh is rod_obj else rec["rest_volumes"]
-            for name, v in zip((m.name for m in b.character.muscles), b.character.muscle_volumes()):
+            for name, v in zip((m.name for m in b.character.model.muscles), b.character.muscle_volumes()):
                 out[name] = float(v)
             b.character.restore(probe)
     return rec
@@ -746,7 +746,7 @@ def run_shot(bpy, name, out_dir, quick, quality):
               for kind, (_, meshes) in shot.variants.items()}
     muscle_count = len(shot.variants["muscles"][0].implicit_muscles.muscles)
     particles = sum(len(runtime.bound(m).character.state().x) for m in shot.variants["muscles"][1])
-    fibres = {m.name: len(runtime.bound(m).character.muscles) for m in shot.variants["muscles"][1]}
+    fibres = {m.name: len(runtime.bound(m).character.model.muscles) for m in shot.variants["muscles"][1]}
     return {"name": name, "title": shot.title, "blend": str(blend), "meshes": meshes, "muscles": muscle_count,
             "fibres_per_mesh": fibres,
             "particles": particles, "bones": len(shot.variants["dqs"][0].data.bones), "notes": shot.notes,

@@ -29,21 +29,22 @@ def _probe(rest):
 def play(solvers, shot):
     """``(volume % of rest (frames,), skin height over the biceps [mm] (frames,))`` of ``shot`` ('curl' or
     'shake') with ``solvers`` per arm muscle."""
+    from implicit_muscles.core.pbd.control import MuscleInputs
     from implicit_muscles.scenes import paper as scenes
 
     arm = scenes.arm_character(solvers=solvers)
-    rest = arm.rig.vertices
+    rest = arm.model.rig.vertices
     probe = _probe(rest)
     arm.frame(scenes.arm_pose(0.0), dt=1 / 24)
     rest_volume = arm.muscle_volumes()[0]
     arm.reset()
     frames = FRAMES if shot == "curl" else SHAKE_FRAMES
     if shot == "shake":
-        arm.settle(scenes.arm_shake(0), stiffness=[0.1] * 4)
+        arm.settle(scenes.arm_shake(0), MuscleInputs(stiffness=[0.1] * 4))
     volume, height = [], []
     for f in range(frames):
-        bones, inputs = scenes.arm_shot_frame(arm, shot, f, FRAMES)
-        x = arm.frame(bones, inputs=inputs, dt=1 / 24)
+        bones, inputs = scenes.arm_shot_frame(shot, f, FRAMES)
+        x = arm.frame(bones, inputs, dt=1 / 24)
         local = (np.linalg.inv(bones[0]) @ np.concatenate([x[probe], np.ones((len(probe), 1))], 1).T).T[:, :3]
         height.append(1e3 * float(np.mean(local[:, 2] - rest[probe, 2])))
         volume.append(100.0 * arm.muscle_volumes()[0] / rest_volume)

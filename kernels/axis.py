@@ -71,10 +71,15 @@ def _slerp_angle(ax, ay, az, bx, by, bz):
 
 
 @njit(**JIT)
-def _slerp_at(ax, ay, az, bx, by, bz, t, kx, ky, kz, dot, omega, so):
-    """:func:`_slerp` with ``dot, omega, so`` from :func:`_slerp_angle` (the same arithmetic, so the same bits)."""
+def _slerp_at(a, b, t, fallback, angle):
+    """:func:`_slerp` of the unit 3-tuples ``a``, ``b`` at ``t``, with ``angle = (dot, omega, so)`` from
+    :func:`_slerp_angle` (the same arithmetic, so the same bits); ``fallback``: the rotation axis for opposite
+    vectors."""
+    ax, ay, az = a
+    bx, by, bz = b
+    dot, omega, so = angle
     if dot < -1.0 + 1e-9 or omega < SLERP_SMALL_ANGLE:
-        return _slerp(ax, ay, az, bx, by, bz, t, kx, ky, kz)
+        return _slerp(ax, ay, az, bx, by, bz, t, fallback[0], fallback[1], fallback[2])
     ca = math.sin((1.0 - t) * omega) / so
     cb = math.sin(t * omega) / so
     return ca * ax + cb * bx, ca * ay + cb * by, ca * az + cb * bz
@@ -90,16 +95,14 @@ def _project_out(nx, ny, nz, tx, ty, tz):
     return mx, my, mz, math.sqrt(mx * mx + my * my + mz * mz)
 
 
-@njit(**JIT)
-def _one_axis(a, b, P, end_normals, m, cum, T, N, seg_t, seg_l, seg_a, bounds, defined):
-    """Geometry of muscle ``m`` (axis points ``P[a:b]``) into the output rows ``a .. b-1`` and ``bounds[m]``.
-    ``defined (P,) bool`` is scratch, rows ``a .. b-1`` used. Returns ``(length [m], status)``."""
-    count = b - a
-    for k in range(a, b):
-        for c in range(3):
-            if not math.isfinite(P[k, c]):
-                return 0.0, STATUS_NOT_FINITE
-    # arc lengths and segment tangents
+@njit(inline="always", **JIT)
+def _segments(a, b, mu):
+    """Arc lengths ``mu.axis_cumulative``, segment tangents and lengths of the axis points ``a .. b-1`` (the last
+    row's set to 0); returns the axis length [m]."""
+    P = mu.axis_points
+    cum = mu.axis_cumulative
+    seg_t = mu.seg_tangent
+    seg_l = mu.seg_length
     cum[a] = 0.0
     for k in range(a, b - 1):
         dx = P[k + 1, 0] - P[k, 0]
@@ -117,14 +120,18 @@ def _one_axis(a, b, P, end_normals, m, cum, T, N, seg_t, seg_l, seg_a, bounds, d
             seg_t[k, 2] = 0.0
         cum[k + 1] = cum[k] + L
     seg_l[b - 1] = 0.0
-    seg_a[b - 1] = 0.0
+    mu.seg_angle[b - 1] = 0.0
     seg_t[b - 1, 0] = 0.0
     seg_t[b - 1, 1] = 0.0
     seg_t[b - 1, 2] = 0.0
-    length = cum[b - 1]
-    if length <= MIN_SEGMENT_LENGTH:
-        return length, STATUS_ZERO_LENGTH
-    # overall direction (fallback for collapsed chords), then vertex tangents (core.muscle.axis.vertex_tangents)
+    return cum[b - 1]
+
+
+@njit(inline="always", **JIT)
+def _vertex_tangents(a, b, P, T):
+    """Vertex tangents ``T`` of the axis points ``P[a:b]`` (``core.muscle.axis.vertex_tangents``): the chord
+    between each point's neighbours, or where that collapses the overall direction (itself, where the whole chord
+    collapses, the longest neighbour chord)."""
     ox = P[b - 1, 0] - P[a, 0]
     oy = P[b - 1, 1] - P[a, 1]
     oz = P[b - 1, 2] - P[a, 2]
@@ -162,23 +169,27 @@ def _one_axis(a, b, P, end_normals, m, cum, T, N, seg_t, seg_l, seg_a, bounds, d
             T[k, 0] = ox
             T[k, 1] = oy
             T[k, 2] = oz
-    # endpoint normals, orthogonal to the end tangents
-    n0x, n0y, n0z, n0n = _project_out(end_normals[m, 0, 0], end_normals[m, 0, 1], end_normals[m, 0, 2],
-                                      T[a, 0], T[a, 1], T[a, 2])
-    raw0 = math.sqrt(end_normals[m, 0, 0] ** 2 + end_normals[m, 0, 1] ** 2 + end_normals[m, 0, 2] ** 2)
-    if not n0n > DEGENERATE_NORMAL * max(raw0, 1.0):
-        return length, STATUS_ORIGIN_NORMAL_PARALLEL
-    n1x, n1y, n1z, n1n = _project_out(end_normals[m, 1, 0], end_normals[m, 1, 1], end_normals[m, 1, 2],
-                                      T[b - 1, 0], T[b - 1, 1], T[b - 1, 2])
-    raw1 = math.sqrt(end_normals[m, 1, 0] ** 2 + end_normals[m, 1, 1] ** 2 + end_normals[m, 1, 2] ** 2)
-    if not n1n > DEGENERATE_NORMAL * max(raw1, 1.0):
-        return length, STATUS_INSERTION_NORMAL_PARALLEL
-    n0x /= n0n
-    n0y /= n0n
-    n0z /= n0n
-    n1x /= n1n
-    n1y /= n1n
-    n1z /= n1n
+
+
+@njit(inline="always", **JIT)
+def _end_normal(end_normals, m, e, T, k):
+    """Muscle ``m``'s end normal ``e`` (0 origin, 1 insertion) made orthogonal to the tangent ``T[k]``, unnormalised:
+    ``(nx, ny, nz, length, defined)``, not defined where it is (nearly) parallel to the tangent."""
+    nx, ny, nz, nn = _project_out(end_normals[m, e, 0], end_normals[m, e, 1], end_normals[m, e, 2],
+                                  T[k, 0], T[k, 1], T[k, 2])
+    raw = math.sqrt(end_normals[m, e, 0] ** 2 + end_normals[m, e, 1] ** 2 + end_normals[m, e, 2] ** 2)
+    return nx, ny, nz, nn, nn > DEGENERATE_NORMAL * max(raw, 1.0)
+
+
+@njit(inline="always", **JIT)
+def _control_normals(a, b, mu, n0, n1, length, defined):
+    """Control normals ``mu.axis_normal`` of the axis points ``a .. b-1`` (``core.muscle.axis.control_normals``):
+    the unit end normals ``n0``, ``n1`` slerped by arc length, made orthogonal to each vertex tangent;
+    ``defined[k]`` says where that leaves one. Returns how many are defined."""
+    P = mu.axis_points
+    T = mu.axis_tangent
+    N = mu.axis_normal
+    cum = mu.axis_cumulative
     chx = P[b - 1, 0] - P[a, 0]
     chy = P[b - 1, 1] - P[a, 1]
     chz = P[b - 1, 2] - P[a, 2]
@@ -186,11 +197,11 @@ def _one_axis(a, b, P, end_normals, m, cum, T, N, seg_t, seg_l, seg_a, bounds, d
         chx = T[a, 0]
         chy = T[a, 1]
         chz = T[a, 2]
-    # control normals (core.muscle.axis.control_normals); the endpoint normals' angle once per muscle
-    dot, omega, so = _slerp_angle(n0x, n0y, n0z, n1x, n1y, n1z)
+    # the endpoint normals' angle once per muscle
+    angle = _slerp_angle(n0[0], n0[1], n0[2], n1[0], n1[1], n1[2])
     n_defined = 0
     for k in range(a, b):
-        sx, sy, sz = _slerp_at(n0x, n0y, n0z, n1x, n1y, n1z, cum[k] / length, chx, chy, chz, dot, omega, so)
+        sx, sy, sz = _slerp_at(n0, n1, cum[k] / length, (chx, chy, chz), angle)
         mx, my, mz, mn = _project_out(sx, sy, sz, T[k, 0], T[k, 1], T[k, 2])
         if mn > DEGENERATE_NORMAL:
             N[k, 0] = mx / mn
@@ -200,46 +211,93 @@ def _one_axis(a, b, P, end_normals, m, cum, T, N, seg_t, seg_l, seg_a, bounds, d
             n_defined += 1
         else:
             defined[k] = False
-    if n_defined == 0:
-        return length, STATUS_NO_NORMAL
-    if n_defined < count:
-        for k in range(a, b):
-            if defined[k]:
-                continue
-            lo = k - 1
-            while lo >= a and not defined[lo]:
-                lo -= 1
-            hi = k + 1
-            while hi < b and not defined[hi]:
-                hi += 1
-            if lo >= a and hi < b:
-                t = (cum[k] - cum[lo]) / max(cum[hi] - cum[lo], 1e-300)
-                sx, sy, sz = _slerp(N[lo, 0], N[lo, 1], N[lo, 2], N[hi, 0], N[hi, 1], N[hi, 2], t,
-                                    T[k, 0], T[k, 1], T[k, 2])
-            elif lo >= a:
-                sx, sy, sz = N[lo, 0], N[lo, 1], N[lo, 2]
-            else:
-                sx, sy, sz = N[hi, 0], N[hi, 1], N[hi, 2]
-            mx, my, mz, mn = _project_out(sx, sy, sz, T[k, 0], T[k, 1], T[k, 2])
-            if mn > DEGENERATE_NORMAL:
-                N[k, 0] = mx / mn
-                N[k, 1] = my / mn
-                N[k, 2] = mz / mn
-            else:
-                N[k, 0] = sx
-                N[k, 1] = sy
-                N[k, 2] = sz
+    return n_defined
+
+
+@njit(inline="always", **JIT)
+def _fill_normals(a, b, mu, defined):
+    """The control normals not ``defined`` (parallel to their tangent): slerped between the nearest defined ones
+    on each side by arc length (or the one side's), made orthogonal to the tangent where that is possible."""
+    T = mu.axis_tangent
+    N = mu.axis_normal
+    cum = mu.axis_cumulative
+    for k in range(a, b):
+        if defined[k]:
+            continue
+        lo = k - 1
+        while lo >= a and not defined[lo]:
+            lo -= 1
+        hi = k + 1
+        while hi < b and not defined[hi]:
+            hi += 1
+        if lo >= a and hi < b:
+            t = (cum[k] - cum[lo]) / max(cum[hi] - cum[lo], 1e-300)
+            sx, sy, sz = _slerp(N[lo, 0], N[lo, 1], N[lo, 2], N[hi, 0], N[hi, 1], N[hi, 2], t,
+                                T[k, 0], T[k, 1], T[k, 2])
+        elif lo >= a:
+            sx, sy, sz = N[lo, 0], N[lo, 1], N[lo, 2]
+        else:
+            sx, sy, sz = N[hi, 0], N[hi, 1], N[hi, 2]
+        mx, my, mz, mn = _project_out(sx, sy, sz, T[k, 0], T[k, 1], T[k, 2])
+        if mn > DEGENERATE_NORMAL:
+            N[k, 0] = mx / mn
+            N[k, 1] = my / mn
+            N[k, 2] = mz / mn
+        else:
+            N[k, 0] = sx
+            N[k, 1] = sy
+            N[k, 2] = sz
+
+
+@njit(inline="always", **JIT)
+def _angles_and_bounds(a, b, m, mu):
+    """The angles ``mu.seg_angle`` between consecutive control normals and muscle ``m``'s axis box
+    ``mu.muscle_bounds[m]`` (min xyz, max xyz)."""
+    P = mu.axis_points
+    N = mu.axis_normal
     for k in range(a, b - 1):
         d = N[k, 0] * N[k + 1, 0] + N[k, 1] * N[k + 1, 1] + N[k, 2] * N[k + 1, 2]
-        seg_a[k] = math.acos(min(max(d, -1.0), 1.0))
+        mu.seg_angle[k] = math.acos(min(max(d, -1.0), 1.0))
     for c in range(3):
         lo_c = P[a, c]
         hi_c = P[a, c]
         for k in range(a + 1, b):
             lo_c = min(lo_c, P[k, c])
             hi_c = max(hi_c, P[k, c])
-        bounds[m, c] = lo_c
-        bounds[m, 3 + c] = hi_c
+        mu.muscle_bounds[m, c] = lo_c
+        mu.muscle_bounds[m, 3 + c] = hi_c
+
+
+@njit(**JIT)
+def _one_axis(a, b, mu, end_normals, m, defined):
+    """Geometry of muscle ``m`` of ``mu`` (:class:`kernels.fusiform.MuscleArrays`; its axis points
+    ``mu.axis_points[a:b]``) into its per-point rows ``a .. b-1`` and ``mu.muscle_bounds[m]``. ``defined (P,)
+    bool`` is scratch, rows ``a .. b-1`` used. Returns ``(length [m], status)``."""
+    P = mu.axis_points
+    T = mu.axis_tangent
+    for k in range(a, b):
+        for c in range(3):
+            if not math.isfinite(P[k, c]):
+                return 0.0, STATUS_NOT_FINITE
+    length = _segments(a, b, mu)
+    if length <= MIN_SEGMENT_LENGTH:
+        return length, STATUS_ZERO_LENGTH
+    _vertex_tangents(a, b, P, T)
+    # endpoint normals, orthogonal to the end tangents
+    n0x, n0y, n0z, n0n, ok0 = _end_normal(end_normals, m, 0, T, a)
+    if not ok0:
+        return length, STATUS_ORIGIN_NORMAL_PARALLEL
+    n1x, n1y, n1z, n1n, ok1 = _end_normal(end_normals, m, 1, T, b - 1)
+    if not ok1:
+        return length, STATUS_INSERTION_NORMAL_PARALLEL
+    n0 = (n0x / n0n, n0y / n0n, n0z / n0n)
+    n1 = (n1x / n1n, n1y / n1n, n1z / n1n)
+    n_defined = _control_normals(a, b, mu, n0, n1, length, defined)
+    if n_defined == 0:
+        return length, STATUS_NO_NORMAL
+    if n_defined < b - a:
+        _fill_normals(a, b, mu, defined)
+    _angles_and_bounds(a, b, m, mu)
     return length, STATUS_OK
 
 
@@ -253,9 +311,7 @@ def axis_geometry(mu, end_normals, out_length, out_status):
     for m in range(n_muscles):
         a = axis_start[m]
         b = axis_start[m + 1]
-        length, status = _one_axis(a, b, mu.axis_points, end_normals, np.int64(m), mu.axis_cumulative,
-                                   mu.axis_tangent, mu.axis_normal, mu.seg_tangent, mu.seg_length, mu.seg_angle,
-                                   mu.muscle_bounds, defined)
+        length, status = _one_axis(a, b, mu, end_normals, np.int64(m), defined)
         out_length[m] = length
         out_status[m] = status
 
@@ -276,9 +332,7 @@ def axis_update(mu, points, end_normals, width_scale, volume, out_length, out_st
         for k in range(a, b):
             for c in range(3):
                 out_points[k, c] = points[k, c]
-        length, status = _one_axis(a, b, out_points, end_normals, np.int64(m), mu.axis_cumulative,
-                                   mu.axis_tangent, mu.axis_normal, mu.seg_tangent, mu.seg_length, mu.seg_angle,
-                                   mu.muscle_bounds, defined)
+        length, status = _one_axis(a, b, mu, end_normals, np.int64(m), defined)
         out_length[m] = length
         out_status[m] = status
         if status == STATUS_OK:

@@ -24,6 +24,7 @@ away from the sphere's centre and along it (the tissue at full stretch moves wit
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -143,127 +144,174 @@ def fat_substeps(omega, dt):
     return max(FAT_MIN_SUBSTEPS, int(math.ceil(omega * dt / FAT_STEP_ANGLE)))
 
 
+class FatModelArrays(NamedTuple):
+    """What :func:`fat_step` reads of the fat model (``core/fat/dynamics.py`` ``FatSolver.arrays``; ``F`` fats, ``C``
+    bone capsules)."""
+
+    rest_length: np.ndarray  # (F, 4) float64 [m] the springs' rest lengths
+    axes: np.ndarray         # (F, 3) float64 [m] semi-axes
+    cap_radius: np.ndarray   # (C,) float64 [m]
+    rest_gap: np.ndarray     # (F, C) float64 [m] each rest centre's distance to each capsule (inf: no collision)
+    travel: np.ndarray       # (F,) float64 [m] how far each centre may leave where its bone carries it
+
+
+class FatFrame(NamedTuple):
+    """One frame's inputs of :func:`fat_step`: the kinematic targets at the last frame and this one, and the
+    animated stiffness (as a frequency) and damping."""
+
+    anchors_prev: np.ndarray  # (F, 4, 3) float64 [m]
+    anchors_cur: np.ndarray   # (F, 4, 3) float64 [m]
+    omega: np.ndarray         # (F,) float64 [rad/s] natural frequency
+    zeta: np.ndarray          # (F,) float64 damping ratio
+    frame: np.ndarray         # (F, 3, 3) float64 this frame's ellipsoid frames (columns: semi-axis directions)
+    caps_prev: np.ndarray     # (C, 2, 3) float64 [m] the capsules' ends
+    caps_cur: np.ndarray      # (C, 2, 3) float64 [m]
+
+
+@njit(inline="always", **JIT_FAST)
+def _anchor_velocity(k, frame, dt):
+    """The mean velocity [m/s] of fat ``k``'s anchors over the frame of ``dt`` [s], a 3-tuple."""
+    anchors0 = frame.anchors_prev
+    anchors1 = frame.anchors_cur
+    u0 = 0.0
+    u1 = 0.0
+    u2 = 0.0
+    for i in range(4):
+        u0 += 0.25 * (anchors1[k, i, 0] - anchors0[k, i, 0]) / dt
+        u1 += 0.25 * (anchors1[k, i, 1] - anchors0[k, i, 1]) / dt
+        u2 += 0.25 * (anchors1[k, i, 2] - anchors0[k, i, 2]) / dt
+    return u0, u1, u2
+
+
+@njit(inline="always", **JIT_FAST)
+def _acceleration(k, x, v, u, t0, ks, cs, model, frame):
+    """Fat ``k``'s acceleration [m/s^2] at ``x`` with velocity ``v`` (3-tuples), the anchors at ``t0`` of the frame
+    (``u`` their mean velocity): the damping ``-cs (v - u)`` and the four springs ``-ks (|d| - L) d / |d|``."""
+    anchors0 = frame.anchors_prev
+    anchors1 = frame.anchors_cur
+    x0, x1, x2 = x
+    v0, v1, v2 = v
+    u0, u1, u2 = u
+    a0 = -cs * (v0 - u0)
+    a1 = -cs * (v1 - u1)
+    a2 = -cs * (v2 - u2)
+    for i in range(4):
+        p0 = (1.0 - t0) * anchors0[k, i, 0] + t0 * anchors1[k, i, 0]
+        p1 = (1.0 - t0) * anchors0[k, i, 1] + t0 * anchors1[k, i, 1]
+        p2 = (1.0 - t0) * anchors0[k, i, 2] + t0 * anchors1[k, i, 2]
+        d0 = x0 - p0
+        d1 = x1 - p1
+        d2 = x2 - p2
+        length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        if length < 1e-12:
+            continue
+        pull = -ks * (length - model.rest_length[k, i]) / length
+        a0 += pull * d0
+        a1 += pull * d1
+        a2 += pull * d2
+    return a0, a1, a2
+
+
+@njit(inline="always", **JIT_FAST)
+def _within_travel(k, x, v, u, t, model, frame):
+    """``(x, v)`` of fat ``k`` kept within its travel of the anchors' mean at ``t`` of the frame: beyond it, put
+    back on that sphere, moving with its bone (``u``, the anchors' mean velocity)."""
+    anchors0 = frame.anchors_prev
+    anchors1 = frame.anchors_cur
+    x0, x1, x2 = x
+    c0 = 0.0
+    c1 = 0.0
+    c2 = 0.0
+    for i in range(4):
+        c0 += 0.25 * ((1.0 - t) * anchors0[k, i, 0] + t * anchors1[k, i, 0])
+        c1 += 0.25 * ((1.0 - t) * anchors0[k, i, 1] + t * anchors1[k, i, 1])
+        c2 += 0.25 * ((1.0 - t) * anchors0[k, i, 2] + t * anchors1[k, i, 2])
+    r0 = x0 - c0
+    r1 = x1 - c1
+    r2 = x2 - c2
+    away = math.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
+    if away > model.travel[k]:
+        r0 /= away
+        r1 /= away
+        r2 /= away
+        # at full stretch the tissue moves with its bone: no sliding along the travel's sphere
+        return (c0 + model.travel[k] * r0, c1 + model.travel[k] * r1, c2 + model.travel[k] * r2), u
+    return x, v
+
+
+@njit(inline="always", **JIT_FAST)
+def _out_of_capsules(k, x, v, u, t, model, frame):
+    """``(x, v)`` of fat ``k`` pushed out of each bone capsule at ``t`` of the frame to ``min(r_b + h(n), gap_b)``
+    (module docstring), its velocity towards the capsule relative to the anchors' (``u``) removed."""
+    caps0 = frame.caps_prev
+    caps1 = frame.caps_cur
+    axes = model.axes
+    x0, x1, x2 = x
+    v0, v1, v2 = v
+    u0, u1, u2 = u
+    for b in range(caps0.shape[0]):
+        gap = model.rest_gap[k, b]
+        if not gap < np.inf:
+            continue
+        e00 = (1.0 - t) * caps0[b, 0, 0] + t * caps1[b, 0, 0]
+        e01 = (1.0 - t) * caps0[b, 0, 1] + t * caps1[b, 0, 1]
+        e02 = (1.0 - t) * caps0[b, 0, 2] + t * caps1[b, 0, 2]
+        s0 = (1.0 - t) * caps0[b, 1, 0] + t * caps1[b, 1, 0] - e00
+        s1 = (1.0 - t) * caps0[b, 1, 1] + t * caps1[b, 1, 1] - e01
+        s2 = (1.0 - t) * caps0[b, 1, 2] + t * caps1[b, 1, 2] - e02
+        ss = s0 * s0 + s1 * s1 + s2 * s2
+        r = 0.0
+        if ss > 1e-24:
+            r = min(max(((x0 - e00) * s0 + (x1 - e01) * s1 + (x2 - e02) * s2) / ss, 0.0), 1.0)
+        n0 = x0 - e00 - r * s0
+        n1 = x1 - e01 - r * s1
+        n2 = x2 - e02 - r * s2
+        dist = math.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
+        if dist < 1e-12:
+            continue
+        n0 /= dist
+        n1 /= dist
+        n2 /= dist
+        # the ellipsoid's extent along n: sqrt(sum_j (a_j (e_j . n))^2)
+        ext = 0.0
+        for j in range(3):
+            c = axes[k, j] * (frame.frame[k, 0, j] * n0 + frame.frame[k, 1, j] * n1 + frame.frame[k, 2, j] * n2)
+            ext += c * c
+        allowed = min(model.cap_radius[b] + math.sqrt(ext), gap)
+        if dist >= allowed:
+            continue
+        x0 += (allowed - dist) * n0
+        x1 += (allowed - dist) * n1
+        x2 += (allowed - dist) * n2
+        vn = (v0 - u0) * n0 + (v1 - u1) * n1 + (v2 - u2) * n2
+        if vn < 0.0:
+            v0 -= vn * n0
+            v1 -= vn * n1
+            v2 -= vn * n2
+    return (x0, x1, x2), (v0, v1, v2)
+
+
 @njit(**JIT_FAST)
-def fat_step(x_in, v_in, anchors0, anchors1, rest_length, omega, zeta, axes, frame, caps0, caps1, cap_radius,
-             rest_gap, travel, dt, x_out, v_out):
-    """One frame of every fat's particle (module docstring). Per fat ``F``, anchor (4), capsule ``C``:
-    ``x_in, v_in (F, 3)`` [m, m/s] the state before; ``anchors0, anchors1 (F, 4, 3)`` [m] the anchors at the last
-    frame and this one; ``rest_length (F, 4)`` [m]; ``omega (F,)`` [rad/s]; ``zeta (F,)``; ``axes (F, 3)`` [m] and
-    ``frame (F, 3, 3)`` this frame's ellipsoid; ``caps0, caps1 (C, 2, 3)`` [m] the capsules' ends at the last frame and
-    this one; ``cap_radius (C,)`` [m]; ``rest_gap (F, C)`` [m] (``inf``: no collision); ``travel (F,)`` [m] how far
-    each centre may leave where its bone carries it; ``dt`` [s]. Writes ``x_out, v_out (F, 3)``."""
-    F = x_in.shape[0]
-    C = caps0.shape[0]
-    for k in range(F):
-        w = omega[k]
+def fat_step(model, frame, x_in, v_in, dt, x_out, v_out):
+    """One frame of every fat's particle (module docstring): ``model`` a :class:`FatModelArrays`, ``frame`` a
+    :class:`FatFrame`; ``x_in, v_in (F, 3)`` [m, m/s] the state before; ``dt`` [s]. Writes ``x_out, v_out (F,
+    3)``. Semi-implicit Euler in substeps (:func:`fat_substeps`): the springs pull from the anchors at a substep's
+    start, then the travel and the capsules act at its end."""
+    for k in range(x_in.shape[0]):
+        w = frame.omega[k]
         n_sub = fat_substeps(w, dt)
         h = dt / n_sub
-        ks = 0.75 * w * w          # spring constant over mass [1/s^2]
-        cs = 2.0 * zeta[k] * w     # damping over mass [1/s]
-        x0 = x_in[k, 0]
-        x1 = x_in[k, 1]
-        x2 = x_in[k, 2]
-        v0 = v_in[k, 0]
-        v1 = v_in[k, 1]
-        v2 = v_in[k, 2]
-        # the anchors' mean velocity over the frame
-        u0 = 0.0
-        u1 = 0.0
-        u2 = 0.0
-        for i in range(4):
-            u0 += 0.25 * (anchors1[k, i, 0] - anchors0[k, i, 0]) / dt
-            u1 += 0.25 * (anchors1[k, i, 1] - anchors0[k, i, 1]) / dt
-            u2 += 0.25 * (anchors1[k, i, 2] - anchors0[k, i, 2]) / dt
+        ks = 0.75 * w * w              # spring constant over mass [1/s^2]
+        cs = 2.0 * frame.zeta[k] * w   # damping over mass [1/s]
+        x = (x_in[k, 0], x_in[k, 1], x_in[k, 2])
+        v = (v_in[k, 0], v_in[k, 1], v_in[k, 2])
+        u = _anchor_velocity(k, frame, dt)
         for s in range(1, n_sub + 1):
-            t = s / n_sub
-            a0 = -cs * (v0 - u0)
-            a1 = -cs * (v1 - u1)
-            a2 = -cs * (v2 - u2)
-            t0 = (s - 1) / n_sub   # the springs pull from the anchors at the substep's start, where x is
-            for i in range(4):
-                p0 = (1.0 - t0) * anchors0[k, i, 0] + t0 * anchors1[k, i, 0]
-                p1 = (1.0 - t0) * anchors0[k, i, 1] + t0 * anchors1[k, i, 1]
-                p2 = (1.0 - t0) * anchors0[k, i, 2] + t0 * anchors1[k, i, 2]
-                d0 = x0 - p0
-                d1 = x1 - p1
-                d2 = x2 - p2
-                length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
-                if length < 1e-12:
-                    continue
-                pull = -ks * (length - rest_length[k, i]) / length
-                a0 += pull * d0
-                a1 += pull * d1
-                a2 += pull * d2
-            v0 += h * a0
-            v1 += h * a1
-            v2 += h * a2
-            x0 += h * v0
-            x1 += h * v1
-            x2 += h * v2
-            # the travel: within travel[k] of the anchors' mean at the substep's end
-            c0 = 0.0
-            c1 = 0.0
-            c2 = 0.0
-            for i in range(4):
-                c0 += 0.25 * ((1.0 - t) * anchors0[k, i, 0] + t * anchors1[k, i, 0])
-                c1 += 0.25 * ((1.0 - t) * anchors0[k, i, 1] + t * anchors1[k, i, 1])
-                c2 += 0.25 * ((1.0 - t) * anchors0[k, i, 2] + t * anchors1[k, i, 2])
-            r0 = x0 - c0
-            r1 = x1 - c1
-            r2 = x2 - c2
-            away = math.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
-            if away > travel[k]:
-                r0 /= away
-                r1 /= away
-                r2 /= away
-                x0 = c0 + travel[k] * r0
-                x1 = c1 + travel[k] * r1
-                x2 = c2 + travel[k] * r2
-                v0 = u0   # at full stretch the tissue moves with its bone: no sliding along the travel's sphere
-                v1 = u1
-                v2 = u2
-            for b in range(C):
-                gap = rest_gap[k, b]
-                if not gap < np.inf:
-                    continue
-                e00 = (1.0 - t) * caps0[b, 0, 0] + t * caps1[b, 0, 0]
-                e01 = (1.0 - t) * caps0[b, 0, 1] + t * caps1[b, 0, 1]
-                e02 = (1.0 - t) * caps0[b, 0, 2] + t * caps1[b, 0, 2]
-                s0 = (1.0 - t) * caps0[b, 1, 0] + t * caps1[b, 1, 0] - e00
-                s1 = (1.0 - t) * caps0[b, 1, 1] + t * caps1[b, 1, 1] - e01
-                s2 = (1.0 - t) * caps0[b, 1, 2] + t * caps1[b, 1, 2] - e02
-                ss = s0 * s0 + s1 * s1 + s2 * s2
-                r = 0.0
-                if ss > 1e-24:
-                    r = min(max(((x0 - e00) * s0 + (x1 - e01) * s1 + (x2 - e02) * s2) / ss, 0.0), 1.0)
-                n0 = x0 - e00 - r * s0
-                n1 = x1 - e01 - r * s1
-                n2 = x2 - e02 - r * s2
-                dist = math.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
-                if dist < 1e-12:
-                    continue
-                n0 /= dist
-                n1 /= dist
-                n2 /= dist
-                # the ellipsoid's extent along n: sqrt(sum_j (a_j (e_j . n))^2)
-                ext = 0.0
-                for j in range(3):
-                    c = axes[k, j] * (frame[k, 0, j] * n0 + frame[k, 1, j] * n1 + frame[k, 2, j] * n2)
-                    ext += c * c
-                allowed = min(cap_radius[b] + math.sqrt(ext), gap)
-                if dist >= allowed:
-                    continue
-                x0 += (allowed - dist) * n0
-                x1 += (allowed - dist) * n1
-                x2 += (allowed - dist) * n2
-                vn = (v0 - u0) * n0 + (v1 - u1) * n1 + (v2 - u2) * n2
-                if vn < 0.0:
-                    v0 -= vn * n0
-                    v1 -= vn * n1
-                    v2 -= vn * n2
-        x_out[k, 0] = x0
-        x_out[k, 1] = x1
-        x_out[k, 2] = x2
-        v_out[k, 0] = v0
-        v_out[k, 1] = v1
-        v_out[k, 2] = v2
+            a0, a1, a2 = _acceleration(k, x, v, u, (s - 1) / n_sub, ks, cs, model, frame)
+            v = (v[0] + h * a0, v[1] + h * a1, v[2] + h * a2)
+            x = (x[0] + h * v[0], x[1] + h * v[1], x[2] + h * v[2])
+            x, v = _within_travel(k, x, v, u, s / n_sub, model, frame)
+            x, v = _out_of_capsules(k, x, v, u, s / n_sub, model, frame)
+        for c in range(3):
+            x_out[k, c] = x[c]
+            v_out[k, c] = v[c]

@@ -197,10 +197,12 @@ def axis_along(P, start, end, out):
 
 
 @njit(**JIT_POINT_LIBM)
-def _project(qx, qy, qz, P, L, t, S, l, start, end, reparam, cut, along):
-    """Algorithm 1 on vertices ``start..end-1``. Returns ``(s, gsx, gsy, gsz, d2)`` with ``d2`` [m^2] the squared
-    distance to the polyline, or ``s = -1`` when the point is farther than ``cut`` [m] from it (callers that only
-    need the field near the surface skip the rest). ``along``: :func:`_closest_segment`'s chord ranges, or 0 rows."""
+def _project(q, P, L, t, S, l, start, end, reparam, cut, along):
+    """Algorithm 1 for the point ``q`` (a 3-tuple [m]) on vertices ``start..end-1``. Returns ``(s, gsx, gsy, gsz,
+    d2)`` with ``d2`` [m^2] the squared distance to the polyline, or ``s = -1`` when the point is farther than ``cut``
+    [m] from it (callers that only need the field near the surface skip the rest). ``along``:
+    :func:`_closest_segment`'s chord ranges, or 0 rows."""
+    qx, qy, qz = q
     best, j, tau_j = _closest_segment(qx, qy, qz, P, L, t, start, end, along, cut * cut)
     if best > cut * cut:
         return -1.0, 0.0, 0.0, 0.0, best
@@ -302,24 +304,11 @@ function with those that pass a run-time flag and ``NO_ALONG`` (a read-only glob
 everything it calls three times."""
 
 
-@njit(FIELD_ARRAYS_SIGNATURE, **JIT_POINT_LIBM)
-def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, sc, scal, expo, reparam, cut, fcut, along):
-    """:func:`_field_one` on the arrays of a :class:`MuscleArrays`; ``along``: the axes' chord ranges
-    (:func:`axis_along`) or 0 rows. The profile is ``Phi_a(s) sigma(s)``, ``sigma`` the vertex scales ``sc``
-    interpolated linearly along each segment (1 for the paper's axis)."""
-    start = axis_start[m]
-    end = axis_start[m + 1]
-    l = scal[m, SCALAR_LENGTH]
-    s, gsx, gsy, gsz, d2 = _project(qx, qy, qz, P, L, t, S, l, start, end, reparam, cut, along)
-    if s < 0.0:
-        return np.inf, 0.0, 0.0, 0.0
-    # the profile at s first: f = rho - w Phi(s) r >= |q - axis| - w max(Phi, 0) v, since h(s) lies on the axis
-    # and r <= v (paper eq. 5); where that bound reaches fcut, the frame at s is not needed
-    v0, d0, _ = _monomial(expo[m, 0], expo[m, 1], s)
-    v1, d1, _ = _monomial(expo[m, 2], expo[m, 3], s)
-    c0 = scal[m, SCALAR_C0]
-    c1 = scal[m, SCALAR_C1]
-    arc = s * l
+@njit(inline="always", **JIT_POINT_LIBM)
+def segment_at(S, L, start, end, arc):
+    """The segment ``k`` of the axis points ``start .. end-1`` that holds the arc length ``arc`` [m] (cumulative
+    lengths ``S``, segment lengths ``L``): the last whose start is at most ``arc``, moved off degenerate
+    segments (back while ``arc`` is at their start, then forward)."""
     k = start
     while k < end - 2 and S[k + 1] <= arc:
         k += 1
@@ -327,26 +316,31 @@ def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, sc, scal, expo
         k -= 1
     while L[k] <= MIN_SEGMENT_LENGTH and k < end - 2:
         k += 1
+    return k
+
+
+@njit(inline="always", **JIT_POINT_LIBM)
+def _profile_at(m, s, l, arc, k, S, L, sc, scal, expo):
+    """Muscle ``m``'s profile at ``s`` on segment ``k`` (arc length ``arc`` [m], axis length ``l`` [m]):
+    ``(Phi, dPhi/ds, beta, dbeta/ds)``, ``Phi = Phi_a(s) sigma(s)`` (module docstring), ``beta`` the place on the
+    segment in [0, 1]."""
+    v0, d0, _ = _monomial(expo[m, 0], expo[m, 1], s)
+    v1, d1, _ = _monomial(expo[m, 2], expo[m, 3], s)
+    c0 = scal[m, SCALAR_C0]
+    c1 = scal[m, SCALAR_C1]
     Lk = max(L[k], MIN_SEGMENT_LENGTH)
     beta = min(max((arc - S[k]) / Lk, 0.0), 1.0)
     dbeta = l / Lk
     sigma = (1.0 - beta) * sc[k] + beta * sc[k + 1]
     Phi = (c0 * v0 + c1 * v1) * sigma
     dPhi = (c0 * d0 + c1 * d1) * sigma + (c0 * v0 + c1 * v1) * (sc[k + 1] - sc[k]) * dbeta
-    w = scal[m, SCALAR_WIDTH]
-    v = scal[m, SCALAR_V]
-    near = fcut + w * max(Phi, 0.0) * v + SHAPE_SLACK
-    if near >= 0.0 and d2 >= near * near:
-        return np.inf, 0.0, 0.0, 0.0
+    return Phi, dPhi, beta, dbeta
 
-    # --- frame at s (core/muscle/field.py: frame_at) ---
-    tkx = t[k, 0]
-    tky = t[k, 1]
-    tkz = t[k, 2]
-    hx = P[k, 0] + (arc - S[k]) * tkx
-    hy = P[k, 1] + (arc - S[k]) * tky
-    hz = P[k, 2] + (arc - S[k]) * tkz
-    # tangent T(s): normalised lerp of vertex tangents
+
+@njit(inline="always", **JIT_POINT_LIBM)
+def _tangent_at(T, k, beta, dbeta):
+    """The tangent ``T(s)`` at ``beta`` along segment ``k`` (the normalised lerp of its vertex tangents) and its
+    derivative along ``s``: ``(Tx, Ty, Tz, dTx, dTy, dTz)``."""
     Mx = (1.0 - beta) * T[k, 0] + beta * T[k + 1, 0]
     My = (1.0 - beta) * T[k, 1] + beta * T[k + 1, 1]
     Mz = (1.0 - beta) * T[k, 2] + beta * T[k + 1, 2]
@@ -361,7 +355,13 @@ def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, sc, scal, expo
     dTx = (ex - Tx * te) / Mn * dbeta
     dTy = (ey - Ty * te) / Mn * dbeta
     dTz = (ez - Tz * te) / Mn * dbeta
-    # normal n(s): slerp of control normals
+    return Tx, Ty, Tz, dTx, dTy, dTz
+
+
+@njit(inline="always", **JIT_POINT_LIBM)
+def _normal_at(N, A, k, beta, dbeta):
+    """The normal ``n(s)`` at ``beta`` along segment ``k`` (the slerp of its control normals, ``A[k]`` their
+    angle) and its derivative along ``s``: ``(nx, ny, nz, dnx, dny, dnz)``."""
     om = A[k]
     if om < SLERP_SMALL_ANGLE:
         mx = (1.0 - beta) * N[k, 0] + beta * N[k + 1, 0]
@@ -397,7 +397,16 @@ def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, sc, scal, expo
     dnx *= dbeta
     dny *= dbeta
     dnz *= dbeta
-    # orthogonalise against T(s)
+    return nnx, nny, nnz, dnx, dny, dnz
+
+
+@njit(inline="always", **JIT_POINT_LIBM)
+def _frame_at(tangent, normal):
+    """The frame at ``s`` from the tangent and the normal with their derivatives (:func:`_tangent_at`,
+    :func:`_normal_at`): the normal made orthogonal to the tangent and the binormal ``T x n``, each with its
+    derivative along ``s``: ``(nx, ny, nz, dnx, dny, dnz, bx, by, bz, dbx, dby, dbz)``."""
+    Tx, Ty, Tz, dTx, dTy, dTz = tangent
+    nnx, nny, nnz, dnx, dny, dnz = normal
     nT = nnx * Tx + nny * Ty + nnz * Tz
     dnT = dnx * Tx + dny * Ty + dnz * Tz
     ndT = nnx * dTx + nny * dTy + nnz * dTz
@@ -421,8 +430,20 @@ def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, sc, scal, expo
     dbx = (dTy * nz - dTz * ny) + (Ty * dpz - Tz * dpy)
     dby = (dTz * nx - dTx * nz) + (Tz * dpx - Tx * dpz)
     dbz = (dTx * ny - dTy * nx) + (Tx * dpy - Ty * dpx)
+    return nx, ny, nz, dpx, dpy, dpz, bx, by, bz, dbx, dby, dbz
 
-    # --- field (core/muscle/field.py: field) ---
+
+@njit(inline="always", **JIT_POINT_LIBM)
+def _field_at(q, h, tk, gs, l, frame, shape):
+    """``(f, gx, gy, gz)``: the field ``f = rho - w Phi r`` at ``q`` and its gradient (paper eq. 4-5), from the axis
+    point ``h = h(s)``, the tangent ``tk`` of its segment, ``gs = grad s``, the axis length ``l`` [m], the frame at
+    ``s`` (:func:`_frame_at`) and ``shape = (u, v, w, Phi, dPhi/ds)``."""
+    qx, qy, qz = q
+    hx, hy, hz = h
+    tkx, tky, tkz = tk
+    gsx, gsy, gsz = gs
+    nx, ny, nz, dpx, dpy, dpz, bx, by, bz, dbx, dby, dbz = frame
+    u, v, w, Phi, dPhi = shape
     Dx = qx - hx
     Dy = qy - hy
     Dz = qz - hz
@@ -441,7 +462,6 @@ def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, sc, scal, expo
     grz = Dhz - gsz * c
     x = Dx * nx + Dy * ny + Dz * nz
     y = Dx * bx + Dy * by + Dz * bz
-    u = scal[m, SCALAR_U]
     rxy2 = x * x + y * y
     if rxy2 > MIN_DISTANCE * MIN_DISTANCE:
         Q = u * u * x * x + v * v * y * y
@@ -472,6 +492,36 @@ def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, sc, scal, expo
     return f, gx, gy, gz
 
 
+@njit(FIELD_ARRAYS_SIGNATURE, **JIT_POINT_LIBM)
+def _field_arrays(qx, qy, qz, m, axis_start, P, S, T, N, t, L, A, sc, scal, expo, reparam, cut, fcut, along):
+    """:func:`_field_one` on the arrays of a :class:`MuscleArrays`; ``along``: the axes' chord ranges
+    (:func:`axis_along`) or 0 rows. The profile is ``Phi_a(s) sigma(s)``, ``sigma`` the vertex scales ``sc``
+    interpolated linearly along each segment (1 for the paper's axis). The arrays travel one by one: the skin
+    field's callers hold them in its own struct (``SkinArrays``), not in a :class:`MuscleArrays`."""
+    start = axis_start[m]
+    end = axis_start[m + 1]
+    l = scal[m, SCALAR_LENGTH]
+    s, gsx, gsy, gsz, d2 = _project((qx, qy, qz), P, L, t, S, l, start, end, reparam, cut, along)
+    if s < 0.0:
+        return np.inf, 0.0, 0.0, 0.0
+    # the profile at s first: f = rho - w Phi(s) r >= |q - axis| - w max(Phi, 0) v, since h(s) lies on the axis
+    # and r <= v (paper eq. 5); where that bound reaches fcut, the frame at s is not needed
+    arc = s * l
+    k = segment_at(S, L, start, end, arc)
+    Phi, dPhi, beta, dbeta = _profile_at(m, s, l, arc, k, S, L, sc, scal, expo)
+    w = scal[m, SCALAR_WIDTH]
+    v = scal[m, SCALAR_V]
+    near = fcut + w * max(Phi, 0.0) * v + SHAPE_SLACK
+    if near >= 0.0 and d2 >= near * near:
+        return np.inf, 0.0, 0.0, 0.0
+    # --- frame at s (core/muscle/field.py: frame_at) ---
+    tk = (t[k, 0], t[k, 1], t[k, 2])
+    h = (P[k, 0] + (arc - S[k]) * tk[0], P[k, 1] + (arc - S[k]) * tk[1], P[k, 2] + (arc - S[k]) * tk[2])
+    frame = _frame_at(_tangent_at(T, k, beta, dbeta), _normal_at(N, A, k, beta, dbeta))
+    # --- field (core/muscle/field.py: field) ---
+    return _field_at((qx, qy, qz), h, tk, (gsx, gsy, gsz), l, frame, (scal[m, SCALAR_U], v, w, Phi, dPhi))
+
+
 @njit(inline="always", **JIT_FAST_LIBM)
 def _compact(f, gx, gy, gz, R):
     """Thesis eq. (3.1): ``K(f)`` and ``K'(f) grad f``."""
@@ -496,26 +546,28 @@ def _box_distance2(qx, qy, qz, boxes, m):
     return dx * dx + dy * dy + dz * dz
 
 
-@njit(**JIT_FAST_LIBM)
+@njit(parallel=True, **JIT_FAST_LIBM)
 def muscle_field(queries, mu, compact, reparam, out_values, out_grads):
     """Field value and gradient of every muscle of ``mu`` (:class:`MuscleArrays`) at every query point.
 
     queries: (Q, 3) float64 [m]. compact: bool, apply ``K`` of thesis eq. (3.1) with radius ``R`` (then points
     farther than ``reach + R`` from a muscle's axis box get exactly 0 without evaluation). reparam: bool, use
     Algorithm 1 (``False``: plain orthogonal projection, for comparison only).
-    out_values: (Q, M) float64, out_grads: (Q, M, 3) float64.
+    out_values: (Q, M) float64, out_grads: (Q, M, 3) float64. Parallel over the points; the struct's arrays are
+    taken out before the loop, which then reads them one by one.
     """
-    _muscle_field(queries, mu.axis_start, mu.axis_points, mu.axis_cumulative, mu.axis_tangent, mu.axis_normal,
-                  mu.seg_tangent, mu.seg_length, mu.seg_angle, mu.axis_scale, mu.muscle_scalar, mu.muscle_exponent,
-                  mu.muscle_bounds, compact, reparam, out_values, out_grads)
-
-
-@njit(parallel=True, **JIT_FAST_LIBM)
-def _muscle_field(queries, axis_start, axis_points, axis_cumulative, axis_tangent, axis_normal, seg_tangent,
-                  seg_length, seg_angle, axis_scale, muscle_scalar, muscle_exponent, muscle_bounds, compact, reparam,
-                  out_values, out_grads):
-    """:func:`muscle_field` on the arrays of a :class:`MuscleArrays`: a parallel loop reads separate arrays
-    faster than the fields of a struct captured by the loop."""
+    axis_start = mu.axis_start
+    axis_points = mu.axis_points
+    axis_cumulative = mu.axis_cumulative
+    axis_tangent = mu.axis_tangent
+    axis_normal = mu.axis_normal
+    seg_tangent = mu.seg_tangent
+    seg_length = mu.seg_length
+    seg_angle = mu.seg_angle
+    axis_scale = mu.axis_scale
+    muscle_scalar = mu.muscle_scalar
+    muscle_exponent = mu.muscle_exponent
+    muscle_bounds = mu.muscle_bounds
     n_muscles = muscle_scalar.shape[0]
     for i in prange(queries.shape[0]):
         qx = queries[i, 0]

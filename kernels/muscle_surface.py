@@ -17,7 +17,72 @@ from numba import njit
 
 from .constants import (JIT, MIN_SEGMENT_LENGTH, SCALAR_C0, SCALAR_C1, SCALAR_LENGTH, SCALAR_U, SCALAR_V,
                         SCALAR_WIDTH, SLERP_SMALL_ANGLE)
-from .fusiform import _monomial
+from .fusiform import _monomial, segment_at
+
+
+@njit(inline="always", **JIT)
+def _ring_frame(mu, m, sj):
+    """Muscle ``m``'s axis point ``h(s)``, normal ``n(s)`` (the slerped control normal made orthogonal to the
+    tangent) and binormal ``b(s)`` at ``sj`` (module docstring): three 3-tuples."""
+    P, S_cum, T, N, t, L, A = (mu.axis_points, mu.axis_cumulative, mu.axis_tangent, mu.axis_normal, mu.seg_tangent,
+                               mu.seg_length, mu.seg_angle)
+    arc = sj * mu.muscle_scalar[m, SCALAR_LENGTH]
+    k = segment_at(S_cum, L, mu.axis_start[m], mu.axis_start[m + 1], arc)
+    Lk = max(L[k], MIN_SEGMENT_LENGTH)
+    beta = min(max((arc - S_cum[k]) / Lk, 0.0), 1.0)
+    hx = P[k, 0] + (arc - S_cum[k]) * t[k, 0]
+    hy = P[k, 1] + (arc - S_cum[k]) * t[k, 1]
+    hz = P[k, 2] + (arc - S_cum[k]) * t[k, 2]
+    Mx = (1.0 - beta) * T[k, 0] + beta * T[k + 1, 0]
+    My = (1.0 - beta) * T[k, 1] + beta * T[k + 1, 1]
+    Mz = (1.0 - beta) * T[k, 2] + beta * T[k + 1, 2]
+    Mn = math.sqrt(Mx * Mx + My * My + Mz * Mz)
+    Tx, Ty, Tz = Mx / Mn, My / Mn, Mz / Mn
+    om = A[k]
+    if om < SLERP_SMALL_ANGLE:
+        nx = (1.0 - beta) * N[k, 0] + beta * N[k + 1, 0]
+        ny = (1.0 - beta) * N[k, 1] + beta * N[k + 1, 1]
+        nz = (1.0 - beta) * N[k, 2] + beta * N[k + 1, 2]
+    else:
+        so = math.sin(om)
+        fa = math.sin((1.0 - beta) * om) / so
+        fb = math.sin(beta * om) / so
+        nx = fa * N[k, 0] + fb * N[k + 1, 0]
+        ny = fa * N[k, 1] + fb * N[k + 1, 1]
+        nz = fa * N[k, 2] + fb * N[k + 1, 2]
+    nT = nx * Tx + ny * Ty + nz * Tz
+    nx -= nT * Tx
+    ny -= nT * Ty
+    nz -= nT * Tz
+    nn = math.sqrt(nx * nx + ny * ny + nz * nz)
+    nx /= nn
+    ny /= nn
+    nz /= nn
+    bx = Ty * nz - Tz * ny
+    by = Tz * nx - Tx * nz
+    bz = Tx * ny - Ty * nx
+    return (hx, hy, hz), (nx, ny, nz), (bx, by, bz)
+
+
+@njit(inline="always", **JIT)
+def _write_ring(out_vertices, out_normals, first, frame, radius, u, v, cos_a, sin_a):
+    """One ring's vertices and normals from row ``first`` on: ``frame = (h, n, b)`` (:func:`_ring_frame`), the
+    surface's ``radius = w max(Phi, 0)`` [m] there and the cross-section's half-axes ``u``, ``v``."""
+    (hx, hy, hz), (nx, ny, nz), (bx, by, bz) = frame
+    for q in range(cos_a.shape[0]):
+        ex = v * cos_a[q]
+        ey = u * sin_a[q]
+        i = first + q
+        out_vertices[i, 0] = hx + radius * (ex * nx + ey * bx)
+        out_vertices[i, 1] = hy + radius * (ex * ny + ey * by)
+        out_vertices[i, 2] = hz + radius * (ex * nz + ey * bz)
+        gx = u * cos_a[q] * nx + v * sin_a[q] * bx
+        gy = u * cos_a[q] * ny + v * sin_a[q] * by
+        gz = u * cos_a[q] * nz + v * sin_a[q] * bz
+        g = math.sqrt(gx * gx + gy * gy + gz * gz)
+        out_normals[i, 0] = gx / g
+        out_normals[i, 1] = gy / g
+        out_normals[i, 2] = gz / g
 
 
 @njit(**JIT)
@@ -31,13 +96,11 @@ def surface_rings(mu, s, cos_a, sin_a, out_vertices, out_normals):
     R = s.shape[0]
     S = cos_a.shape[0]
     block = R * S + 2
-    P, S_cum, T, N, t, L, A = (mu.axis_points, mu.axis_cumulative, mu.axis_tangent, mu.axis_normal, mu.seg_tangent,
-                               mu.seg_length, mu.seg_angle)
+    P, T = mu.axis_points, mu.axis_tangent
     scal, expo = mu.muscle_scalar, mu.muscle_exponent
     for m in range(scal.shape[0]):
         start = mu.axis_start[m]
         end = mu.axis_start[m + 1]
-        l = scal[m, SCALAR_LENGTH]
         w = scal[m, SCALAR_WIDTH]
         u = scal[m, SCALAR_U]
         v = scal[m, SCALAR_V]
@@ -46,63 +109,9 @@ def surface_rings(mu, s, cos_a, sin_a, out_vertices, out_normals):
         base = m * block
         for j in range(R):
             sj = s[j]
-            arc = sj * l
-            k = start
-            while k < end - 2 and S_cum[k + 1] <= arc:
-                k += 1
-            while L[k] <= MIN_SEGMENT_LENGTH and k > start and arc <= S_cum[k]:
-                k -= 1
-            while L[k] <= MIN_SEGMENT_LENGTH and k < end - 2:
-                k += 1
-            Lk = max(L[k], MIN_SEGMENT_LENGTH)
-            beta = min(max((arc - S_cum[k]) / Lk, 0.0), 1.0)
-            hx = P[k, 0] + (arc - S_cum[k]) * t[k, 0]
-            hy = P[k, 1] + (arc - S_cum[k]) * t[k, 1]
-            hz = P[k, 2] + (arc - S_cum[k]) * t[k, 2]
-            Mx = (1.0 - beta) * T[k, 0] + beta * T[k + 1, 0]
-            My = (1.0 - beta) * T[k, 1] + beta * T[k + 1, 1]
-            Mz = (1.0 - beta) * T[k, 2] + beta * T[k + 1, 2]
-            Mn = math.sqrt(Mx * Mx + My * My + Mz * Mz)
-            Tx, Ty, Tz = Mx / Mn, My / Mn, Mz / Mn
-            om = A[k]
-            if om < SLERP_SMALL_ANGLE:
-                nx = (1.0 - beta) * N[k, 0] + beta * N[k + 1, 0]
-                ny = (1.0 - beta) * N[k, 1] + beta * N[k + 1, 1]
-                nz = (1.0 - beta) * N[k, 2] + beta * N[k + 1, 2]
-            else:
-                so = math.sin(om)
-                fa = math.sin((1.0 - beta) * om) / so
-                fb = math.sin(beta * om) / so
-                nx = fa * N[k, 0] + fb * N[k + 1, 0]
-                ny = fa * N[k, 1] + fb * N[k + 1, 1]
-                nz = fa * N[k, 2] + fb * N[k + 1, 2]
-            nT = nx * Tx + ny * Ty + nz * Tz
-            nx -= nT * Tx
-            ny -= nT * Ty
-            nz -= nT * Tz
-            nn = math.sqrt(nx * nx + ny * ny + nz * nz)
-            nx /= nn
-            ny /= nn
-            nz /= nn
-            bx = Ty * nz - Tz * ny
-            by = Tz * nx - Tx * nz
-            bz = Tx * ny - Ty * nx
+            frame = _ring_frame(mu, m, sj)
             Phi = c0 * _monomial(expo[m, 0], expo[m, 1], sj)[0] + c1 * _monomial(expo[m, 2], expo[m, 3], sj)[0]
-            radius = w * max(Phi, 0.0)
-            for q in range(S):
-                ex = v * cos_a[q]
-                ey = u * sin_a[q]
-                i = base + j * S + q
-                out_vertices[i, 0] = hx + radius * (ex * nx + ey * bx)
-                out_vertices[i, 1] = hy + radius * (ex * ny + ey * by)
-                out_vertices[i, 2] = hz + radius * (ex * nz + ey * bz)
-                gx = u * cos_a[q] * nx + v * sin_a[q] * bx
-                gy = u * cos_a[q] * ny + v * sin_a[q] * by
-                gz = u * cos_a[q] * nz + v * sin_a[q] * bz
-                g = math.sqrt(gx * gx + gy * gy + gz * gz)
-                out_normals[i, 0] = gx / g
-                out_normals[i, 1] = gy / g
-                out_normals[i, 2] = gz / g
+            _write_ring(out_vertices, out_normals, base + j * S, frame, w * max(Phi, 0.0), u, v, cos_a, sin_a)
         for e in range(2):
             p = start if e == 0 else end - 1
             sign = -1.0 if e == 0 else 1.0

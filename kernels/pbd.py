@@ -18,7 +18,7 @@ One call runs substeps ``k0 .. k1-1`` of a frame split into ``n_sub`` substeps o
      the field when box and chord bounds put the particle farther than ``reach + D_i`` from their axis), each
      contact followed by friction: PBD mode, ``dp <- dp - eta dp_T`` (thesis §5.3.3, on the substep
      displacement); XPBD mode, Coulomb's law and a viscous drag on the slide relative to the surface
-     (:func:`_contact`);
+     (``kernels/contact.py``, shared with the rod solver);
    - ``v <- (p - p_prev) / dt``.
    Muscles read nothing live of each other within a substep (only the snapshot), so a parallel task integrates
    all its muscles, then runs their distance sweeps interleaved (``_distance_sweeps``: independent Gauss-Seidel
@@ -30,10 +30,10 @@ substep. Its stiffness depends on the particle count, the substeps and the sweep
 
 XPBD mode (Macklin et al. 2016, default): per-constraint ``lambda``, ``alpha~ = alpha / dt^2``,
 ``dlambda = (-C - alpha~ lambda) / (w_i + w_j + alpha~)``. The artist's ``k`` is a natural frequency: the belly's
-first mode swings at ``f(k) = F_HALF (k / (1 - k))^F_EXPONENT`` (:func:`stiffness_frequency`: 2 Hz at 0.1, 10 Hz at
-0.5, 19 Hz at 0.7; 0 off, 1 rigid). The belly is a uniform spring chain of stiffness ``S`` (segment ``k``:
-``S / l_k``, its length at build), so its first mode is ``omega^2 = S lambda_1`` with ``lambda_1`` the model's
-``mode_unit`` (``core/pbd/model.py``, ``first_mode_unit``: masses and segment lengths of that axis);
+first mode swings at ``f(k) = F_HALF (k / (1 - k))^F_EXPONENT`` (``kernels/contact.py`` ``stiffness_frequency``:
+2 Hz at 0.1, 10 Hz at 0.5, 19 Hz at 0.7; 0 off, 1 rigid). The belly is a uniform spring chain of stiffness ``S``
+(segment ``k``: ``S / l_k``, its length at build), so its first mode is ``omega^2 = S lambda_1`` with ``lambda_1``
+the model's ``mode_unit`` (``core/pbd/model.py``, ``first_mode_unit``: masses and segment lengths of that axis);
 ``S = omega(k)^2 / lambda_1`` and ``alpha_k = l_k lambda_1 / omega(k)^2``. Tendons take the same form with
 ``f(k_t)``; sideways they are held by the belly's tension like the belly itself, which ``lambda_1`` counts.
 Neither the particle count nor the substeps nor the frame rate enter the mapping. The springs are taken
@@ -50,6 +50,7 @@ Structs (``P`` particles, ``M`` muscles, ``B`` capsules, ``G`` grids), positions
                           previous and current frame (endpoints, normals, capsules, grid inverses)
     MuscleArrays          the muscles' field arrays (``kernels/fusiform.py``): the substep snapshot of grouped axes
     PBDScratch            per-call scratch and outputs (x_prev, lambda, lengths, status, non-finite counts)
+    PBDWork               the scratch a call allocates for itself (spring solve, gains, snapshot velocities)
 
 PBD and XPBD constraint factors that do not change within a frame (``k / (w_i + w_j)``, ``1 / (w_i + w_j +
 alpha~)``) are computed once per call (``_constraint_gains``), so a constraint costs one square root and one
@@ -64,10 +65,10 @@ import numpy as np
 from numba import njit, prange
 
 from .axis import _one_axis, arc_length, chord_deviation, chord_distance
-from .fusiform import _box_distance2, _field_one, _monomial, set_width, volume_width
+from .contact import contact, contact_keep, particle_radius, push, stiffness_frequency
+from .fusiform import _box_distance2, _field_one, set_width, volume_width
 from .grid import sample_trilinear
-from .constants import (JIT_FAST, MIN_DISTANCE, SCALAR_C0, SCALAR_C1, SCALAR_REACH, SCALAR_WIDTH, STATUS_OK,
-                        STATUS_ZERO_LENGTH)
+from .constants import JIT_FAST, MIN_DISTANCE, SCALAR_REACH, STATUS_OK, STATUS_ZERO_LENGTH
 
 
 class PBDParams(NamedTuple):
@@ -142,104 +143,22 @@ class PBDScratch(NamedTuple):
 
 
 
-@njit(**JIT_FAST)
-def _radius(m, s, expo, scal):
-    """Particle radius ``D = w Phi_a(s)`` (paper §6.3)."""
-    v0, _, _ = _monomial(expo[m, 0], expo[m, 1], s)
-    v1, _, _ = _monomial(expo[m, 2], expo[m, 3], s)
-    return scal[m, SCALAR_WIDTH] * (scal[m, SCALAR_C0] * v0 + scal[m, SCALAR_C1] * v1)
 
+class PBDWork(NamedTuple):
+    """Scratch of one :func:`pbd_substeps` call, allocated by it (``P`` particles, ``M`` muscles)."""
 
-@njit(**JIT_FAST)
-def _push(x, x_prev, k, cx, gx, gy, gz, share, friction):
-    """Resolve ``C = cx < 0`` along gradient ``g`` (Newton step, ``share`` of it), then tangential friction."""
-    g2 = gx * gx + gy * gy + gz * gz
-    if g2 < 1e-24:
-        return
-    s = -cx * share / g2
-    x[k, 0] += s * gx
-    x[k, 1] += s * gy
-    x[k, 2] += s * gz
-    gn = math.sqrt(g2)
-    nx = gx / gn
-    ny = gy / gn
-    nz = gz / gn
-    dx = x[k, 0] - x_prev[k, 0]
-    dy = x[k, 1] - x_prev[k, 1]
-    dz = x[k, 2] - x_prev[k, 2]
-    dn = dx * nx + dy * ny + dz * nz
-    x[k, 0] -= friction * (dx - dn * nx)
-    x[k, 1] -= friction * (dy - dn * ny)
-    x[k, 2] -= friction * (dz - dn * nz)
-
-
-@njit(**JIT_FAST)
-def _contact(x, x_prev, k, cx, gx, gy, gz, share, sx, sy, sz, mu, keep):
-    """XPBD contact: resolve ``C = cx < 0`` along gradient ``g`` (Newton step, ``share`` of it), then friction on
-    the particle's slide over the substep relative to the surface (``s``: the surface point's displacement over the
-    substep [m]): Coulomb's law stops up to ``mu`` times the push (static friction below it), and what slides on
-    keeps ``keep`` of its length (viscous damping, :func:`contact_keep`)."""
-    g2 = gx * gx + gy * gy + gz * gz
-    if g2 < 1e-24:
-        return
-    s = -cx * share / g2
-    x[k, 0] += s * gx
-    x[k, 1] += s * gy
-    x[k, 2] += s * gz
-    gn = math.sqrt(g2)
-    push = abs(s) * gn
-    nx = gx / gn
-    ny = gy / gn
-    nz = gz / gn
-    dx = x[k, 0] - x_prev[k, 0] - sx
-    dy = x[k, 1] - x_prev[k, 1] - sy
-    dz = x[k, 2] - x_prev[k, 2] - sz
-    dn = dx * nx + dy * ny + dz * nz
-    tx = dx - dn * nx
-    ty = dy - dn * ny
-    tz = dz - dn * nz
-    slide = math.sqrt(tx * tx + ty * ty + tz * tz)
-    if slide <= 0.0:
-        return
-    stop = 1.0 - max(slide - mu * push, 0.0) * keep / slide
-    x[k, 0] -= stop * tx
-    x[k, 1] -= stop * ty
-    x[k, 2] -= stop * tz
-
-
-@njit(**JIT_FAST)
-def contact_keep(k, contact_damping, dt):
-    """XPBD: the fraction of a slide over a contact kept per substep of ``dt`` [s]: ``exp(-gamma dt)``, a viscous
-    drag ``-m gamma v_T`` taken exactly over the substep, with ``gamma = 2 zeta_c omega(k)`` (``zeta_c`` the
-    contact damping ratio, ``omega = 2 pi f(k)`` the muscle's first mode, :func:`stiffness_frequency`): a slide
-    decays as ``exp(-gamma t)`` whatever the substeps, over about one swing of a tense muscle and several of a
-    loose one."""
-    f = stiffness_frequency(k)
-    if f == math.inf:
-        return 0.0
-    return math.exp(-4.0 * math.pi * contact_damping * f * dt)
-
-
-F_HALF = 10.0
-"""[Hz] natural frequency of a muscle of stiffness 0.5 in XPBD mode (:func:`stiffness_frequency`)."""
-F_EXPONENT = 0.75
-"""Exponent of ``k / (1 - k)`` in :func:`stiffness_frequency`."""
-
-
-RIGID_STIFFNESS = 1.0 - 1e-6
-"""XPBD: a stiffness at least this is rigid (:func:`stiffness_frequency`): its frequency, 32 kHz, is far beyond what
-a substep resolves, and nearer 1 the spring solve's compliance falls under the rounding of the inverse masses."""
-
-
-@njit(**JIT_FAST)
-def stiffness_frequency(k):
-    """XPBD: natural frequency [Hz] of the first mode of a belly of stiffness ``k`` in [0, 1): ``F_HALF (k / (1 -
-    k))^F_EXPONENT`` (module docstring). ``k <= 0``: 0; ``k >= RIGID_STIFFNESS``: infinite (rigid)."""
-    if k <= 0.0:
-        return 0.0
-    if k >= RIGID_STIFFNESS:
-        return math.inf
-    return F_HALF * (k / (1.0 - k)) ** F_EXPONENT
+    end_normals: np.ndarray  # (M, 2, 3) float64 endpoint normals at a substep's start (grouped muscles)
+    defined: np.ndarray      # (P,) bool whether a control normal is defined (kernels/axis.py)
+    gain: np.ndarray         # (P,) float64 constraint gains of the frame (_constraint_gains)
+    alpha: np.ndarray        # (P,) float64 XPBD alpha~ of the rigid constraints
+    compliance: np.ndarray   # (P,) float64 [m/N] compliance of the constraints in the spring solve
+    diag: np.ndarray         # (P,) float64 the spring solve's tridiagonal system: diagonal,
+    upper: np.ndarray        # (P,) float64 upper and
+    lower: np.ndarray        # (P,) float64 lower band,
+    rhs: np.ndarray          # (P,) float64 right-hand side
+    pred: np.ndarray         # (P, 3) float64 [m] predicted positions (spring solve)
+    out: np.ndarray          # (P, 3) float64 [m] the spring solve's iterate
+    snap_v: np.ndarray       # (P, 3) float64 [m/s] velocities of the grouped axes at the substep's start
 
 
 @njit(**JIT_FAST)
@@ -403,8 +322,7 @@ def _distance_sweeps(j0, j1, members, axis_start, x, lam, inv_mass, rest_length,
 
 
 @njit(**JIT_FAST)
-def _spring_solve(m, axis_start, x, x_prev, pred, out, inv_mass, rest_length, alpha, beta, dt, iterations, diag,
-                  upper, lower, rhs):
+def _spring_solve(m, x, x_prev, model, alpha, beta, dt, iterations, work):
     """XPBD: the elastic axis of muscle ``m`` (its distance constraints of compliance ``alpha > 0``) taken one
     backward-Euler step, in place on the predicted positions ``x`` (module docstring).
 
@@ -418,9 +336,18 @@ def _spring_solve(m, axis_start, x, x_prev, pred, out, inv_mass, rest_length, al
     once, so a stiffness means the same for 3 or 60 particles. Belly
     constraints (``d0`` = 2 % of their length) are nearly linear and converge in one iteration. Kinematic
     particles keep their positions; rigid constraints are not in it (their sweeps follow).
-    ``alpha (P,)``: compliances [m/N] of the constraints in it, 0 for the others (``_constraint_gains``);
-    ``x_prev (P, 3)``: positions at the substep's start; ``pred, out (P, 3)``, ``diag, upper, lower, rhs (P,)``:
-    scratch."""
+    ``model``: :class:`PBDModelArrays`; ``alpha (P,)``: compliances [m/N] of the constraints in it, 0 for the others
+    (``_constraint_gains``); ``x_prev (P, 3)``: positions at the substep's start; ``work``: :class:`PBDWork` (its
+    ``pred``, ``out``, ``diag``, ``upper``, ``lower``, ``rhs``)."""
+    axis_start = model.axis_start
+    inv_mass = model.inv_mass
+    rest_length = model.rest_length
+    pred = work.pred
+    out = work.out
+    diag = work.diag
+    upper = work.upper
+    lower = work.lower
+    rhs = work.rhs
     a = axis_start[m]
     b = axis_start[m + 1]
     inv_dt2 = 1.0 / (dt * dt)
@@ -498,50 +425,16 @@ def _neighbour_motion(x, snap_points, snap_v, a, b, k, dt):
     return snap_v[best, 0] * dt, snap_v[best, 1] * dt, snap_v[best, 2] * dt
 
 
-@njit(**JIT_FAST)
-def _collide(m, x, x_prev, snap_v, model, frame, params, snapshot, f0, f1, chord_dev):
-    """Collisions of the inner particles of muscle ``m``, each a sphere of radius ``D_i``, after the substep's last
-    sweep (module docstring): bone capsules, bone grids, the other muscles of its group (``snapshot``, a
-    :class:`MuscleArrays`) except those of its overlap group. PBD mode: friction removes ``eta`` of the
-    substep's tangential displacement (:func:`_push`); XPBD: Coulomb friction and a viscous drag on the slide
-    relative to the surface (:func:`_contact`), whose displacement over the substep (``f0`` to ``f1`` of the frame)
-    is the capsule's or the grid's bone motion at the contact, or for another muscle its nearest particle's
-    (``snap_v``: velocities at the substep's start, taken with the snapshot)."""
-    axis_start = model.axis_start
-    inv_mass = model.inv_mass
-    particle_s = model.particle_s
-    group_start = model.group_start
-    group_members = model.group_members
+@njit(inline="always", **JIT_FAST)
+def _capsule_track(m, model, frame, f0, f1):
+    """The capsules muscle ``m`` collides with at ``f1`` of the frame, ends interpolated within it, and their ends'
+    displacements over the substep (``f0`` to ``f1``): ``(ends_a, ends_b, moved_a, moved_b)``, each ``(n, 3)``
+    [m] for its ``n`` capsules."""
     cap_start = model.cap_start
     cap_index = model.cap_index
-    cap_radius = model.cap_radius
-    grid_start = model.grid_start
-    grid_index = model.grid_index
-    grid_values = model.grid_values
-    grid_offset = model.grid_offset
-    grid_dims = model.grid_dims
-    grid_origin = model.grid_origin
-    grid_spacing = model.grid_spacing
     cap_prev = frame.cap_prev
     cap_cur = frame.cap_cur
-    grid_inv_prev = frame.grid_inv_prev
-    grid_inv_cur = frame.grid_inv_cur
-    snap_points = snapshot.axis_points
-    scal = snapshot.muscle_scalar
-    expo = snapshot.muscle_exponent
-    bounds = snapshot.muscle_bounds
-    a = axis_start[m]
-    b = axis_start[m + 1]
-    group = model.muscle_group[m]
-    muscle_overlap = model.muscle_overlap
-    overlap = muscle_overlap[m]
     n_caps = cap_start[m + 1] - cap_start[m]
-    if n_caps == 0 and grid_start[m + 1] == grid_start[m] and group < 0:
-        return
-    xpbd = params.xpbd
-    friction = params.friction
-    mu = params.contact_friction
-    keep = contact_keep(frame.belly_stiffness[m], params.contact_damping, params.dt)
     cap_a = np.empty((n_caps, 3))
     cap_b = np.empty((n_caps, 3))
     cap_da = np.empty((n_caps, 3))  # the ends' displacements over the substep
@@ -553,8 +446,18 @@ def _collide(m, x, x_prev, snap_v, model, frame, params, snapshot, f0, f1, chord
             cap_b[ci, c] = cap_prev[cap, 1, c] + f1 * (cap_cur[cap, 1, c] - cap_prev[cap, 1, c])
             cap_da[ci, c] = (f1 - f0) * (cap_cur[cap, 0, c] - cap_prev[cap, 0, c])
             cap_db[ci, c] = (f1 - f0) * (cap_cur[cap, 1, c] - cap_prev[cap, 1, c])
-    # world -> grid transforms interpolated within the frame (a linear blend of two rigid transforms a substep
-    # apart: rigid to first order, which is what a bone moves in a 24th of a second)
+    return cap_a, cap_b, cap_da, cap_db
+
+
+@njit(inline="always", **JIT_FAST)
+def _grid_track(m, model, frame, f0, f1):
+    """World -> grid transforms of the bone grids muscle ``m`` collides with, interpolated within the frame (a
+    linear blend of two rigid transforms a substep apart: rigid to first order, which is what a bone moves in a
+    24th of a second): ``(at_f1, at_f0)``, each ``(n, 3, 4)``."""
+    grid_start = model.grid_start
+    grid_index = model.grid_index
+    grid_inv_prev = frame.grid_inv_prev
+    grid_inv_cur = frame.grid_inv_cur
     n_grids = grid_start[m + 1] - grid_start[m]
     grid_tf = np.empty((n_grids, 3, 4))
     grid_tf0 = np.empty((n_grids, 3, 4))  # at the substep's start
@@ -564,90 +467,150 @@ def _collide(m, x, x_prev, snap_v, model, frame, params, snapshot, f0, f1, chord
             for c in range(4):
                 grid_tf[gi, r, c] = grid_inv_prev[g, r, c] + f1 * (grid_inv_cur[g, r, c] - grid_inv_prev[g, r, c])
                 grid_tf0[gi, r, c] = grid_inv_prev[g, r, c] + f0 * (grid_inv_cur[g, r, c] - grid_inv_prev[g, r, c])
-    for k in range(a + 1, b - 1):
-        if inv_mass[k] == 0.0:
+    return grid_tf, grid_tf0
+
+
+@njit(inline="always", **JIT_FAST)
+def _capsule_contacts(k, m, D, x, x_prev, model, caps, params, keep):
+    """Particle ``k`` of muscle ``m``, a sphere of radius ``D`` [m], against its bone capsules ``caps``
+    (:func:`_capsule_track`): ``f = d(p, [b0, b1]) - R_cyl`` (paper §6.3)."""
+    cap_a, cap_b, cap_da, cap_db = caps
+    cap_start = model.cap_start
+    cap_radius = model.cap_radius
+    for ci in range(cap_a.shape[0]):
+        ax = cap_a[ci, 0]
+        ay = cap_a[ci, 1]
+        az = cap_a[ci, 2]
+        bx = cap_b[ci, 0]
+        by = cap_b[ci, 1]
+        bz = cap_b[ci, 2]
+        ex = bx - ax
+        ey = by - ay
+        ez = bz - az
+        e2 = ex * ex + ey * ey + ez * ez
+        t = 0.0
+        if e2 > 0.0:
+            t = ((x[k, 0] - ax) * ex + (x[k, 1] - ay) * ey + (x[k, 2] - az) * ez) / e2
+            t = min(max(t, 0.0), 1.0)
+        dx = x[k, 0] - (ax + t * ex)
+        dy = x[k, 1] - (ay + t * ey)
+        dz = x[k, 2] - (az + t * ez)
+        d = math.sqrt(dx * dx + dy * dy + dz * dz)
+        C = d - cap_radius[cap_start[m] + ci] - D
+        if C < 0.0 and d > MIN_DISTANCE:
+            if params.xpbd:
+                sx = cap_da[ci, 0] + t * (cap_db[ci, 0] - cap_da[ci, 0])
+                sy = cap_da[ci, 1] + t * (cap_db[ci, 1] - cap_da[ci, 1])
+                sz = cap_da[ci, 2] + t * (cap_db[ci, 2] - cap_da[ci, 2])
+                contact(x, x_prev, k, C, (dx / d, dy / d, dz / d), 1.0, (sx, sy, sz), params.contact_friction,
+                        keep)
+            else:
+                push(x, x_prev, k, C, (dx / d, dy / d, dz / d), 1.0, params.friction)
+
+
+@njit(inline="always", **JIT_FAST)
+def _grid_contacts(k, m, D, x, x_prev, model, grids, params, keep):
+    """Particle ``k`` of muscle ``m``, a sphere of radius ``D`` [m], against its bone distance grids, sampled in
+    bone rest space through ``grids`` (:func:`_grid_track`)."""
+    grid_tf, grid_tf0 = grids
+    grid_start = model.grid_start
+    grid_index = model.grid_index
+    grid_values = model.grid_values
+    grid_offset = model.grid_offset
+    grid_dims = model.grid_dims
+    grid_origin = model.grid_origin
+    grid_spacing = model.grid_spacing
+    for gi in range(grid_start[m], grid_start[m + 1]):
+        g = grid_index[gi]
+        M = grid_tf[gi - grid_start[m]]
+        px = M[0, 0] * x[k, 0] + M[0, 1] * x[k, 1] + M[0, 2] * x[k, 2] + M[0, 3]
+        py = M[1, 0] * x[k, 0] + M[1, 1] * x[k, 1] + M[1, 2] * x[k, 2] + M[1, 3]
+        pz = M[2, 0] * x[k, 0] + M[2, 1] * x[k, 1] + M[2, 2] * x[k, 2] + M[2, 3]
+        o = grid_offset[g]
+        vals = grid_values[o:grid_offset[g + 1]].reshape((grid_dims[g, 0], grid_dims[g, 1], grid_dims[g, 2]))
+        inside, f, lx, ly, lz = sample_trilinear(vals, grid_origin[g, 0], grid_origin[g, 1],
+                                                 grid_origin[g, 2], grid_spacing[g, 0], grid_spacing[g, 1],
+                                                 grid_spacing[g, 2], px, py, pz)
+        if inside and f - D < 0.0:
+            # world gradient = M^T g_local (M rigid: its inverse rotation is its transpose)
+            wx = M[0, 0] * lx + M[1, 0] * ly + M[2, 0] * lz
+            wy = M[0, 1] * lx + M[1, 1] * ly + M[2, 1] * lz
+            wz = M[0, 2] * lx + M[1, 2] * ly + M[2, 2] * lz
+            if params.xpbd:
+                # the bone's displacement at the particle: x minus where the bone at the substep's start had
+                # the same grid point (M0^-1 (M x), M0 rigid: R^T (q - t))
+                N = grid_tf0[gi - grid_start[m]]
+                qx = px - N[0, 3]
+                qy = py - N[1, 3]
+                qz = pz - N[2, 3]
+                sx = x[k, 0] - (N[0, 0] * qx + N[1, 0] * qy + N[2, 0] * qz)
+                sy = x[k, 1] - (N[0, 1] * qx + N[1, 1] * qy + N[2, 1] * qz)
+                sz = x[k, 2] - (N[0, 2] * qx + N[1, 2] * qy + N[2, 2] * qz)
+                contact(x, x_prev, k, f - D, (wx, wy, wz), 1.0, (sx, sy, sz), params.contact_friction, keep)
+            else:
+                push(x, x_prev, k, f - D, (wx, wy, wz), 1.0, params.friction)
+
+
+@njit(inline="always", **JIT_FAST)
+def _group_contacts(k, m, D, x, x_prev, snap_v, model, params, snapshot, chord_dev, keep):
+    """Particle ``k`` of muscle ``m``, a sphere of radius ``D`` [m], against the other muscles of its contact set,
+    not of its overlap group: ``f = f_M`` of their ``snapshot`` (paper §6.3; each side takes half), skipped without
+    evaluating the field where box and chord bounds put the particle farther than ``reach + D``."""
+    axis_start = model.axis_start
+    group_start = model.group_start
+    group_members = model.group_members
+    muscle_overlap = model.muscle_overlap
+    group = model.muscle_group[m]
+    overlap = muscle_overlap[m]
+    snap_points = snapshot.axis_points
+    scal = snapshot.muscle_scalar
+    bounds = snapshot.muscle_bounds
+    for gi in range(group_start[group], group_start[group + 1]):
+        o = group_members[gi]
+        if o == m or (overlap >= 0 and muscle_overlap[o] == overlap):
             continue
-        D = _radius(m, particle_s[k], expo, scal)
-        # bone capsules: f = d(p, [b0, b1]) - R_cyl (paper §6.3), ends interpolated within the frame
-        for ci in range(n_caps):
-            ax = cap_a[ci, 0]
-            ay = cap_a[ci, 1]
-            az = cap_a[ci, 2]
-            bx = cap_b[ci, 0]
-            by = cap_b[ci, 1]
-            bz = cap_b[ci, 2]
-            ex = bx - ax
-            ey = by - ay
-            ez = bz - az
-            e2 = ex * ex + ey * ey + ez * ez
-            t = 0.0
-            if e2 > 0.0:
-                t = ((x[k, 0] - ax) * ex + (x[k, 1] - ay) * ey + (x[k, 2] - az) * ez) / e2
-                t = min(max(t, 0.0), 1.0)
-            dx = x[k, 0] - (ax + t * ex)
-            dy = x[k, 1] - (ay + t * ey)
-            dz = x[k, 2] - (az + t * ez)
-            d = math.sqrt(dx * dx + dy * dy + dz * dz)
-            C = d - cap_radius[cap_start[m] + ci] - D
-            if C < 0.0 and d > MIN_DISTANCE:
-                if xpbd:
-                    sx = cap_da[ci, 0] + t * (cap_db[ci, 0] - cap_da[ci, 0])
-                    sy = cap_da[ci, 1] + t * (cap_db[ci, 1] - cap_da[ci, 1])
-                    sz = cap_da[ci, 2] + t * (cap_db[ci, 2] - cap_da[ci, 2])
-                    _contact(x, x_prev, k, C, dx / d, dy / d, dz / d, 1.0, sx, sy, sz, mu, keep)
-                else:
-                    _push(x, x_prev, k, C, dx / d, dy / d, dz / d, 1.0, friction)
-        # bone distance grids, sampled in bone rest space
-        for gi in range(grid_start[m], grid_start[m + 1]):
-            g = grid_index[gi]
-            M = grid_tf[gi - grid_start[m]]
-            px = M[0, 0] * x[k, 0] + M[0, 1] * x[k, 1] + M[0, 2] * x[k, 2] + M[0, 3]
-            py = M[1, 0] * x[k, 0] + M[1, 1] * x[k, 1] + M[1, 2] * x[k, 2] + M[1, 3]
-            pz = M[2, 0] * x[k, 0] + M[2, 1] * x[k, 1] + M[2, 2] * x[k, 2] + M[2, 3]
-            o = grid_offset[g]
-            vals = grid_values[o:grid_offset[g + 1]].reshape((grid_dims[g, 0], grid_dims[g, 1], grid_dims[g, 2]))
-            inside, f, lx, ly, lz = sample_trilinear(vals, grid_origin[g, 0], grid_origin[g, 1],
-                                                     grid_origin[g, 2], grid_spacing[g, 0], grid_spacing[g, 1],
-                                                     grid_spacing[g, 2], px, py, pz)
-            if inside and f - D < 0.0:
-                # world gradient = M^T g_local (M rigid: its inverse rotation is its transpose)
-                wx = M[0, 0] * lx + M[1, 0] * ly + M[2, 0] * lz
-                wy = M[0, 1] * lx + M[1, 1] * ly + M[2, 1] * lz
-                wz = M[0, 2] * lx + M[1, 2] * ly + M[2, 2] * lz
-                if xpbd:
-                    # the bone's displacement at the particle: x minus where the bone at the substep's start had
-                    # the same grid point (M0^-1 (M x), M0 rigid: R^T (q - t))
-                    N = grid_tf0[gi - grid_start[m]]
-                    qx = px - N[0, 3]
-                    qy = py - N[1, 3]
-                    qz = pz - N[2, 3]
-                    sx = x[k, 0] - (N[0, 0] * qx + N[1, 0] * qy + N[2, 0] * qz)
-                    sy = x[k, 1] - (N[0, 1] * qx + N[1, 1] * qy + N[2, 1] * qz)
-                    sz = x[k, 2] - (N[0, 2] * qx + N[1, 2] * qy + N[2, 2] * qz)
-                    _contact(x, x_prev, k, f - D, wx, wy, wz, 1.0, sx, sy, sz, mu, keep)
-                else:
-                    _push(x, x_prev, k, f - D, wx, wy, wz, 1.0, friction)
-        # other muscles of its contact set, not of its overlap group: f = f_M of their snapshot (paper §6.3)
+        cut = scal[o, SCALAR_REACH] + D
+        if _box_distance2(x[k, 0], x[k, 1], x[k, 2], bounds, o) > cut * cut:
+            continue
+        # lower bound: distance to the chord of o's axis minus the axis's largest distance from it
+        if chord_distance(x[k, 0], x[k, 1], x[k, 2], snap_points, axis_start[o],
+                          axis_start[o + 1] - 1) - chord_dev[o] > cut:
+            continue
+        f, gx, gy, gz = _field_one(x[k, 0], x[k, 1], x[k, 2], o, snapshot, True, cut, D)
+        if f - D < 0.0:
+            if params.xpbd:
+                moved = _neighbour_motion(x, snap_points, snap_v, axis_start[o], axis_start[o + 1], k, params.dt)
+                contact(x, x_prev, k, f - D, (gx, gy, gz), 0.5, moved, params.contact_friction, keep)
+            else:
+                push(x, x_prev, k, f - D, (gx, gy, gz), 0.5, params.friction)
+
+
+@njit(**JIT_FAST)
+def _collide(m, x, x_prev, snap_v, model, frame, params, snapshot, f0, f1, chord_dev):
+    """Collisions of the inner particles of muscle ``m``, each a sphere of radius ``D_i``, after the substep's last
+    sweep (module docstring): bone capsules, bone grids, the other muscles of its group (``snapshot``, a
+    :class:`MuscleArrays`) except those of its overlap group. PBD mode: friction removes ``eta`` of the
+    substep's tangential displacement (``kernels/contact.py`` ``push``); XPBD: Coulomb friction and a viscous drag
+    on the slide relative to the surface (``contact``), whose displacement over the substep (``f0`` to ``f1`` of
+    the frame) is the capsule's or the grid's bone motion at the contact, or for another muscle its nearest
+    particle's (``snap_v``: velocities at the substep's start, taken with the snapshot)."""
+    a = model.axis_start[m]
+    b = model.axis_start[m + 1]
+    group = model.muscle_group[m]
+    if model.cap_start[m + 1] == model.cap_start[m] and model.grid_start[m + 1] == model.grid_start[m] \
+            and group < 0:
+        return
+    keep = contact_keep(frame.belly_stiffness[m], params.contact_damping, params.dt)
+    caps = _capsule_track(m, model, frame, f0, f1)
+    grids = _grid_track(m, model, frame, f0, f1)
+    for k in range(a + 1, b - 1):
+        if model.inv_mass[k] == 0.0:
+            continue
+        D = particle_radius(m, model.particle_s[k], snapshot.muscle_exponent, snapshot.muscle_scalar)
+        _capsule_contacts(k, m, D, x, x_prev, model, caps, params, keep)
+        _grid_contacts(k, m, D, x, x_prev, model, grids, params, keep)
         if group >= 0:
-            for gi in range(group_start[group], group_start[group + 1]):
-                o = group_members[gi]
-                if o == m or (overlap >= 0 and muscle_overlap[o] == overlap):
-                    continue
-                cut = scal[o, SCALAR_REACH] + D
-                if _box_distance2(x[k, 0], x[k, 1], x[k, 2], bounds, o) > cut * cut:
-                    continue
-                # lower bound: distance to the chord of o's axis minus the axis's largest distance from it
-                if chord_distance(x[k, 0], x[k, 1], x[k, 2], snap_points, axis_start[o],
-                                   axis_start[o + 1] - 1) - chord_dev[o] > cut:
-                    continue
-                f, gx, gy, gz = _field_one(x[k, 0], x[k, 1], x[k, 2], o, snapshot, True, cut, D)
-                if f - D < 0.0:
-                    if xpbd:
-                        sx, sy, sz = _neighbour_motion(x, snap_points, snap_v, axis_start[o], axis_start[o + 1],
-                                                       k, params.dt)
-                        _contact(x, x_prev, k, f - D, gx, gy, gz, 0.5, sx, sy, sz, mu, keep)
-                    else:
-                        _push(x, x_prev, k, f - D, gx, gy, gz, 0.5, friction)
+            _group_contacts(k, m, D, x, x_prev, snap_v, model, params, snapshot, chord_dev, keep)
 
 
 @njit(**JIT_FAST)
@@ -694,6 +657,75 @@ def _island_blocks(island_start, iterations):
     return blocks
 
 
+@njit(inline="always", **JIT_FAST)
+def _snapshot_axis(m, x, v, f0, model, frame, muscles, scratch, work):
+    """Start of a substep for muscle ``m``, which has something to collide with: its axis length gives its width
+    (volume law) and so its particles' radii; a muscle of a contact set also snapshots its axis and velocities
+    and rebuilds the axis geometry in ``muscles`` (:class:`MuscleArrays`), what the others collide against.
+    Returns the axis status (``STATUS_OK``, or why the geometry could not be built: the width is then kept)."""
+    a = model.axis_start[m]
+    b = model.axis_start[m + 1]
+    snap_points = muscles.axis_points
+    if model.muscle_group[m] >= 0:
+        for kk in range(a, b):
+            for c in range(3):
+                snap_points[kk, c] = x[kk, c]
+                work.snap_v[kk, c] = v[kk, c]
+        for e in range(2):
+            for c in range(3):
+                work.end_normals[m, e, c] = frame.normal_prev[m, e, c] + f0 * (frame.normal_cur[m, e, c]
+                                                                              - frame.normal_prev[m, e, c])
+        ln, st = _one_axis(a, b, muscles, work.end_normals, m, work.defined)
+        scratch.chord_dev[m] = chord_deviation(snap_points, a, b - 1)
+    else:
+        ln = arc_length(x, a, b)
+        st = STATUS_OK if ln > MIN_DISTANCE else STATUS_ZERO_LENGTH
+    scratch.length[m] = ln
+    scratch.status[m] = st
+    if st == STATUS_OK:
+        set_width(muscles.muscle_scalar, m, volume_width(model.volume[m], ln, frame.width_scale[m]))  # paper eq. 3
+    return st
+
+
+@njit(**JIT_FAST)
+def _substep(j0, j1, sub, x, v, model, frame, params, muscles, scratch, work):
+    """Substep ``sub`` of the island members ``j0 .. j1-1`` (module docstring): the snapshot, the prediction, the
+    spring solve (XPBD), the distance sweeps, the collisions and the velocities. Returns False, having done only
+    the snapshot, when a grouped muscle's axis geometry failed (``scratch.status``). Called from the parallel loop of
+    :func:`pbd_substeps`, not inlined into it (design notes, *Kernels split into helpers*)."""
+    f0 = sub / params.n_sub
+    f1 = (sub + 1) / params.n_sub
+    axis_start = model.axis_start
+    members = model.island_members
+    ok = True
+    for j in range(j0, j1):
+        m = members[j]
+        has_colliders = (model.cap_start[m + 1] > model.cap_start[m] or model.grid_start[m + 1] > model.grid_start[m]
+                         or model.muscle_group[m] >= 0)
+        if not has_colliders:
+            continue  # its width is only needed for collisions: the solver updates it after the frame
+        if _snapshot_axis(m, x, v, f0, model, frame, muscles, scratch, work) != STATUS_OK:
+            ok = False
+    if not ok:
+        return False
+    for j in range(j0, j1):
+        _integrate(members[j], x, v, scratch.x_prev, scratch.lam, model, frame, params, f1)
+    if params.xpbd:
+        for j in range(j0, j1):
+            m = members[j]
+            _spring_solve(m, x, scratch.x_prev, model, work.compliance,
+                          stiffness_damping(frame.belly_stiffness[m], params.damping_ratio, params.dt), params.dt,
+                          params.iterations, work)
+    _distance_sweeps(j0, j1, members, axis_start, x, scratch.lam, model.inv_mass, model.rest_length, work.gain,
+                     work.alpha, params.xpbd, params.iterations)
+    for j in range(j0, j1):
+        m = members[j]
+        _collide(m, x, scratch.x_prev, work.snap_v, model, frame, params, muscles, f0, f1, scratch.chord_dev)
+        scratch.bad_count[m] = _finish(m, x, v, scratch.x_prev, model.inv_mass, params.dt, axis_start,
+                                       sub == params.n_sub - 1)
+    return True
+
+
 @njit(parallel=True, **JIT_FAST)
 def pbd_substeps(k0, k1, params, model, frame, x, v, muscles, scratch):
     """Run substeps ``k0 .. k1-1`` of ``params.n_sub`` (see the module docstring) on ``x, v (P, 3)``.
@@ -715,105 +747,22 @@ def pbd_substeps(k0, k1, params, model, frame, x, v, muscles, scratch):
     width after the frame). ``scratch.status (M,)``: axis geometry status (non-zero stops that block);
     ``scratch.bad_count (M,)``: non-finite particle coordinates after the frame's last substep.
     """
-    n_sub = params.n_sub
-    dt = params.dt
-    xpbd = params.xpbd
-    iterations = params.iterations
-    axis_start = model.axis_start
-    inv_mass = model.inv_mass
-    rest_length = model.rest_length
+    P = x.shape[0]
+    work = PBDWork(end_normals=np.empty((model.axis_start.shape[0] - 1, 2, 3)),
+                   defined=np.empty(P, dtype=np.bool_), gain=np.empty(P), alpha=np.empty(P),
+                   compliance=np.empty(P), diag=np.empty(P), upper=np.empty(P), lower=np.empty(P),
+                   rhs=np.empty(P), pred=np.empty((P, 3)), out=np.empty((P, 3)), snap_v=np.empty((P, 3)))
     island_start = model.island_start
-    island_members = model.island_members
-    muscle_group = model.muscle_group
-    cap_start = model.cap_start
-    grid_start = model.grid_start
-    volume = model.volume
-    normal_prev = frame.normal_prev
-    normal_cur = frame.normal_cur
-    width_scale = frame.width_scale
-    snap_points = muscles.axis_points
-    cum = muscles.axis_cumulative
-    tang = muscles.axis_tangent
-    nrm = muscles.axis_normal
-    seg_t = muscles.seg_tangent
-    seg_l = muscles.seg_length
-    seg_a = muscles.seg_angle
-    scal = muscles.muscle_scalar
-    bounds = muscles.muscle_bounds
-    x_prev = scratch.x_prev
-    lam = scratch.lam
-    length = scratch.length
-    chord_dev = scratch.chord_dev
-    status = scratch.status
-    bad_count = scratch.bad_count
-    blocks = _island_blocks(island_start, iterations)
-    n_blocks = blocks.shape[0] - 1
-    end_normals = np.empty((axis_start.shape[0] - 1, 2, 3))
-    defined = np.empty(x.shape[0], dtype=np.bool_)
-    gain = np.empty(x.shape[0])
-    alpha = np.empty(x.shape[0])
-    compliance = np.empty(x.shape[0])
-    diag = np.empty(x.shape[0])
-    upper = np.empty(x.shape[0])
-    lower = np.empty(x.shape[0])
-    rhs = np.empty(x.shape[0])
-    pred = np.empty((x.shape[0], 3))
-    snap_v = np.empty((x.shape[0], 3))  # velocities of the grouped axes at the substep's start
-    out = np.empty((x.shape[0], 3))
-    for blk in prange(n_blocks):
+    blocks = _island_blocks(island_start, params.iterations)
+    for blk in prange(blocks.shape[0] - 1):
         j0 = island_start[blocks[blk]]
         j1 = island_start[blocks[blk + 1]]
         for j in range(j0, j1):
-            _constraint_gains(island_members[j], model, frame, params, gain, alpha, compliance)
+            _constraint_gains(model.island_members[j], model, frame, params, work.gain, work.alpha,
+                              work.compliance)
         for sub in range(k0, k1):
-            f0 = sub / n_sub
-            f1 = (sub + 1) / n_sub
-            ok = True
-            for j in range(j0, j1):
-                m = island_members[j]
-                a = axis_start[m]
-                b = axis_start[m + 1]
-                has_colliders = (cap_start[m + 1] > cap_start[m] or grid_start[m + 1] > grid_start[m]
-                                 or muscle_group[m] >= 0)
-                if not has_colliders:
-                    continue  # its width is only needed for collisions: the solver updates it after the frame
-                if muscle_group[m] >= 0:
-                    for kk in range(a, b):
-                        for c in range(3):
-                            snap_points[kk, c] = x[kk, c]
-                            snap_v[kk, c] = v[kk, c]
-                    for e in range(2):
-                        for c in range(3):
-                            end_normals[m, e, c] = normal_prev[m, e, c] + f0 * (normal_cur[m, e, c]
-                                                                                 - normal_prev[m, e, c])
-                    ln, st = _one_axis(a, b, snap_points, end_normals, m, cum, tang, nrm, seg_t, seg_l, seg_a,
-                                       bounds, defined)
-                    chord_dev[m] = chord_deviation(snap_points, a, b - 1)
-                else:
-                    ln = arc_length(x, a, b)
-                    st = STATUS_OK if ln > MIN_DISTANCE else STATUS_ZERO_LENGTH
-                length[m] = ln
-                status[m] = st
-                if st != STATUS_OK:
-                    ok = False
-                    continue
-                set_width(scal, m, volume_width(volume[m], ln, width_scale[m]))  # paper eq. 3
-            if not ok:
+            if not _substep(j0, j1, sub, x, v, model, frame, params, muscles, scratch, work):
                 break
-            for j in range(j0, j1):
-                _integrate(island_members[j], x, v, x_prev, lam, model, frame, params, f1)
-            if xpbd:
-                for j in range(j0, j1):
-                    m = island_members[j]
-                    _spring_solve(m, axis_start, x, x_prev, pred, out, inv_mass, rest_length, compliance,
-                                  stiffness_damping(frame.belly_stiffness[m], params.damping_ratio, dt), dt,
-                                  iterations, diag, upper, lower, rhs)
-            _distance_sweeps(j0, j1, island_members, axis_start, x, lam, inv_mass, rest_length, gain, alpha, xpbd,
-                             iterations)
-            for j in range(j0, j1):
-                m = island_members[j]
-                _collide(m, x, x_prev, snap_v, model, frame, params, muscles, f0, f1, chord_dev)
-                bad_count[m] = _finish(m, x, v, x_prev, inv_mass, dt, axis_start, sub == n_sub - 1)
 
 
 @njit(parallel=True, **JIT_FAST)

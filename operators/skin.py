@@ -65,12 +65,13 @@ class IMPLICIT_MUSCLES_OT_bind_skin(Operator):
         playback.show_current_frame(mesh_obj, context.scene)
         if context.scene is not None:
             context.scene.render.use_lock_interface = True  # renders read evaluated data, never a half-written mesh
-        fibres = len(bound.character.muscles)
-        fats = len(bound.character.fats)
+        model = bound.character.model
+        fibres = len(model.muscles)
+        fats = len(model.fats)
         muscles = f"{fibres} muscle fibres" if fibres else "no muscle on this mesh (Implicit Skinning alone)"
         if fats:  # blender/scene/fats.py
             muscles = (muscles if fibres else "no muscle on this mesh") + (", 1 fat" if fats == 1 else f", {fats} fats")
-        self.report({'INFO'}, f"Bound {mesh_obj.name}: {bound.character.skin.part_count} skin parts, {muscles}.")
+        self.report({'INFO'}, f"Bound {mesh_obj.name}: {model.skin.part_count} skin parts, {muscles}.")
         return {'FINISHED'}
 
 

@@ -100,15 +100,18 @@ PAPER_TABLE2 = {  # s per frame, 6-core Xeon E5-1650 3.6 GHz, multi-threaded C++
 """The paper's Table 2 for its three scenes, which ``arm_rig`` / ``body_rig`` rebuild: seconds per frame."""
 
 
-def arm_character(particles: int = 30, **settings):
-    """The arm with its four muscles as a :class:`core.character.MuscledCharacter` (``settings``: its keyword
-    settings ``pbd``, ``skin``, ``tracking``, ``muscle_collisions``)."""
-    from ..core.character import MuscledCharacter
+def arm_character(particles: int = 30, settings=None, settled_rest=None, rest_hint=None, **setup):
+    """The arm with its four muscles as a :class:`core.character.MuscledCharacter`: ``settings`` its
+    :class:`core.character.CharacterSettings`, ``setup`` more of its :class:`core.character.CharacterSetup`
+    (``collisions``, ``solvers``, ``fats``, ``fat_bones``, ...), ``settled_rest`` and ``rest_hint`` as
+    :func:`core.character.build_character` takes them."""
+    from ..core.character import CharacterSetup, MuscledCharacter
 
     muscles, skin_bones = arm_muscles(particles)
     origin = [ARM_ATTACHMENTS[m.name][0] for m in muscles]
     insertion = [ARM_ATTACHMENTS[m.name][1] for m in muscles]
-    return MuscledCharacter(arm_rig(), muscles, origin, insertion, skin_bones, **settings)
+    return MuscledCharacter.bind(CharacterSetup(arm_rig(), tuple(muscles), origin, insertion, skin_bones, **setup),
+                                 settings, settled_rest, rest_hint)
 
 
 def biceps_curl(frame: int, frames: int = 48):
@@ -130,15 +133,17 @@ def arm_shake(frame: int, fps: float = 24.0, shake_frames: int = 24):
     return arm_pose(70.0, root=root)
 
 
-def arm_shot_frame(arm, shot: str, frame: int, frames: int = 48):
-    """``(B (3, 4, 4), inputs)`` of ``arm`` (:func:`arm_character`) at ``frame`` of the solvers' side-by-side shots:
-    ``'curl'``, :func:`biceps_curl` over ``frames`` with its activation, stiffness 0.5; ``'shake'``,
-    :func:`arm_shake`, stiffness 0.1 (loose)."""
+def arm_shot_frame(shot: str, frame: int, frames: int = 48):
+    """``(B (3, 4, 4), inputs)`` of the arm (:func:`arm_character`) at ``frame`` of the solvers' side-by-side shots,
+    ``inputs`` a :class:`core.pbd.control.MuscleInputs`: ``'curl'``, :func:`biceps_curl` over ``frames`` with its
+    activation, stiffness 0.5; ``'shake'``, :func:`arm_shake`, stiffness 0.1 (loose)."""
+    from ..core.pbd.control import MuscleInputs
+
     if shot == "curl":
         bones, activation = biceps_curl(frame, frames=frames)
-        return bones, arm.inputs(activation=activation, stiffness=[0.5] * 4)
+        return bones, MuscleInputs(activation=activation, stiffness=[0.5] * 4)
     if shot == "shake":
-        return arm_shake(frame), arm.inputs(stiffness=[0.1] * 4)
+        return arm_shake(frame), MuscleInputs(stiffness=[0.1] * 4)
     raise ValueError(f"The arm shot {shot!r} is not 'curl' or 'shake'.")
 
 

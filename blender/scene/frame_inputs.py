@@ -19,12 +19,14 @@ def bone_transforms(armature_eval, rest_inverse) -> np.ndarray:
     return M @ rest_inverse
 
 
-def muscle_values(armature_eval, source, transforms=None):
-    """The evaluated muscles' animated inputs ``(fibres,)`` per core fibre, as one
-    :class:`core.pbd.control.MuscleInputs`: activation (with the joint's of the muscles that follow one, from the
-    pose ``transforms (B, 4, 4)``, default read from ``armature_eval``; ``blender/scene/joint.py``), stiffness, width
-    scale, and the eccentricity of the animated rest and active flatness mixed by the activation (paper §5.2)."""
-    from ...core.pbd.control import muscle_inputs
+def muscle_values(armature_eval, source, transforms=None, fats=None):
+    """The frame's animated inputs as one :class:`core.pbd.control.MuscleInputs`: per core fibre ``(fibres,)`` the
+    evaluated muscles' activation (with the joint's of the muscles that follow one, from the pose ``transforms (B,
+    4, 4)``, default read from ``armature_eval``; ``blender/scene/joint.py``), stiffness, width scale, and the
+    eccentricity of the animated rest and active flatness mixed by the activation (paper §5.2); ``fats``: the fats'
+    (:func:`fat_values`, or None)."""
+    from ...core.muscle.primitive import eccentricity_at
+    from ...core.pbd.control import MuscleInputs
 
     muscles = armature_eval.implicit_muscles.muscles
     n = len(muscles)
@@ -35,7 +37,7 @@ def muscle_values(armature_eval, source, transforms=None):
         out.append(buf.astype(np.float64)[source])
     act, stiff, scale, e0, e1 = out
     act = joint.frame_activation(armature_eval, source, act, transforms)
-    return muscle_inputs(act, stiff, scale, eccentricity_rest=e0, eccentricity_active=e1)
+    return MuscleInputs(act, stiff, scale, eccentricity_at(e0, e1, np.asarray(act, dtype=np.float64)), fats)
 
 
 def fat_values(armature_eval, source):

@@ -204,7 +204,7 @@ def read_collisions(armature, source):
 
 
 def read_solvers(armature, source) -> tuple:
-    """The solver name (``'AXIS'`` or ``'ROD'``, ``core.character.MuscledCharacter``'s ``solvers``) of each fibre,
+    """The solver name (``'AXIS'`` or ``'ROD'``, ``core.character.CharacterSetup``'s ``solvers``) of each fibre,
     its Blender muscle's *Solver*; ``source (fibres,)`` as for :func:`read_collisions`."""
     items = armature.implicit_muscles.muscles
     return tuple(items[int(k)].solver for k in source)

@@ -19,7 +19,7 @@ from ..scene import animation, fats as fat_items, reader, units
 from ..scene.rig import BONE_FIELDS, follow_renames, muscle_problem, skin_meshes
 
 REST_PROPERTY = "implicit_muscles_rest"
-"""ID property on the mesh object: the muscles' settled rest (``MuscledCharacter.settled_rest``) and the
+"""ID property on the mesh object: the muscles' settled rest (``CharacterModel.settled_rest``) and the
 ``setup_digest`` it belongs to, so a reopened file (or a farm process) binds with no settling and bit for bit the
 same. A rest without ``settled`` or for another set-up is not used: bind settles again."""
 
@@ -122,13 +122,14 @@ def build(scene: SceneDescription):
     settles copies of its muscles)."""
     import copy
 
-    from ...core.character import MuscledCharacter
+    from ...core.character import CharacterSettings, CharacterSetup, MuscledCharacter
 
-    return MuscledCharacter(scene.rig, copy.deepcopy(list(scene.muscles)), scene.origin_bones, scene.insertion_bones,
-                            scene.skin_bones, pbd=scene.pbd, skin=scene.skin, tracking=scene.tracking,
-                            settled_rest=scene.settled_rest, collisions=scene.collisions,
-                            fats=list(scene.fats), fat_bones=scene.fat_bones, fat_collide_bones=scene.fat_collide,
-                            solvers=list(scene.solvers) or None)
+    setup = CharacterSetup(scene.rig, tuple(copy.deepcopy(list(scene.muscles))), scene.origin_bones,
+                           scene.insertion_bones, scene.skin_bones, collisions=scene.collisions,
+                           solvers=tuple(scene.solvers) or None, fats=tuple(scene.fats), fat_bones=scene.fat_bones,
+                           fat_collide_bones=scene.fat_collide)
+    settings = CharacterSettings(pbd=scene.pbd, skin=scene.skin, tracking=scene.tracking)
+    return MuscledCharacter.bind(setup, settings, settled_rest=scene.settled_rest)
 
 
 def setup_digest(armature) -> str:

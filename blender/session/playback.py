@@ -76,13 +76,13 @@ def _fps(scene) -> float:
 
 def _read(bound, armature, depsgraph) -> tuple:
     """``(B, inputs)`` of the evaluated armature: bone transforms in the bind's core frame (``blender/scene/units.py``)
-    and muscle values (``blender/scene/frame_inputs.py``);
-    the fats' animated values go to the character for the steps that follow (``frame_inputs.fat_values``)."""
+    and the frame's animated values, the muscles' and the fats' (``blender/scene/frame_inputs.py``), as one
+    ``core.pbd.control.MuscleInputs``."""
     arm_eval = armature.evaluated_get(depsgraph)
-    if getattr(bound.character, "fat_model", None) is not None:
-        bound.character.fat_inputs = frame_inputs.fat_values(arm_eval, bound.fat_source)
+    fats = frame_inputs.fat_values(arm_eval, bound.fat_source) if bound.character.model.fat_model is not None \
+        else None
     B = frame_inputs.bone_transforms(arm_eval, bound.rest_inverse)
-    inputs = frame_inputs.muscle_values(arm_eval, bound.source, B)  # joints read the armature's own frames
+    inputs = frame_inputs.muscle_values(arm_eval, bound.source, B, fats)  # joints read the armature's own frames
     return units.transforms_to_core(bound.core, B), inputs
 
 
@@ -183,8 +183,8 @@ def _step_gap(gap: _Gap, frame: int, depsgraph, dt: float) -> None:
     B, inputs = _read(gap.bound, gap.armature, depsgraph)
     ch = gap.bound.character
     if frame == gap.start:
-        ch.settle(B, dt=dt, inputs=inputs, quality=gap.quality)
-    ch.step_muscles(B, dt=dt, inputs=inputs, quality=gap.quality)
+        ch.settle(B, inputs, dt=dt, quality=gap.quality)
+    ch.advance(B, inputs, dt=dt, quality=gap.quality)
     _keep(gap.cache, ch, frame)
 
 
@@ -300,13 +300,13 @@ def evaluate_mesh(mesh_obj, scene, depsgraph, preview: bool = False) -> bool:
     dt = 1.0 / _fps(scene)
     B, inputs = _read(bound, armature, depsgraph)
     if fresh:
-        ch.settle(B, dt=dt, inputs=inputs, quality=quality)
+        ch.settle(B, inputs, dt=dt, quality=quality)
     t2 = time.perf_counter()
     ch.deformer.keep_volume = skin.keep_volume  # switched live, no new bind
     ch.deformer.land_on_contact = skin.land_on_contact
     ch.deformer.limit_correction = skin.limit_correction
     step = dt * subframe if subframe else dt
-    positions = ch.frame(B, dt=step, frame=None if subframe else frame, inputs=inputs, quality=quality)
+    positions = ch.frame(B, inputs, dt=step, quality=quality, frame=None if subframe else frame)
     t3 = time.perf_counter()
     _gap_errors.pop(mesh_obj.name_full, None)
     if preview:

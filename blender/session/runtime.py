@@ -103,7 +103,7 @@ def bind(mesh_obj, armature) -> Bound:
     scene = binding.describe(mesh_obj, armature)
     character = binding.build(scene)
     if scene.settled_rest is None:
-        binding.store_rest(mesh_obj, scene.setup, character.settled_rest(), scene.core)
+        binding.store_rest(mesh_obj, scene.setup, character.model.settled_rest(), scene.core)
     out = Bound(character, scene.signature, scene.source, scene.rest_inverse, scene.to_mesh, setup=scene.setup,
                 cache=FrameCache(keys=scene.keys), preview_cache=FrameCache(keys=scene.keys),
                 fat_source=scene.fat_source, core=scene.core)

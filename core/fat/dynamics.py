@@ -193,20 +193,25 @@ class FatSolver:
     """Steps a :class:`FatModel`'s particles (module docstring)."""
 
     def __init__(self, model: FatModel):
+        from ...kernels.fat import FatModelArrays  # numba: loaded on first use
+
         self.model = model
+        self.arrays = FatModelArrays(rest_length=model.rest_length, axes=model.axes,
+                                     cap_radius=model.capsule_radius, rest_gap=model.rest_gap, travel=model.travel)
+        """The model's arrays as ``kernels/fat.fat_step`` reads them."""
 
     def step(self, state_in: FatState, state_out: FatState, control: FatControl, dt: float) -> None:
         """One frame of ``dt`` [s] from ``state_in`` into ``state_out`` (``kernels/fat.fat_step``); ``state_in`` is
         not written."""
-        from ...kernels.fat import fat_step
+        from ...kernels.fat import FatFrame, fat_step
 
-        m = self.model
         if not dt > 0.0:
             raise ValueError(f"the frame's time step must be greater than 0, got {dt:g} s.")
         omega = 2.0 * np.pi * stiffness_frequency(control.stiffness)
-        fat_step(state_in.x, state_in.v, state_in.anchors, control.anchors, m.rest_length, omega,
-                 np.ascontiguousarray(control.damping), m.axes, control.frame, state_in.capsules, control.capsules,
-                 m.capsule_radius, m.rest_gap, m.travel, float(dt), state_out.x, state_out.v)
+        frame = FatFrame(anchors_prev=state_in.anchors, anchors_cur=control.anchors, omega=omega,
+                         zeta=np.ascontiguousarray(control.damping), frame=control.frame,
+                         caps_prev=state_in.capsules, caps_cur=control.capsules)
+        fat_step(self.arrays, frame, state_in.x, state_in.v, float(dt), state_out.x, state_out.v)
         np.copyto(state_out.anchors, control.anchors)
         np.copyto(state_out.capsules, control.capsules)
         np.copyto(state_out.frame, control.frame)

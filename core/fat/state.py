@@ -23,6 +23,12 @@ class MusclesAndFat(PBDState):
         """:meth:`core.pbd.state.PBDState.copy` with a copy of the fats' state."""
         return MusclesAndFat.of(super().copy(), None if self.fat is None else self.fat.copy())
 
+    def assign(self, other: PBDState) -> None:
+        """:meth:`core.pbd.state.PBDState.assign`, and the fats' state when both have one."""
+        super().assign(other)
+        if self.fat is not None and getattr(other, "fat", None) is not None:
+            self.fat.assign(other.fat)
+
     def snapshot(self) -> "MusclesAndFat":
         """:meth:`core.pbd.state.PBDState.snapshot` with a copy of the fats' state."""
         return MusclesAndFat.of(super().snapshot(), None if self.fat is None else self.fat.copy())

@@ -192,17 +192,18 @@ def _limb(state: dict) -> tuple:
 def _character(state: dict):
     """The warm-up limb bound with its muscles (:class:`core.character.MuscledCharacter`), once per warm-up."""
     if "character" not in state:
-        from ..character import MuscledCharacter
-        state["character"] = MuscledCharacter(*_limb(state))
+        from ..character import CharacterSetup, MuscledCharacter
+        rig, muscles, origin, insertion, skin = _limb(state)
+        state["character"] = MuscledCharacter.bind(CharacterSetup(rig, tuple(muscles), origin, insertion, skin))
     return state["character"]
 
 
 def _skin_alone(state: dict):
     """The warm-up limb's skin bound without muscles (Implicit Skinning alone), once per warm-up."""
     if "skin" not in state:
-        from ..character import MuscledCharacter
+        from ..character import CharacterSetup, MuscledCharacter
         from . import warm_up_scene as scene
-        state["skin"] = MuscledCharacter(scene.limb_rig(), [], [], [], [])
+        state["skin"] = MuscledCharacter.bind(CharacterSetup(scene.limb_rig()))
     return state["skin"]
 
 
@@ -271,11 +272,12 @@ def _run_skin(state: dict) -> None:
 
 
 def _play(character, activation=None) -> None:
+    from ..pbd.control import MuscleInputs
     from . import warm_up_scene as scene
 
     character.settle(scene.limb_pose(10.0))
     for degrees in (40.0, 90.0):
-        character.frame(scene.limb_pose(degrees), activation=activation)
+        character.frame(scene.limb_pose(degrees), MuscleInputs(activation=activation))
     character.offset_turns()
 
 

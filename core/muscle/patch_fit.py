@@ -28,6 +28,7 @@ Plain numpy over the patch and the skin; no Blender. Bad input raises ``ValueErr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -130,7 +131,32 @@ def fit_patch_muscle(patch_points, patch_normals, skin_points, skin_normals, ori
     if not (np.isfinite(ob).all() and np.isfinite(ib).all()):
         raise ValueError(f"{name}: its bones' heads and tails must be finite.")
 
-    # 1. the patch's extent along its principal axis, from the origin bone's side to the insertion bone's
+    o_bone, i_bone = _patch_ends(p, ob, ib, name)
+    frame = _patch_side(p, o_bone, i_bone, name)
+    h = _height(frame, shape, name)
+    return _shrink_to_skin(frame, h, shape, skin, skin_n, name)
+
+
+class _PatchFrame(NamedTuple):
+    """Where a patch lies about the line between its bones (:func:`_patch_side`): the line's ends ``o_bone``,
+    ``i_bone`` [m] and unit direction ``a``, the side ``d`` the patch lies on and ``e = a x d``, per patch vertex
+    its place ``s`` along the line in [0, 1], its height ``z`` over the line along ``d`` and its place ``x``
+    across (along ``e``) [m], and ``limb`` [m] the patch's median distance from the line."""
+
+    o_bone: np.ndarray
+    i_bone: np.ndarray
+    a: np.ndarray
+    d: np.ndarray
+    e: np.ndarray
+    s: np.ndarray
+    z: np.ndarray
+    x: np.ndarray
+    limb: float
+
+
+def _patch_ends(p, ob, ib, name):
+    """Step 1: the patch's extent along its principal axis, from the origin bone's side to the insertion bone's:
+    ``(o_bone, i_bone)``, the points of the bones ``ob``, ``ib (2, 3)`` nearest its two ends."""
     centre = p.mean(axis=0)
     _, _, vt = np.linalg.svd(p - centre, full_matrices=False)
     along = vt[0]
@@ -139,14 +165,18 @@ def fit_patch_muscle(patch_points, patch_normals, skin_points, skin_normals, ori
     t = (p - centre) @ along
     o_bone = _closest_on_segment(p[np.argmin(t)], *ob)
     i_bone = _closest_on_segment(p[np.argmax(t)], *ib)
-    line = i_bone - o_bone
-    length = float(np.linalg.norm(line))
-    if length < 1e-4:
+    if float(np.linalg.norm(i_bone - o_bone)) < 1e-4:
         raise ValueError(f"{name}: the patch's ends project on the same place of its bones; paint it along the "
                          f"bones, from the origin bone towards the insertion bone.")
-    a = line / length
+    return o_bone, i_bone
 
-    # 2. the side of the line the patch lies on, and the across direction
+
+def _patch_side(p, o_bone, i_bone, name) -> _PatchFrame:
+    """Step 2: the side of the line ``o_bone -> i_bone`` the patch ``p (n, 3)`` lies on, and the across
+    direction."""
+    line = i_bone - o_bone
+    length = float(np.linalg.norm(line))
+    a = line / length
     s = np.clip((p - o_bone) @ a / length, 0.0, 1.0)
     radial = p - (o_bone + s[:, None] * line)
     radial -= np.outer(radial @ a, a)
@@ -158,16 +188,24 @@ def fit_patch_muscle(patch_points, patch_normals, skin_points, skin_normals, ori
                          f"where the muscle should bulge.")
     d /= np.linalg.norm(d)
     e = np.cross(a, d)
-    z, x = radial @ d, radial @ e
-    limb = float(np.median(dist))
+    return _PatchFrame(o_bone, i_bone, a, d, e, s, radial @ d, radial @ e, float(np.median(dist)))
 
-    # 3. the skin's height over the line near the patch's middle, per bin, and the half-thickness
+
+def _bins(frame: _PatchFrame) -> np.ndarray:
+    """Each patch vertex's bin along the line (``BINS`` of them)."""
+    return np.minimum((frame.s * BINS).astype(np.int64), BINS - 1)
+
+
+def _height(frame: _PatchFrame, shape: MuscleShape, name) -> float:
+    """Step 3: the skin's height over the line near the patch's middle, per bin, gives the muscle's half-thickness
+    [m]: at most what leaves ``GAP_FRACTION`` of the limb under the skin wherever its profile reaches."""
+    x, z, limb = frame.x, frame.z, frame.limb
     x_mid = 0.5 * (x.min() + x.max())
     half_across = 0.5 * (x.max() - x.min())
     middle = np.abs(x - x_mid) <= max(MIDDLE_FRACTION * half_across, 1e-9)
     base, gap = CLEAR_FRACTION * limb, GAP_FRACTION * limb
     peak = profile_max(shape.alpha_rest, shape.beta_rest, shape.alpha_active, shape.beta_active, 0.0)
-    bins = np.minimum((s * BINS).astype(np.int64), BINS - 1)
+    bins = _bins(frame)
     unit = FusiformMuscle((0.0, 0.0, 0.0), (0.0, 0.0, 1.0), width=1.0, shape=shape)
     bound = np.inf
     for b in np.unique(bins[middle]):
@@ -177,14 +215,20 @@ def fit_patch_muscle(patch_points, patch_normals, skin_points, skin_normals, ori
     if not np.isfinite(bound) or bound <= 1e-4 * limb:
         raise ValueError(f"{name}: the skin under the patch is too close to its bones for a muscle "
                          f"(limb radius {1000 * limb:.1f} mm); paint the patch where the limb is thicker.")
-    h = bound
+    return bound
 
-    # 4. the width across: the patch's half-width where it is widest along the line
+
+def _shrink_to_skin(frame: _PatchFrame, h, shape: MuscleShape, skin, skin_n, name) -> PatchMuscle:
+    """Steps 4 and 5: the width across (the patch's half-width where it is widest along the line), then the muscle
+    of half-thickness ``h`` [m] shrunk until its surface is inside the skin ``skin, skin_n (V, 3)``."""
+    x, limb, d, e = frame.x, frame.limb, frame.d, frame.e
+    x_mid = 0.5 * (x.min() + x.max())
+    base, gap = CLEAR_FRACTION * limb, GAP_FRACTION * limb
+    peak = profile_max(shape.alpha_rest, shape.beta_rest, shape.alpha_active, shape.beta_active, 0.0)
+    bins = _bins(frame)
     widths = [np.ptp(x[bins == b]) / 2.0 for b in np.unique(bins)]
     h_across = float(max(widths)) * (base + h) / limb  # the patch's wedge at the axis' height
     h_across = max(h_across, 1e-4 * limb)
-
-    # 5. shrink until the surface is inside the skin
     for _ in range(SHRINK_STEPS + 1):
         height = base + h
         offset = height * d + x_mid * e
@@ -192,13 +236,13 @@ def fit_patch_muscle(patch_points, patch_normals, skin_points, skin_normals, ori
         ecc = float(min(np.sqrt(max(0.0, 1.0 - (short / long_) ** 2)), 0.99))
         normal = e if h_across >= h else d
         width = float(np.sqrt(h_across * h) / peak)
-        fit = PatchMuscle(o_bone + offset, i_bone + offset, o_bone, i_bone, width, ecc, normal.copy(), d.copy(),
-                          limb, 0.0)
+        fit = PatchMuscle(frame.o_bone + offset, frame.i_bone + offset, frame.o_bone, frame.i_bone, width, ecc,
+                          normal.copy(), d.copy(), limb, 0.0)
         vertices, _ = muscle_surface(fit.muscle(shape, name), rings=CHECK_RINGS, sides=CHECK_SIDES, snap=False)
         depth = float(_skin_depth(vertices, skin, skin_n).min())
         if depth >= 0.5 * gap:
-            return PatchMuscle(fit.origin, fit.insertion, o_bone, i_bone, width, ecc, fit.normal, fit.side, limb,
-                               depth)
+            return PatchMuscle(fit.origin, fit.insertion, frame.o_bone, frame.i_bone, width, ecc, fit.normal,
+                               fit.side, limb, depth)
         if h_across > h:
             h_across *= SHRINK
         else:

@@ -1,5 +1,5 @@
-"""One frame's inputs: the muscles' animated values (:class:`MuscleInputs`, built by :func:`muscle_inputs`) and the
-PBD solver's control (:class:`PBDControl`: those values plus the kinematic targets from the bones)."""
+"""One frame's inputs: the animated values (:class:`MuscleInputs`, with the defaults of each in ``DEFAULT_*``) and
+the PBD solver's control (:class:`PBDControl`: the muscles' values plus the kinematic targets from the bones)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,46 +7,43 @@ from typing import Callable
 
 import numpy as np
 
-from ..muscle.primitive import eccentricity_at
+DEFAULT_ACTIVATION = 0.0
+"""A muscle's activation where a frame gives none: at rest."""
+DEFAULT_STIFFNESS = 0.5
+"""A muscle's artist stiffness ``k`` where a frame gives none (10 Hz in XPBD mode)."""
+DEFAULT_WIDTH_SCALE = 1.0
+"""A muscle's width scale where a frame gives none."""
+DEFAULT_ECCENTRICITY = 0.0
+"""A muscle's eccentricity where a frame gives none to a solver (a round cross-section). A character mixes each
+muscle's rest and active eccentricity by the frame's activation instead (``core.character.CharacterModel.control``),
+where it knows their shapes."""
 
 
 @dataclass(frozen=True)
 class MuscleInputs:
-    """The muscles' animated inputs of one frame, ``(M,)`` float64 each; None keeps the solver's default.
+    """One frame's animated inputs: the muscles' ``(M,)`` float64 each (or scalars: the same for every muscle), and
+    the fats'. None keeps the default.
 
-    activation: in [0, 1] (default 0)
-    stiffness: artist stiffness k in [0, 1] (default 0.5)
-    width_scale: > 0 (default 1)
-    eccentricity: cross-section eccentricity in [0, 0.99] (default 0)
+    activation: in [0, 1] (default ``DEFAULT_ACTIVATION``)
+    stiffness: artist stiffness k in [0, 1] (default ``DEFAULT_STIFFNESS``)
+    width_scale: > 0 (default ``DEFAULT_WIDTH_SCALE``)
+    eccentricity: cross-section eccentricity in [0, 0.99] (a character's default: each muscle's rest and active
+                  eccentricity mixed by the activation, paper §5.2; a solver's: ``DEFAULT_ECCENTRICITY``)
+    fats: core.fat.dynamics.FatInputs, the fats' stiffness and damping (default: each fat's own)
     """
 
     activation: np.ndarray | None = None
     stiffness: np.ndarray | None = None
     width_scale: np.ndarray | None = None
     eccentricity: np.ndarray | None = None
-
-
-def muscle_inputs(activation=None, stiffness=None, width_scale=None, eccentricity=None, *, eccentricity_rest=None,
-                  eccentricity_active=None, default_activation=None) -> MuscleInputs:
-    """This frame's :class:`MuscleInputs`.
-
-    ``eccentricity`` is taken as given; without it and with ``eccentricity_rest`` and ``eccentricity_active``
-    ``(M,)``, it is their mix ``e = (1-a) e_rest + a e_active`` (paper §5.2,
-    ``core.muscle.primitive.eccentricity_at``) by the activation, or by ``default_activation (M,)`` where no
-    activation is given. Arrays are ``(M,)`` or scalars.
-    """
-    if eccentricity is None and eccentricity_rest is not None and eccentricity_active is not None:
-        a = default_activation if activation is None else activation
-        a = np.asarray(0.0 if a is None else a, dtype=np.float64)
-        eccentricity = eccentricity_at(np.asarray(eccentricity_rest, dtype=np.float64),
-                                       np.asarray(eccentricity_active, dtype=np.float64), a)
-    return MuscleInputs(activation, stiffness, width_scale, eccentricity)
+    fats: object = None
 
 
 @dataclass
 class PBDControl:
     """One frame's inputs to :meth:`core.pbd.solver.PBDSolver.step`. ``None`` keeps the model's rest value (kinematic
-    fields) or the solver's default (animated values: activation 0, stiffness 0.5, width scale 1, eccentricity 0).
+    fields) or the default (animated values: ``DEFAULT_ACTIVATION``, ``DEFAULT_STIFFNESS``, ``DEFAULT_WIDTH_SCALE``,
+    ``DEFAULT_ECCENTRICITY``).
 
     endpoints: (M, 2, 3) [m]     origin and insertion of each muscle (they follow their bones)
     normals: (M, 2, 3)           cross-section orientation at each end (rotates with the bones)

@@ -161,6 +161,43 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
     if not muscles:
         raise ValueError("a PBD model needs at least one muscle.")
     count = len(muscles)
+    axes = _axes(muscles, settings)
+    muscle_group = _labels(contact_sets, count, "contact_sets")
+    muscle_overlap = _labels(overlap_groups, count, "overlap_groups")
+    members = [np.flatnonzero(muscle_group == gi) for gi in range(muscle_group.max(initial=-1) + 1)]
+    group_start = np.zeros(len(members) + 1, dtype=np.int64)
+    np.cumsum([len(mm) for mm in members], out=group_start[1:])
+    group_members = np.concatenate(members).astype(np.int64) if members else np.zeros(0, dtype=np.int64)
+    islands = [list(mm) for mm in members] + [[i] for i in range(count) if muscle_group[i] < 0]
+    island_start, island_members = csr(islands)
+    with_bones = _flags(bone_collisions, count, "bone_collisions")
+    skin_inv_mass = axes["inv_mass"] * np.repeat(_flags(keep_inside, count, "keep_inside"),
+                                                 np.diff(axes["axis_start"]))
+    caps = np.zeros((0, 2, 3)) if capsules is None else np.asarray(capsules, dtype=np.float64).reshape(-1, 2, 3)
+    if not np.all(np.isfinite(caps)):
+        raise ValueError("bone capsules contain NaN or infinite coordinates.")
+    bones = _bone_lists(muscles, caps, capsule_radii(capsule_radius, count, len(caps)), grids, with_bones,
+                        capsule_margin)
+    grid_values, grid_offset, grid_dims, grid_origin, grid_spacing, grid_tf = _pack_grids(grids)
+    exponents = np.array([(m.shape.alpha_rest - 1, m.shape.beta_rest - 1, m.shape.alpha_active - 1,
+                           m.shape.beta_active - 1) for m in muscles], dtype=np.int64)
+    return PBDModel(
+        settings=settings, names=tuple(getattr(m, "name", str(i)) for i, m in enumerate(muscles)), **axes,
+        muscle_group=muscle_group, muscle_overlap=muscle_overlap,
+        group_start=group_start, group_members=group_members, island_start=island_start,
+        island_members=island_members, **bones, grid_values=grid_values, grid_offset=grid_offset,
+        grid_dims=grid_dims, grid_origin=grid_origin, grid_spacing=grid_spacing, grid_transform_index=grid_tf,
+        exponents=exponents, volume=np.array([m.volume for m in muscles]),
+        rest_normals=np.array([m.endpoint_normals() for m in muscles]), rest_capsules=caps,
+        skin_inv_mass=skin_inv_mass)
+
+
+def _axes(muscles, settings: PBDSettings) -> dict:
+    """The particles of ``muscles`` at their current axes, as :class:`PBDModel` fields: ``axis_start``,
+    ``rest_points``, masses (``mass``, ``inv_mass``: the muscle's mass ``V rho`` shared by the inner particles in
+    proportion to the rest width, paper §6.2, each at least ``min_mass_fraction`` of the heaviest),
+    ``particle_s``, the constraints (``spring_length``, ``rest_length``, ``tendon``) and ``mode_unit``."""
+    count = len(muscles)
     counts = np.array([m.particle_count + 2 for m in muscles], dtype=np.int64)
     axis_start = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(counts, out=axis_start[1:])
@@ -179,8 +216,6 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
         cum = np.concatenate([[0.0], np.cumsum(seg)])
         s = cum / cum[-1]
         particle_s[a:b] = s
-        # masses: m = V rho, shared by the inner particles in proportion to the rest width (paper §6.2),
-        # each at least min_mass_fraction of the heaviest
         phi = muscle.profile_at(s[1:-1]) if b - a > 2 else np.zeros(0)
         phi = np.maximum(phi, max(settings.min_mass_fraction, 1e-6) * max(phi.max(initial=0.0), 1e-12))
         if len(phi):
@@ -193,21 +228,15 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
         if len(phi):
             mode_unit[i] = first_mode_unit(mass[a + 1:b - 1], seg, settings.belly_rest_fraction)
         rest_length[a:b - 1] = np.where(is_tendon, seg, settings.belly_rest_fraction * seg)
-    muscle_group = _labels(contact_sets, count, "contact_sets")
-    muscle_overlap = _labels(overlap_groups, count, "overlap_groups")
-    members = [np.flatnonzero(muscle_group == gi) for gi in range(muscle_group.max(initial=-1) + 1)]
-    group_start = np.zeros(len(members) + 1, dtype=np.int64)
-    np.cumsum([len(mm) for mm in members], out=group_start[1:])
-    group_members = np.concatenate(members).astype(np.int64) if members else np.zeros(0, dtype=np.int64)
-    islands = [list(mm) for mm in members] + [[i] for i in range(count) if muscle_group[i] < 0]
-    island_start, island_members = _csr(islands)
-    with_bones = _flags(bone_collisions, count, "bone_collisions")
-    skin_inv_mass = inv_mass * np.repeat(_flags(keep_inside, count, "keep_inside"), counts)
+    return dict(axis_start=axis_start, rest_points=rest, inv_mass=inv_mass, mode_unit=mode_unit,
+                spring_length=spring_length, particle_s=particle_s, rest_length=rest_length, tendon=tendon,
+                mass=mass)
 
-    caps = np.zeros((0, 2, 3)) if capsules is None else np.asarray(capsules, dtype=np.float64).reshape(-1, 2, 3)
-    if not np.all(np.isfinite(caps)):
-        raise ValueError("bone capsules contain NaN or infinite coordinates.")
-    radius = _capsule_radii(capsule_radius, count, len(caps))
+
+def _bone_lists(muscles, caps, radius, grids, with_bones, capsule_margin) -> dict:
+    """Per muscle, the capsules ``caps (B, 2, 3)`` and bone grids within its reach plus the margin at rest (none
+    where ``with_bones`` is False), as :class:`PBDModel`'s CSR fields ``cap_start``, ``cap_index``,
+    ``cap_radius`` (from ``radius (M, B)``), ``grid_start``, ``grid_index``."""
     reach = np.array([m.width * m.profile().v * _profile.profile_max(
         m.shape.alpha_rest, m.shape.beta_rest, m.shape.alpha_active, m.shape.beta_active, m.activation)
         for m in muscles])
@@ -216,29 +245,16 @@ def build_pbd_model(muscles: Sequence, settings: PBDSettings | None = None, caps
         margin = 0.25 * muscle.rest_length if capsule_margin is None else float(capsule_margin)
         axis = muscle.axis
         near = [c for c in range(len(caps)) if with_bones[i]
-                and _segment_distance(axis[0], axis[-1], caps[c, 0], caps[c, 1]) < reach[i] + radius[i, c] + margin]
+                and segment_distance(axis[0], axis[-1], caps[c, 0], caps[c, 1]) < reach[i] + radius[i, c] + margin]
         cap_lists.append(near)
         near_grids = [g for g, bg in enumerate(grids)
                       if with_bones[i] and _box_distance(axis, bg.grid) < reach[i] + margin]
         grid_lists.append(near_grids)
-    cap_start, cap_index = _csr(cap_lists)
+    cap_start, cap_index = csr(cap_lists)
     cap_radius = np.array([radius[i, c] for i, near in enumerate(cap_lists) for c in near], dtype=np.float64)
-    grid_start, grid_index = _csr(grid_lists)
-    grid_values, grid_offset, grid_dims, grid_origin, grid_spacing, grid_tf = _pack_grids(grids)
-    exponents = np.array([(m.shape.alpha_rest - 1, m.shape.beta_rest - 1, m.shape.alpha_active - 1,
-                           m.shape.beta_active - 1) for m in muscles], dtype=np.int64)
-    return PBDModel(
-        settings=settings, names=tuple(getattr(m, "name", str(i)) for i, m in enumerate(muscles)),
-        axis_start=axis_start, rest_points=rest, inv_mass=inv_mass, mode_unit=mode_unit,
-        spring_length=spring_length, particle_s=particle_s,
-        rest_length=rest_length, tendon=tendon, muscle_group=muscle_group, muscle_overlap=muscle_overlap,
-        group_start=group_start, group_members=group_members, island_start=island_start,
-        island_members=island_members, cap_start=cap_start, cap_index=cap_index, cap_radius=cap_radius,
-        grid_start=grid_start, grid_index=grid_index, grid_values=grid_values, grid_offset=grid_offset,
-        grid_dims=grid_dims, grid_origin=grid_origin, grid_spacing=grid_spacing, grid_transform_index=grid_tf,
-        exponents=exponents, volume=np.array([m.volume for m in muscles]),
-        rest_normals=np.array([m.endpoint_normals() for m in muscles]), rest_capsules=caps, mass=mass,
-        skin_inv_mass=skin_inv_mass)
+    grid_start, grid_index = csr(grid_lists)
+    return dict(cap_start=cap_start, cap_index=cap_index, cap_radius=cap_radius, grid_start=grid_start,
+                grid_index=grid_index)
 
 
 def _labels(values, count, name) -> np.ndarray:
@@ -261,7 +277,7 @@ def _flags(values, count, name) -> np.ndarray:
     return flags.astype(bool)
 
 
-def _capsule_radii(capsule_radius, muscles, capsules) -> np.ndarray:
+def capsule_radii(capsule_radius, muscles, capsules) -> np.ndarray:
     """``(muscles, capsules)`` [m] from ``None`` (0), one radius per capsule, or one per muscle and capsule."""
     if capsule_radius is None:
         return np.zeros((muscles, capsules))
@@ -307,7 +323,9 @@ def capsule_radius_from_skin(head, tail, skin_points, fraction: float = 0.25) ->
 
 
 
-def _csr(lists):
+def csr(lists):
+    """``(start (n+1,), index)`` int64 of ``lists`` (n lists of indices) in compressed rows: list ``i`` is
+    ``index[start[i]:start[i + 1]]``."""
     start = np.zeros(len(lists) + 1, dtype=np.int64)
     np.cumsum([len(item) for item in lists], out=start[1:])
     index = np.array([i for item in lists for i in item], dtype=np.int64)
@@ -328,8 +346,9 @@ def _pack_grids(grids):
     return values, offset, dims, origin, spacing, tf
 
 
-def _segment_distance(p0, p1, q0, q1, samples: int = 33) -> float:
-    """Distance between two segments (sampled; used once at build time for the broad phase)."""
+def segment_distance(p0, p1, q0, q1, samples: int = 33) -> float:
+    """Distance [m] between the segments ``p0-p1`` and ``q0-q1`` (sampled; used at build time for the broad
+    phase of the bone contacts, the axes' and the rods')."""
     t = np.linspace(0.0, 1.0, samples)[:, None]
     a = p0 + t * (p1 - p0)
     e = q1 - q0

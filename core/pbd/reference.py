@@ -5,6 +5,8 @@ Muscle-muscle collisions use the reference field of ``core/muscle/field.py`` on 
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..muscle import profile as _profile
@@ -27,7 +29,8 @@ def _spring_step(model, m, x, x_prev, stiffness, dt):
     """XPBD: the elastic constraints of muscle ``m`` taken one backward-Euler step by local/global iterations, with
     Rayleigh damping, in place on the predicted positions ``x`` (kernels/pbd.py ``_spring_solve``), with a dense
     solve."""
-    from ...kernels.pbd import stiffness_damping, stiffness_frequency
+    from ...kernels.contact import stiffness_frequency
+    from ...kernels.pbd import stiffness_damping
     s = model.settings
     a, b = model.axis_start[m], model.axis_start[m + 1]
     k_spring = np.zeros(b - a - 1)
@@ -67,6 +70,23 @@ def _spring_step(model, m, x, x_prev, stiffness, dt):
         x[a:b][free] = np.linalg.solve(A, rhs)[free]
 
 
+class _Substep(NamedTuple):
+    """What one reference substep's collisions read: the substep's span ``f0 .. f1`` of the frame, its length ``dt``
+    [s], the frame's input state and this frame's capsules and grid inverses, and the substep's snapshot (positions,
+    velocities, each muscle's axis geometry and profile)."""
+
+    f0: float
+    f1: float
+    dt: float
+    state_in: object
+    caps: np.ndarray
+    grid_inverse: np.ndarray
+    snap: np.ndarray
+    snap_v: np.ndarray
+    geos: list
+    profs: list
+
+
 def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
     """Advance ``x, v (P, 3)`` in place by substep ``sub`` of ``n_sub`` (``dt`` = substep length [s]).
 
@@ -78,121 +98,158 @@ def substep(model, x, v, sub, n_sub, dt, control_arrays, state_in):
     if eccentricity is None:
         eccentricity = np.zeros(model.muscle_count)
     f0, f1 = sub / n_sub, (sub + 1) / n_sub
-    M = model.muscle_count
     start = model.axis_start
     # 1. snapshot, geometry and profile per muscle
     snap = x.copy()
     snap_v = v.copy()  # velocities at the substep's start: a neighbour muscle's surface motion at a contact
     geos, profs = [], []
-    for m in range(M):
+    for m in range(model.muscle_count):
         a, b = start[m], start[m + 1]
         n0 = state_in.normals[m] + f0 * (normals[m] - state_in.normals[m])
         geo = axis_geometry(snap[a:b], n0[0], n0[1])
         geos.append(geo)
         profs.append(_profile_of(model, m, activation, eccentricity, width_scale, geo.length))
+    ctx = _Substep(f0, f1, dt, state_in, caps, grid_inverse, snap, snap_v, geos, profs)
     # 2. solve each muscle
-    from ...kernels.pbd import stiffness_frequency
     x_prev = x.copy()
-    gravity = np.asarray(s.gravity, dtype=np.float64)
-    for m in range(M):
+    for m in range(model.muscle_count):
         a, b = start[m], start[m + 1]
-        x[a] = state_in.endpoints[m, 0] + f1 * (ends[m, 0] - state_in.endpoints[m, 0])
-        x[b - 1] = state_in.endpoints[m, 1] + f1 * (ends[m, 1] - state_in.endpoints[m, 1])
-        for k in range(a + 1, b - 1):
-            if model.inv_mass[k] == 0.0:
-                continue
-            v[k] = (1.0 if s.xpbd else s.damping) * v[k] + gravity * dt  # XPBD damps in the spring step
-            x[k] = x[k] + v[k] * dt
-        lam = np.zeros(b - a)
-        prof = profs[m]
+        _predict(model, m, x, v, f1, ends, state_in, dt)
         if s.xpbd:
             _spring_step(model, m, x, x_prev, stiffness[m], dt)
         for it in range(s.iterations):
-            for k in range(a, b - 1):
-                wi, wj = model.inv_mass[k], model.inv_mass[k + 1]
-                W = wi + wj
-                stiff = s.tendon_stiffness if model.tendon[k] else stiffness[m]
-                if W == 0.0 or stiff <= 0.0:
-                    continue
-                n = x[k + 1] - x[k]
-                d = np.linalg.norm(n)
-                if d < 1e-12:
-                    continue
-                n = n / d
-                C = d - model.rest_length[k]
-                if s.xpbd:
-                    if stiffness_frequency(stiff) != np.inf:
-                        continue  # elastic: in the spring step
-                    dl = -C / W  # rigid (k = 1): alpha = 0
-                    lam[k - a] += dl
-                    corr = -dl
-                else:
-                    corr = stiff * C / W
-                x[k] = x[k] + wi * corr * n
-                x[k + 1] = x[k + 1] - wj * corr * n
-            if it < s.iterations - 1:
-                continue  # collisions on the last sweep of the substep
-            for k in range(a + 1, b - 1):
-                if model.inv_mass[k] == 0.0:
-                    continue
-                phi = prof.c0 * model.particle_s[k] ** prof.exponents[0] * (1 - model.particle_s[k]) ** prof.exponents[1] \
-                    + prof.c1 * model.particle_s[k] ** prof.exponents[2] * (1 - model.particle_s[k]) ** prof.exponents[3]
-                D = prof.width * phi
-                keep = _contact_keep(stiffness[m], s.contact_damping_ratio, dt)
-                for entry in range(model.cap_start[m], model.cap_start[m + 1]):
-                    ci = model.cap_index[entry]
-                    p0 = state_in.capsules[ci, 0] + f1 * (caps[ci, 0] - state_in.capsules[ci, 0])
-                    p1 = state_in.capsules[ci, 1] + f1 * (caps[ci, 1] - state_in.capsules[ci, 1])
-                    e = p1 - p0
-                    t = 0.0 if e @ e == 0 else float(np.clip((x[k] - p0) @ e / (e @ e), 0.0, 1.0))
-                    dvec = x[k] - (p0 + t * e)
-                    dist = np.linalg.norm(dvec)
-                    C = dist - model.cap_radius[entry] - D
-                    if C < 0.0 and dist > 1e-12:
-                        # the capsule's point at t, moved from f0 to f1 of the frame
-                        moved = (f1 - f0) * ((1 - t) * (caps[ci, 0] - state_in.capsules[ci, 0])
-                                             + t * (caps[ci, 1] - state_in.capsules[ci, 1]))
-                        _contact(x, x_prev, k, C, dvec / dist, 1.0, moved, s, keep)
-                for gi in model.grid_index[model.grid_start[m]:model.grid_start[m + 1]]:
-                    T = state_in.grid_inverse[gi] + f1 * (grid_inverse[gi] - state_in.grid_inverse[gi])
-                    local = T[:, :3] @ x[k] + T[:, 3]
-                    values = model.grid_values[model.grid_offset[gi]:model.grid_offset[gi + 1]].reshape(
-                        tuple(model.grid_dims[gi]))
-                    from .distance_grid import DistanceGrid
-                    f, g, inside = DistanceGrid(values, model.grid_origin[gi], model.grid_spacing[gi]).sample(local)
-                    if inside[0] and f[0] - D < 0.0:
-                        T0 = state_in.grid_inverse[gi] + f0 * (grid_inverse[gi] - state_in.grid_inverse[gi])
-                        moved = x[k] - T0[:, :3].T @ (local - T0[:, 3])  # the bone's point at x, from f0 to f1
-                        _contact(x, x_prev, k, f[0] - D, T[:, :3].T @ g[0], 1.0, moved, s, keep)
-                group, overlap = model.muscle_group[m], model.muscle_overlap[m]
-                if group >= 0:
-                    for o in model.group_members[model.group_start[group]:model.group_start[group + 1]]:
-                        if o == m or (overlap >= 0 and model.muscle_overlap[o] == overlap):  # one overlap group
-                            continue
-                        lo, hi = geos[o].points.min(axis=0), geos[o].points.max(axis=0)
-                        gap = np.maximum(np.maximum(lo - x[k], 0.0), x[k] - hi)
-                        reach = profs[o].width * profs[o].v * (profs[o].support / (profs[o].width * profs[o].u))
-                        if gap @ gap > (reach + D) ** 2:
-                            continue
-                        f, g, _ = fusiform_field(geos[o], profs[o], x[k])
-                        if f - D < 0.0:
-                            ao, bo = start[o], start[o + 1]
-                            near = ao + int(np.argmin(np.linalg.norm(snap[ao:bo] - x[k], axis=1)))
-                            _contact(x, x_prev, k, f - D, g, 0.5, snap_v[near] * dt, s, keep)
+            _distance_sweep(model, m, x, stiffness[m])
+            if it == s.iterations - 1:  # collisions on the last sweep of the substep
+                _collisions(model, m, x, x_prev, stiffness[m], ctx)
         for k in range(a + 1, b - 1):
             if model.inv_mass[k] != 0.0:
                 v[k] = (x[k] - x_prev[k]) / dt
 
 
+def _predict(model, m, x, v, f1, ends, state_in, dt):
+    """Muscle ``m``'s kinematic ends at ``f1`` of the frame (``ends (M, 2, 3)`` this frame's), its inner particles
+    integrated (``v <- mu v + g dt`` in PBD mode, ``v + g dt`` in XPBD mode, which damps in the spring step)."""
+    s = model.settings
+    a, b = model.axis_start[m], model.axis_start[m + 1]
+    gravity = np.asarray(s.gravity, dtype=np.float64)
+    x[a] = state_in.endpoints[m, 0] + f1 * (ends[m, 0] - state_in.endpoints[m, 0])
+    x[b - 1] = state_in.endpoints[m, 1] + f1 * (ends[m, 1] - state_in.endpoints[m, 1])
+    for k in range(a + 1, b - 1):
+        if model.inv_mass[k] == 0.0:
+            continue
+        v[k] = (1.0 if s.xpbd else s.damping) * v[k] + gravity * dt  # XPBD damps in the spring step
+        x[k] = x[k] + v[k] * dt
+
+
+def _distance_sweep(model, m, x, stiffness):
+    """One Gauss-Seidel sweep of muscle ``m``'s distance constraints: PBD mode, ``k C / W`` each; XPBD mode, the
+    rigid ones only (the elastic ones are in the spring step)."""
+    from ...kernels.contact import stiffness_frequency
+    s = model.settings
+    for k in range(model.axis_start[m], model.axis_start[m + 1] - 1):
+        wi, wj = model.inv_mass[k], model.inv_mass[k + 1]
+        W = wi + wj
+        stiff = s.tendon_stiffness if model.tendon[k] else stiffness
+        if W == 0.0 or stiff <= 0.0:
+            continue
+        n = x[k + 1] - x[k]
+        d = np.linalg.norm(n)
+        if d < 1e-12:
+            continue
+        n = n / d
+        C = d - model.rest_length[k]
+        if s.xpbd:
+            if stiffness_frequency(stiff) != np.inf:
+                continue  # elastic: in the spring step
+            corr = C / W  # rigid (k = 1): alpha = 0, lambda = -C / W
+        else:
+            corr = stiff * C / W
+        x[k] = x[k] + wi * corr * n
+        x[k + 1] = x[k + 1] - wj * corr * n
+
+
+def _collisions(model, m, x, x_prev, stiffness, ctx):
+    """Muscle ``m``'s inner particles, spheres of radius ``D = w Phi(s)``, against its capsules, its bone grids and
+    the other muscles of its contact set (their snapshot), each contact followed by its friction."""
+    prof = ctx.profs[m]
+    keep = _contact_keep(stiffness, model.settings.contact_damping_ratio, ctx.dt)
+    for k in range(model.axis_start[m] + 1, model.axis_start[m + 1] - 1):
+        if model.inv_mass[k] == 0.0:
+            continue
+        sk = model.particle_s[k]
+        phi = prof.c0 * sk ** prof.exponents[0] * (1 - sk) ** prof.exponents[1] \
+            + prof.c1 * sk ** prof.exponents[2] * (1 - sk) ** prof.exponents[3]
+        D = prof.width * phi
+        _capsule_contacts(model, m, k, D, x, x_prev, ctx, keep)
+        _grid_contacts(model, m, k, D, x, x_prev, ctx, keep)
+        _group_contacts(model, m, k, D, x, x_prev, ctx, keep)
+
+
+def _capsule_contacts(model, m, k, D, x, x_prev, ctx, keep):
+    """Particle ``k`` of muscle ``m`` (radius ``D`` [m]) against its bone capsules, ends interpolated at ``f1``."""
+    s, caps, caps_in, f0, f1 = model.settings, ctx.caps, ctx.state_in.capsules, ctx.f0, ctx.f1
+    for entry in range(model.cap_start[m], model.cap_start[m + 1]):
+        ci = model.cap_index[entry]
+        p0 = caps_in[ci, 0] + f1 * (caps[ci, 0] - caps_in[ci, 0])
+        p1 = caps_in[ci, 1] + f1 * (caps[ci, 1] - caps_in[ci, 1])
+        e = p1 - p0
+        t = 0.0 if e @ e == 0 else float(np.clip((x[k] - p0) @ e / (e @ e), 0.0, 1.0))
+        dvec = x[k] - (p0 + t * e)
+        dist = np.linalg.norm(dvec)
+        C = dist - model.cap_radius[entry] - D
+        if C < 0.0 and dist > 1e-12:
+            # the capsule's point at t, moved from f0 to f1 of the frame
+            moved = (f1 - f0) * ((1 - t) * (caps[ci, 0] - caps_in[ci, 0]) + t * (caps[ci, 1] - caps_in[ci, 1]))
+            _contact(x, x_prev, k, C, dvec / dist, 1.0, moved, s, keep)
+
+
+def _grid_contacts(model, m, k, D, x, x_prev, ctx, keep):
+    """Particle ``k`` of muscle ``m`` (radius ``D`` [m]) against its bone distance grids, in bone rest space."""
+    from .distance_grid import DistanceGrid
+    inv_in, inv = ctx.state_in.grid_inverse, ctx.grid_inverse
+    for gi in model.grid_index[model.grid_start[m]:model.grid_start[m + 1]]:
+        T = inv_in[gi] + ctx.f1 * (inv[gi] - inv_in[gi])
+        local = T[:, :3] @ x[k] + T[:, 3]
+        values = model.grid_values[model.grid_offset[gi]:model.grid_offset[gi + 1]].reshape(
+            tuple(model.grid_dims[gi]))
+        f, g, inside = DistanceGrid(values, model.grid_origin[gi], model.grid_spacing[gi]).sample(local)
+        if inside[0] and f[0] - D < 0.0:
+            T0 = inv_in[gi] + ctx.f0 * (inv[gi] - inv_in[gi])
+            moved = x[k] - T0[:, :3].T @ (local - T0[:, 3])  # the bone's point at x, from f0 to f1
+            _contact(x, x_prev, k, f[0] - D, T[:, :3].T @ g[0], 1.0, moved, model.settings, keep)
+
+
+def _group_contacts(model, m, k, D, x, x_prev, ctx, keep):
+    """Particle ``k`` of muscle ``m`` (radius ``D`` [m]) against the other muscles of its contact set, not of its
+    overlap group: their reference field on the substep's snapshot, each side taking half."""
+    group, overlap = model.muscle_group[m], model.muscle_overlap[m]
+    if group < 0:
+        return
+    start, geos, profs = model.axis_start, ctx.geos, ctx.profs
+    for o in model.group_members[model.group_start[group]:model.group_start[group + 1]]:
+        if o == m or (overlap >= 0 and model.muscle_overlap[o] == overlap):  # one overlap group
+            continue
+        lo, hi = geos[o].points.min(axis=0), geos[o].points.max(axis=0)
+        gap = np.maximum(np.maximum(lo - x[k], 0.0), x[k] - hi)
+        reach = profs[o].width * profs[o].v * (profs[o].support / (profs[o].width * profs[o].u))
+        if gap @ gap > (reach + D) ** 2:
+            continue
+        f, g, _ = fusiform_field(geos[o], profs[o], x[k])
+        if f - D < 0.0:
+            ao, bo = start[o], start[o + 1]
+            near = ao + int(np.argmin(np.linalg.norm(ctx.snap[ao:bo] - x[k], axis=1)))
+            _contact(x, x_prev, k, f - D, g, 0.5, ctx.snap_v[near] * ctx.dt, model.settings, keep)
+
+
 def _contact_keep(stiffness, ratio, dt):
-    """kernels/pbd.py ``contact_keep``: ``exp(-2 zeta_c omega(k) dt)``."""
-    from ...kernels.pbd import stiffness_frequency
+    """kernels/contact.py ``contact_keep``: ``exp(-2 zeta_c omega(k) dt)``."""
+    from ...kernels.contact import stiffness_frequency
     f = stiffness_frequency(stiffness)
     return 0.0 if f == np.inf else float(np.exp(-4.0 * np.pi * ratio * f * dt))
 
 
 def _contact(x, x_prev, k, C, g, share, moved, s, keep):
-    """A contact's push along ``g``, then friction (kernels/pbd.py ``_contact`` in XPBD mode, ``_push`` in PBD
+    """A contact's push along ``g``, then friction (kernels/contact.py ``contact`` in XPBD mode, ``push`` in PBD
     mode): Coulomb's law on the slide relative to the surface, which moved by ``moved`` [m], up to
     ``contact_friction`` times the push, and the viscous drag that keeps ``keep`` of the rest."""
     if not s.xpbd:

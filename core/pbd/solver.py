@@ -19,7 +19,8 @@ from .. import validation
 from ..muscle.batch import profile_tables
 from ..quality import RENDER, EvaluationQuality
 from ..validation import ECCENTRICITY_MAX, FLOAT32_SLACK
-from .control import PBDControl
+from .control import (DEFAULT_ACTIVATION, DEFAULT_ECCENTRICITY, DEFAULT_STIFFNESS, DEFAULT_WIDTH_SCALE,
+                      PBDControl)
 from .model import PBDModel
 from .state import PBDState
 
@@ -55,8 +56,9 @@ class PBDSolver:
                                   bad_count=np.zeros(M, dtype=np.int64))
         self.last_bad_particles = 0
         # inputs a control leaves at None (never written by the kernels, so shared between frames)
-        self._default = {"activation": np.zeros(M), "stiffness": np.full(M, 0.5), "width scale": np.ones(M),
-                         "eccentricity": np.zeros(M)}
+        self._default = {"activation": np.full(M, DEFAULT_ACTIVATION), "stiffness": np.full(M, DEFAULT_STIFFNESS),
+                         "width scale": np.full(M, DEFAULT_WIDTH_SCALE),
+                         "eccentricity": np.full(M, DEFAULT_ECCENTRICITY)}
         self._rest_ends = np.ascontiguousarray(np.stack([model.rest_points[model.axis_start[:-1]],
                                                          model.rest_points[model.axis_start[1:] - 1]], 1))
         self._gravity = np.ascontiguousarray(model.settings.gravity, dtype=np.float64)
@@ -91,20 +93,20 @@ class PBDSolver:
         if control.eccentricity is not None:
             eccentricity = np.minimum(self._per_muscle(control.eccentricity, "eccentricity", 0.0,
                                                        ECCENTRICITY_MAX + FLOAT32_SLACK), ECCENTRICITY_MAX)
-        ends = _frame_array(control.endpoints, (M, 2, 3), "endpoints", self._rest_ends)
+        ends = frame_array(control.endpoints, (M, 2, 3), "endpoints", self._rest_ends)
         chord = ends[:, 1] - ends[:, 0]
         span2 = np.einsum("ij,ij->i", chord, chord)
         if span2.min() <= 1e-18:  # span <= 1 nm
             bad = int(np.flatnonzero(span2 <= 1e-18)[0])
             raise ValueError(f"muscle {m.names[bad]}: origin and insertion are at the same place in this frame; "
                              f"check the bones it is attached to.")
-        normals = _frame_array(control.normals, (M, 2, 3), "endpoint normals", m.rest_normals)
-        caps = _frame_array(control.capsules, (m.capsule_count, 2, 3), "bone capsules", m.rest_capsules)
+        normals = frame_array(control.normals, (M, 2, 3), "endpoint normals", m.rest_normals)
+        caps = frame_array(control.capsules, (m.capsule_count, 2, 3), "bone capsules", m.rest_capsules)
         T = len(m.grid_dims)
         if T:
-            tf = _frame_array(control.grid_transforms, (int(m.grid_transform_index.max()) + 1, 4, 4),
-                              "grid transforms", np.broadcast_to(np.eye(4), (int(m.grid_transform_index.max()) + 1,
-                                                                              4, 4)))
+            tf = frame_array(control.grid_transforms, (int(m.grid_transform_index.max()) + 1, 4, 4),
+                             "grid transforms", np.broadcast_to(np.eye(4), (int(m.grid_transform_index.max()) + 1,
+                                                                             4, 4)))
             grid_inverse = np.ascontiguousarray(np.linalg.inv(tf[m.grid_transform_index])[:, :3, :])
         else:
             grid_inverse = np.zeros((0, 3, 4))
@@ -253,7 +255,9 @@ def kinetic_energy(model: PBDModel, state: PBDState) -> float:
     return float(0.5 * np.sum(model.mass * np.einsum("ij,ij->i", state.v, state.v)))
 
 
-def _frame_array(value, shape, name, default) -> np.ndarray:
+def frame_array(value, shape, name, default) -> np.ndarray:
+    """A control's kinematic array ``value`` as float64 of ``shape``, checked (``ValueError`` naming ``name`` for
+    another shape or a NaN), or ``default`` where it is None; the axis and rod solvers read their frames with it."""
     if value is None:
         return np.ascontiguousarray(default, dtype=np.float64).reshape(shape)
     arr = np.ascontiguousarray(value, dtype=np.float64)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...kernels.constants import SCALAR_LENGTH, SCALAR_REACH, SCALAR_SUPPORT
 from ..muscle.batch import MuscleBatch, profile_tables
+from ..pbd.control import DEFAULT_ACTIVATION, DEFAULT_ECCENTRICITY, DEFAULT_WIDTH_SCALE
 from . import frames as _frames
 from .model import RodModel
 
@@ -49,15 +50,19 @@ def update_batch(batch: MuscleBatch, model: RodModel, x, s, q, activation=None, 
 
     The width is the rest width ``w0 = width_scale sqrt(V / (pi L0))`` (the scales, not the axis length, carry the
     volume), the cross-section normals follow the frames (:func:`vertex_normals`), the support and reach grow with
-    the largest scale. ``activation``, ``eccentricity``, ``width_scale``: ``(M,)`` or None (0, 0, 1); the activation
-    mixes the profiles as for the axis (paper §5.2): a rod host leaves it at 0, the rod's contraction makes the bulge.
+    the largest scale. ``activation``, ``eccentricity``, ``width_scale``: ``(M,)`` or None (the defaults of
+    ``core/pbd/control.py``); the activation mixes the profiles as for the axis (paper §5.2): a rod host leaves it at
+    0, the rod's contraction makes the bulge.
     """
     from ...kernels import profile as kp
 
     M = model.muscle_count
-    activation = np.zeros(M) if activation is None else np.asarray(activation, dtype=np.float64).reshape(M)
-    eccentricity = np.zeros(M) if eccentricity is None else np.asarray(eccentricity, dtype=np.float64).reshape(M)
-    width_scale = np.ones(M) if width_scale is None else np.asarray(width_scale, dtype=np.float64).reshape(M)
+    activation = np.full(M, DEFAULT_ACTIVATION) if activation is None else \
+        np.asarray(activation, dtype=np.float64).reshape(M)
+    eccentricity = np.full(M, DEFAULT_ECCENTRICITY) if eccentricity is None else \
+        np.asarray(eccentricity, dtype=np.float64).reshape(M)
+    width_scale = np.full(M, DEFAULT_WIDTH_SCALE) if width_scale is None else \
+        np.asarray(width_scale, dtype=np.float64).reshape(M)
     starts = model.axis_start
     x = np.ascontiguousarray(x, dtype=np.float64)
     normals = vertex_normals(model, x, q)

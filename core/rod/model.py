@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..pbd.model import _capsule_radii, _csr, _segment_distance
+from ..pbd.model import capsule_radii, csr, segment_distance
 from . import frames as _frames
 from .settings import RodSettings
 
@@ -19,7 +19,7 @@ def jiggle_frequency(k) -> np.ndarray:
     """Natural frequency [Hz] of a muscle's first transverse mode for the artist stiffness ``k`` in [0, 1]: the axis
     solver's law ``F_HALF (k / (1 - k))^F_EXPONENT`` (``kernels/pbd.py``: 1.9 Hz at 0.1, 10 Hz at 0.5, 19 Hz at
     0.7), vectorised; 0 at ``k = 0``, infinite at ``k = 1``."""
-    from ...kernels.pbd import F_EXPONENT, F_HALF  # numba: loaded on first use, after the host set its cache
+    from ...kernels.contact import F_EXPONENT, F_HALF  # numba: loaded on first use, after the host set its cache
 
     k = np.asarray(k, dtype=np.float64)
     with np.errstate(divide="ignore"):
@@ -161,80 +161,104 @@ def build_rod_model(muscles: Sequence, settings: RodSettings | None = None, caps
     if not muscles:
         raise ValueError("a rod model needs at least one muscle.")
     count = len(muscles)
+    rods = _rods(muscles, settings)
+    caps = np.zeros((0, 2, 3)) if capsules is None else np.asarray(capsules, dtype=np.float64).reshape(-1, 2, 3)
+    if not np.all(np.isfinite(caps)):
+        raise ValueError("bone capsules contain NaN or infinite coordinates.")
+    radius = capsule_radii(capsule_radius, count, len(caps))
+    with_bones = np.ones(count, dtype=bool) if bone_collisions is None else \
+        np.asarray(bone_collisions, dtype=bool).reshape(-1)
+    if len(with_bones) != count:
+        raise ValueError(f"bone_collisions needs one entry per muscle ({count}), got {len(with_bones)}.")
+    axis_start, rest, rest_radius = rods["axis_start"], rods["rest_points"], rods["rest_radius"]
+    cap_lists = []
+    for i in range(count):
+        a, b = axis_start[i], axis_start[i + 1]
+        margin = 0.25 * rods["rest_span"][i] if capsule_margin is None else float(capsule_margin)
+        reach = rest_radius[a:b].max() * 2.0  # room for a bulge
+        cap_lists.append([c for c in range(len(caps)) if with_bones[i] and segment_distance(
+            rest[a], rest[b - 1], caps[c, 0], caps[c, 1]) < reach + radius[i, c] + margin])
+    cap_start, cap_index = csr(cap_lists)
+    cap_radius = np.array([radius[i, c] for i, near in enumerate(cap_lists) for c in near], dtype=np.float64)
+    return RodModel(
+        settings=settings, names=tuple(getattr(m, "name", str(i)) for i, m in enumerate(muscles)), **rods,
+        volume=np.array([m.volume for m in muscles]), cap_start=cap_start, cap_index=cap_index,
+        cap_radius=cap_radius, rest_capsules=caps, **_touches(touches, chain_rod, count))
+
+
+def _rods(muscles, settings: RodSettings) -> dict:
+    """The rods of ``muscles`` at their current axes, as :class:`RodModel` fields: the layout, rest lengths and
+    radii, masses by length (a uniform beam of density mu, design notes) and the inverse masses and inertias, the
+    rest frames and Darboux vectors, the belly, and per muscle its span, line density and core radius."""
+    count = len(muscles)
     counts = np.array([m.particle_count + 2 for m in muscles], dtype=np.int64)
     axis_start = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(counts, out=axis_start[1:])
     rest = np.concatenate([m.axis for m in muscles])
     P, F = len(rest), len(rest) + count
-    rest_length = np.zeros(P)
-    rest_radius = np.zeros(P)
-    mass = np.zeros(P)
-    inv_mass = np.zeros(P)
-    scale_inv_mass = np.zeros(P)
-    frame_inv_inertia = np.zeros(F)
-    rest_frames = np.zeros((F, 4))
-    darboux = np.zeros((F, 4))
-    belly = np.zeros(P, dtype=bool)
-    span = np.zeros(count)
-    line_density = np.zeros(count)
-    core_radius = np.zeros(count)
-    normals = np.array([m.endpoint_normals() for m in muscles])
+    out = dict(axis_start=axis_start, rest_points=rest, rest_length=np.zeros(P), rest_radius=np.zeros(P),
+               mass=np.zeros(P), inv_mass=np.zeros(P), scale_inv_mass=np.zeros(P),
+               frame_inv_inertia=np.zeros(F), rest_frames=np.zeros((F, 4)), darboux_rest=np.zeros((F, 4)),
+               belly=np.zeros(P, dtype=bool), rest_span=np.zeros(count), line_density=np.zeros(count),
+               core_radius=np.zeros(count), rest_normals=np.array([m.endpoint_normals() for m in muscles]))
     for i, muscle in enumerate(muscles):
-        a, b = axis_start[i], axis_start[i + 1]
-        pts = rest[a:b]
-        seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
-        if np.any(seg <= 1e-9):
-            raise ValueError(f"muscle {muscle.name}: two axis points are at the same place; a rod needs distinct "
-                             f"points.")
-        cum = np.concatenate([[0.0], np.cumsum(seg)])
-        s = cum / cum[-1]
-        rest_length[a:b - 1] = seg
-        r0 = muscle.width * muscle.profile_at(s)
-        rest_radius[a:b] = r0
-        r = np.maximum(r0, max(settings.min_mass_fraction, 1e-6) * r0.max())
-        h = 0.5 * (np.concatenate([seg, [0.0]]) + np.concatenate([[0.0], seg]))  # half segments around a vertex
-        # masses by length alone (not by cross-section as the axis's): a uniform beam of density mu (design notes)
-        mass[a:b] = muscle.volume * settings.density * h / h.sum()
-        inv_mass[a + 1:b - 1] = 1.0 / mass[a + 1:b - 1]
-        scale_inv_mass[a:b] = 2.0 / (mass[a:b] * r * r)
-        f0 = a + i
-        m_seg = 0.5 * (mass[a:b - 1] + mass[a + 1:b])
-        r_seg = 0.5 * (r[:-1] + r[1:])
-        frame_inv_inertia[f0 + 1:f0 + (b - a)] = 1.0 / (m_seg * (r_seg ** 2 / 4.0 + seg ** 2 / 12.0))
-        t0 = (pts[1] - pts[0]) / seg[0]
-        t1 = (pts[-1] - pts[-2]) / seg[-1]
-        q = np.zeros((b - a + 1, 4))
-        q[0] = _frames.frame_quaternion(_frames.perpendicular(normals[i, 0], t0), t0)
-        q[1:-1] = _frames.transported_frames(pts, normals[i, 0])
-        q[-1] = _frames.frame_quaternion(_frames.perpendicular(normals[i, 1], t1), t1)
-        for j in range(1, len(q)):  # consistent signs along the rod
-            if np.dot(q[j], q[j - 1]) < 0.0:
-                q[j] = -q[j]
-        rest_frames[f0:f0 + len(q)] = q
-        darboux[f0:f0 + len(q) - 1] = _frames.qmul(_frames.conj(q[:-1]), q[1:])
-        mid = 0.5 * (s[:-1] + s[1:])
-        belly[a:b - 1] = (mid >= settings.tendon_fraction) & (mid <= 1.0 - settings.tendon_fraction)
-        span[i] = cum[-1]
-        line_density[i] = mass[a:b].sum() / cum[-1]  # the beam's density, the kinematic ends' share included
-        core_radius[i] = np.sqrt(muscle.volume / (np.pi * cum[-1]))
+        _rod(i, muscle, settings, out)
+    return out
 
-    caps = np.zeros((0, 2, 3)) if capsules is None else np.asarray(capsules, dtype=np.float64).reshape(-1, 2, 3)
-    if not np.all(np.isfinite(caps)):
-        raise ValueError("bone capsules contain NaN or infinite coordinates.")
-    radius = _capsule_radii(capsule_radius, count, len(caps))
-    with_bones = np.ones(count, dtype=bool) if bone_collisions is None else \
-        np.asarray(bone_collisions, dtype=bool).reshape(-1)
-    if len(with_bones) != count:
-        raise ValueError(f"bone_collisions needs one entry per muscle ({count}), got {len(with_bones)}.")
-    cap_lists = []
-    for i, muscle in enumerate(muscles):
-        a, b = axis_start[i], axis_start[i + 1]
-        margin = 0.25 * span[i] if capsule_margin is None else float(capsule_margin)
-        reach = rest_radius[a:b].max() * 2.0  # room for a bulge
-        cap_lists.append([c for c in range(len(caps)) if with_bones[i] and _segment_distance(
-            rest[a], rest[b - 1], caps[c, 0], caps[c, 1]) < reach + radius[i, c] + margin])
-    cap_start, cap_index = _csr(cap_lists)
-    cap_radius = np.array([radius[i, c] for i, near in enumerate(cap_lists) for c in near], dtype=np.float64)
+
+def _rod(i, muscle, settings: RodSettings, out: dict) -> None:
+    """Rod ``i`` (``muscle``) into the rows of :func:`_rods`' arrays ``out``."""
+    a, b = out["axis_start"][i], out["axis_start"][i + 1]
+    pts = out["rest_points"][a:b]
+    seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
+    if np.any(seg <= 1e-9):
+        raise ValueError(f"muscle {muscle.name}: two axis points are at the same place; a rod needs distinct "
+                         f"points.")
+    mass = out["mass"]
+    cum = np.concatenate([[0.0], np.cumsum(seg)])
+    s = cum / cum[-1]
+    out["rest_length"][a:b - 1] = seg
+    r0 = muscle.width * muscle.profile_at(s)
+    out["rest_radius"][a:b] = r0
+    r = np.maximum(r0, max(settings.min_mass_fraction, 1e-6) * r0.max())
+    h = 0.5 * (np.concatenate([seg, [0.0]]) + np.concatenate([[0.0], seg]))  # half segments around a vertex
+    # masses by length alone (not by cross-section as the axis's): a uniform beam of density mu (design notes)
+    mass[a:b] = muscle.volume * settings.density * h / h.sum()
+    out["inv_mass"][a + 1:b - 1] = 1.0 / mass[a + 1:b - 1]
+    out["scale_inv_mass"][a:b] = 2.0 / (mass[a:b] * r * r)
+    f0 = a + i
+    m_seg = 0.5 * (mass[a:b - 1] + mass[a + 1:b])
+    r_seg = 0.5 * (r[:-1] + r[1:])
+    out["frame_inv_inertia"][f0 + 1:f0 + (b - a)] = 1.0 / (m_seg * (r_seg ** 2 / 4.0 + seg ** 2 / 12.0))
+    q = _rest_frames(pts, seg, out["rest_normals"][i])
+    out["rest_frames"][f0:f0 + len(q)] = q
+    out["darboux_rest"][f0:f0 + len(q) - 1] = _frames.qmul(_frames.conj(q[:-1]), q[1:])
+    mid = 0.5 * (s[:-1] + s[1:])
+    out["belly"][a:b - 1] = (mid >= settings.tendon_fraction) & (mid <= 1.0 - settings.tendon_fraction)
+    out["rest_span"][i] = cum[-1]
+    out["line_density"][i] = mass[a:b].sum() / cum[-1]  # the beam's density, the kinematic ends' share included
+    out["core_radius"][i] = np.sqrt(muscle.volume / (np.pi * cum[-1]))
+
+
+def _rest_frames(pts, seg, normals) -> np.ndarray:
+    """``(n + 1, 4)`` rest frames of a rod at ``pts (n, 3)`` (segment lengths ``seg``) with end normals ``normals
+    (2, 3)``: anchors from the end normals, segments parallel transported from the origin normal, signs consistent
+    along the rod."""
+    t0 = (pts[1] - pts[0]) / seg[0]
+    t1 = (pts[-1] - pts[-2]) / seg[-1]
+    q = np.zeros((len(pts) + 1, 4))
+    q[0] = _frames.frame_quaternion(_frames.perpendicular(normals[0], t0), t0)
+    q[1:-1] = _frames.transported_frames(pts, normals[0])
+    q[-1] = _frames.frame_quaternion(_frames.perpendicular(normals[1], t1), t1)
+    for j in range(1, len(q)):  # consistent signs along the rod
+        if np.dot(q[j], q[j - 1]) < 0.0:
+            q[j] = -q[j]
+    return q
+
+
+def _touches(touches, chain_rod, count) -> dict:
+    """The muscle contacts as :class:`RodModel`'s ``touch_start``, ``touch_chain``, ``touch_bundle`` and
+    ``chain_rod`` (checked; default: none, each rod its own chain)."""
     touches = [[] for _ in range(count)] if touches is None else [list(t) for t in touches]
     chain_rod = np.arange(count, dtype=np.int64) if chain_rod is None else \
         np.asarray(chain_rod, dtype=np.int64).reshape(-1)
@@ -244,16 +268,9 @@ def build_rod_model(muscles: Sequence, settings: RodSettings | None = None, caps
         raise ValueError("chain_rod must name each rod once (and -1 for the axis muscles).")
     if any(not 0 <= int(o) < len(chain_rod) or chain_rod[int(o)] == i for i, t in enumerate(touches) for o, _ in t):
         raise ValueError("a rod's touches must name other muscles of the chains.")
-    touch_start, touch_chain = _csr([[int(o) for o, _ in t] for t in touches])
+    touch_start, touch_chain = csr([[int(o) for o, _ in t] for t in touches])
     touch_bundle = np.array([bool(bb) for t in touches for _, bb in t], dtype=bool)
-    return RodModel(
-        settings=settings, names=tuple(getattr(m, "name", str(i)) for i, m in enumerate(muscles)),
-        axis_start=axis_start, rest_points=rest, rest_length=rest_length, rest_radius=rest_radius, mass=mass,
-        inv_mass=inv_mass, scale_inv_mass=scale_inv_mass, frame_inv_inertia=frame_inv_inertia,
-        rest_frames=rest_frames, darboux_rest=darboux, belly=belly, rest_span=span, line_density=line_density,
-        core_radius=core_radius, volume=np.array([m.volume for m in muscles]), rest_normals=normals,
-        cap_start=cap_start, cap_index=cap_index, cap_radius=cap_radius, rest_capsules=caps,
-        touch_start=touch_start, touch_chain=touch_chain, touch_bundle=touch_bundle, chain_rod=chain_rod)
+    return dict(touch_start=touch_start, touch_chain=touch_chain, touch_bundle=touch_bundle, chain_rod=chain_rod)
 
 
 def elastic_energy(model: RodModel, x, s, q, stiffness) -> dict:

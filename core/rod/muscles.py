@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..pbd.control import PBDControl
+from ..pbd.control import DEFAULT_ECCENTRICITY, DEFAULT_WIDTH_SCALE, PBDControl
 from ..pbd.state import PBDState
 from ..quality import RENDER, EvaluationQuality
 from . import frames as _frames
@@ -286,8 +286,8 @@ class RodMuscles:
             return
         mine = self.control(control)
         R = len(self.index)
-        eccentricity = mine.eccentricity if mine.eccentricity is not None else np.zeros(R)
-        width_scale = mine.width_scale if mine.width_scale is not None else np.ones(R)
+        eccentricity = mine.eccentricity if mine.eccentricity is not None else np.full(R, DEFAULT_ECCENTRICITY)
+        width_scale = mine.width_scale if mine.width_scale is not None else np.full(R, DEFAULT_WIDTH_SCALE)
         update_batch(self.batch, self.model, rod.x, self.field_scales(rod.x, rod.s), rod.q,
                      eccentricity=np.broadcast_to(eccentricity, R),
                      width_scale=np.broadcast_to(width_scale, R))

@@ -10,8 +10,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import validation
-from ..pbd.control import PBDControl
-from ..pbd.solver import _frame_array
+from ..pbd.control import DEFAULT_ACTIVATION, DEFAULT_STIFFNESS, PBDControl
+from ..pbd.solver import frame_array
 from .model import RodModel, jiggle_frequency
 from .state import RodState
 
@@ -105,17 +105,17 @@ class RodSolver:
 
         m = self.model
         M = m.muscle_count
-        activation = self._per_muscle(control.activation, "activation", 0.0, 0.0, 1.0)
-        stiffness = self._per_muscle(control.stiffness, "stiffness", 0.5, 0.0, 1.0)
-        ends = _frame_array(control.endpoints, (M, 2, 3), "endpoints", self._rest_ends)
+        activation = self._per_muscle(control.activation, "activation", DEFAULT_ACTIVATION, 0.0, 1.0)
+        stiffness = self._per_muscle(control.stiffness, "stiffness", DEFAULT_STIFFNESS, 0.0, 1.0)
+        ends = frame_array(control.endpoints, (M, 2, 3), "endpoints", self._rest_ends)
         chord = ends[:, 1] - ends[:, 0]
         span2 = np.einsum("ij,ij->i", chord, chord)
         if span2.min() <= 1e-18:
             bad = int(np.flatnonzero(span2 <= 1e-18)[0])
             raise ValueError(f"muscle {m.names[bad]}: origin and insertion are at the same place in this frame; "
                              f"check the bones it is attached to.")
-        normals = _frame_array(control.normals, (M, 2, 3), "endpoint normals", m.rest_normals)
-        caps = _frame_array(control.capsules, (m.capsule_count, 2, 3), "bone capsules", m.rest_capsules)
+        normals = frame_array(control.normals, (M, 2, 3), "endpoint normals", m.rest_normals)
+        caps = frame_array(control.capsules, (m.capsule_count, 2, 3), "bone capsules", m.rest_capsules)
         ei, ea = m.stiffnesses(stiffness)
         chains = chains or self._no_chains
         if chains is not self._no_chains:
@@ -138,7 +138,7 @@ class RodSolver:
         ``substeps`` (default: ``RodSettings.substeps_for(dt)``); ``chains``: the axis muscles the rods collide with
         this frame (:class:`RodChains`; None: the rods collide with each other only). ``ValueError`` on bad input; if
         the result is not finite, ``state_out`` keeps ``state_in`` and ``ValueError`` is raised."""
-        from ...kernels.rod import rod_substeps
+        from ...kernels.rod import RodStateArrays, rod_substeps
 
         dt = validation.positive(dt, "frame duration")
         n_sub = int(substeps or self.model.settings.substeps_for(dt))
@@ -147,8 +147,8 @@ class RodSolver:
         if state_out is not state_in:
             state_out.assign(state_in)
         o = state_out
-        rod_substeps(0, n_sub, self.params(dt / n_sub, n_sub), self.model.arrays, frame, o.x, o.v, o.s, o.sv, o.q,
-                     o.qd, self.scratch)
+        rod_substeps(0, n_sub, self.params(dt / n_sub, n_sub), self.model.arrays, frame,
+                     RodStateArrays(o.x, o.v, o.s, o.sv, o.q, o.qd), self.scratch)
         if self.scratch.bad_count.any():
             state_out.assign(saved)
             raise ValueError("the rod simulation diverged (non-finite positions or scales); the frame was not "

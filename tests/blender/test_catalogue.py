@@ -213,7 +213,7 @@ def test_a_rig_without_muscles_binds_implicit_skinning_alone(bpy):
     start_scene(bpy)
     rest = positions(mesh.data)
     bind(bpy, mesh)
-    assert len(_runtime().bound(mesh).character.muscles) == 0
+    assert len(_runtime().bound(mesh).character.model.muscles) == 0
     assert np.abs(evaluated(bpy, mesh) - rest).max() < 1e-5
     elbow = rig.pose.bones["elbow"]
     elbow.rotation_mode = 'XYZ'

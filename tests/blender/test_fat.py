@@ -92,7 +92,7 @@ def test_a_bound_fat_keeps_the_rest_mesh_jiggles_the_skin_and_bakes_as_played(bp
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "fat.blend"))
     bind(bpy, mesh)
     character = _module("blender.session.runtime").bound(mesh).character
-    assert character.fat_model is not None and character.fat_model.names == ["thigh"]
+    assert character.model.fat_model is not None and character.model.fat_model.names == ["thigh"]
     scene = bpy.context.scene
     scene.frame_set(1)
     assert np.abs(evaluated(bpy, mesh) - rest).max() < REST_TOL
@@ -146,7 +146,7 @@ def test_a_fat_follows_its_renamed_bone(bpy):
     assert _module("blender.scene.rig").follow_renames(rig) == 1
     assert rig.implicit_muscles.fats[0].bone == "upper_arm"
     bind(bpy, mesh)
-    assert _module("blender.session.runtime").bound(mesh).character.fat_model.count == 1
+    assert _module("blender.session.runtime").bound(mesh).character.model.fat_model.count == 1
 
 
 def test_the_viewport_draws_the_fat_where_it_is(bpy):

@@ -53,7 +53,7 @@ def _shaken_arm(bpy, stiffness, particles):
         scene.frame_set(f)
         frames.append(evaluated(bpy, mesh))
     character = importlib.import_module(f"{blender_session.ADDON}.blender.session.runtime").bound(mesh).character
-    a, b = character.model.axis_start[:2]
+    a, b = character.model.pbd.axis_start[:2]
     belly = character.state().x[(a + b) // 2]  # the biceps' middle at the end, held still (armature = mesh space)
     over = np.argsort(np.linalg.norm(frames[-1] - belly, axis=1))[:40]
     return np.array(frames), over

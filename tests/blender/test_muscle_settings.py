@@ -50,8 +50,8 @@ def _winding(points, vertices, faces):
 def _settled_axes(mesh):
     """The bound character's settled rest axes, one ``(n, 3)`` array per fibre (armature space)."""
     character = _module("blender.session.runtime").bound(mesh).character
-    x = character.settled_rest()[0]
-    starts = character.model.axis_start
+    x = character.model.settled_rest()[0]
+    starts = character.model.pbd.axis_start
     return [x[starts[m]:starts[m + 1]] for m in range(len(starts) - 1)]
 
 
@@ -94,8 +94,8 @@ def test_a_new_muscle_settles_where_it_was_placed_inside_the_skin(bpy, preset):
     moved = _moves(rig, mesh)
     character = _module("blender.session.runtime").bound(mesh).character
     surface = importlib.import_module(f"{blender_session.ADDON}.core.muscle.surface").muscle_surface(
-        character.muscles[0], rings=48, sides=24)[0]
-    winding = _winding(surface, character.rig.vertices, character.rig.faces)
+        character.model.muscles[0], rings=48, sides=24)[0]
+    winding = _winding(surface, character.model.rig.vertices, character.model.rig.faces)
     bone = rig.data.bones["shoulder"]
     o = Vector(m.origin_point)
     print(f"preset {preset or 'none'}: axis {o.z * 1000:.1f} mm from the bone, width {m.width * 1000:.1f} mm, settled "
@@ -131,9 +131,9 @@ def test_bones_and_bone_radius(bpy):
         results[label] = _moves(rig, mesh).max()
         character = _module("blender.session.runtime").bound(mesh).character
         if radius:
-            assert np.all(character.capsule_radius[0] == pytest.approx(radius))
+            assert np.all(character.model.capsule_radius[0] == pytest.approx(radius))
         if not bones:
-            assert character.model.cap_start[-1] == 0  # no capsule at all
+            assert character.model.pbd.cap_start[-1] == 0  # no capsule at all
     print({k: f"{v * 1000:.2f} mm" for k, v in results.items()})
     assert results["bones"] > PUSHED
     assert results["no bones"] < STILL_TOL and results["thin bone"] < STILL_TOL
@@ -250,7 +250,7 @@ def test_stay_under_skin(bpy):
         m.origin_point.z = m.insertion_point.z = placed
         m.keep_inside = keep
         x, b = _play(bpy, rig, mesh, frames=4, bend=False)
-        assert bool(b.character.model.skin_inv_mass.any()) == keep
+        assert bool(b.character.model.pbd.skin_inv_mass.any()) == keep
         results[keep] = float(np.hypot(x[1:-1, 1], x[1:-1, 2]).max())  # the arm's bones lie along X
     print(f"placed {placed * 1000:.1f} mm from the bone; axis after 4 frames: kept under the skin "
           f"{results[True] * 1000:.1f} mm, not {results[False] * 1000:.1f} mm")
@@ -264,7 +264,7 @@ def test_substeps(bpy):
     for substeps in (2, 20):
         rig, mesh = _fresh_arm(bpy, substeps=substeps)
         x, b = _play(bpy, rig, mesh, frames=8)
-        assert b.character.model.settings.substeps == substeps
+        assert b.character.model.pbd.settings.substeps == substeps
         results[substeps] = x
     move = np.linalg.norm(results[2] - results[20], axis=1)
     print(f"2 vs 20 substeps: particles differ by up to {move.max() * 1000:.3f} mm")
@@ -281,7 +281,7 @@ def test_friction(bpy):
         m.origin_point.z *= 2.0 / 3.0  # into the bone's automatic capsule, as in test_bones_and_bone_radius
         m.insertion_point.z *= 2.0 / 3.0
         x, b = _play(bpy, rig, mesh, frames=16)
-        assert b.character.model.settings.contact_friction == friction
+        assert b.character.model.pbd.settings.contact_friction == friction
         results[friction] = x
     move = np.linalg.norm(results[0.0] - results[0.5], axis=1)
     print(f"friction 0 vs 0.5: particles differ by up to {move.max() * 1000:.3f} mm")

@@ -35,8 +35,8 @@ def _least_clearance(character):
     current state."""
     from importlib import import_module
     contacts = import_module(f"{blender_session.ADDON}.core.rod.contacts")
-    rods = character.rods
-    model, state = rods.model, character._state.rod
+    rods = character.model.rods
+    model, state = rods.model, character.current.rod
     rows = []
     for i in range(3):
         a, b = model.axis_start[i], model.axis_start[i + 1]
@@ -49,9 +49,9 @@ def test_a_rod_muscle_with_fibres_is_a_bundle_that_plays_scrubs_and_bakes(bpy):
     bind(bpy, mesh)
     runtime = _module("blender.session.runtime")
     character = runtime.bound(mesh).character
-    assert character.rod_muscles.tolist() == [True, True, True, False]
-    assert character.collisions.bundles.tolist() == [0, 0, 0, -1]
-    model = character.rods.model
+    assert character.model.rod_muscles.tolist() == [True, True, True, False]
+    assert character.model.collisions.bundles.tolist() == [0, 0, 0, -1]
+    model = character.model.rods.model
     assert model.touch_bundle.sum() == 6  # each fibre touches the other two
     scene = bpy.context.scene
     played, clearances = {}, []
@@ -85,4 +85,4 @@ def test_fibres_of_an_axis_muscle_overlap_and_the_panel_says_which(bpy):
     assert reader.read_collisions(rig, np.array([0, 0, 0, 1])).bundles == [-1, -1, -1, -1]
     bind(bpy, mesh)
     character = _module("blender.session.runtime").bound(mesh).character
-    assert character.rods is None and character.collisions.bundles.tolist() == [-1, -1, -1, -1]
+    assert character.model.rods is None and character.model.collisions.bundles.tolist() == [-1, -1, -1, -1]

@@ -62,7 +62,7 @@ def test_a_rod_muscle_binds_plays_scrubs_bakes_and_survives_reopening(bpy, tmp_p
     bind(bpy, mesh)
     assert runtime.stored_stale(mesh) == ""
     character = runtime.bound(mesh).character
-    assert character.rod_muscles.tolist() == [True, False]
+    assert character.model.rod_muscles.tolist() == [True, False]
     played = _play(bpy, mesh)
     assert np.abs(played[30] - axis[30]).max() > DIFFERS  # another solver, another skin
     assert all(np.isfinite(x).all() for x in played.values())
@@ -82,4 +82,4 @@ def test_a_rod_muscle_binds_plays_scrubs_bakes_and_survives_reopening(bpy, tmp_p
     scene.frame_set(1)
     scene.frame_set(12)
     assert np.abs(evaluated(bpy, mesh) - played[12]).max() < SAME_TOL
-    assert _module("blender.session.runtime").bound(mesh).character.rod_muscles.tolist() == [True, False]
+    assert _module("blender.session.runtime").bound(mesh).character.model.rod_muscles.tolist() == [True, False]

@@ -129,8 +129,8 @@ def test_a_corrective_key_at_the_bent_elbow_keeps_its_effect_and_the_contact(bpy
     value = key.value
     assert abs(value - 1.0) < 0.01  # the driver follows the bend
     ch = _runtime().bound(mesh).character
-    contact = ch.weld.expand(ch.deformer.scratch.state[:, None])[:, 0] == tracking.STATE_CONTACT
-    normal = ch.weld.expand(ch.deformer.scratch.normal)
+    contact = ch.model.weld.expand(ch.deformer.scratch.state[:, None])[:, 0] == tracking.STATE_CONTACT
+    normal = ch.model.weld.expand(ch.deformer.scratch.normal)
     turns = ch.offset_turns()
     key.mute = True
     bpy.context.scene.frame_set(30)
@@ -230,13 +230,13 @@ def test_a_key_along_the_normals_keeps_its_effect_next_to_the_crease(bpy):
     ours = evaluated(bpy, mesh)
     value = key.value
     ch = _runtime().bound(mesh).character
-    contact = ch.weld.expand(ch.deformer.scratch.state[:, None])[:, 0] == tracking.STATE_CONTACT
-    normal = ch.weld.expand(ch.deformer.scratch.normal)
-    rotations = ch.weld.expand(ch.deformer.rotations)
+    contact = ch.model.weld.expand(ch.deformer.scratch.state[:, None])[:, 0] == tracking.STATE_CONTACT
+    normal = ch.model.weld.expand(ch.deformer.scratch.normal)
+    rotations = ch.model.weld.expand(ch.deformer.rotations)
     d = ch.deformer
     _, weight = character._crease_normals(d.scratch.state == tracking.STATE_CONTACT, d.scratch.normal,
                                           d.rings.start, d.rings.neighbour)
-    near = ch.weld.expand(weight[:, None])[:, 0] > 0.0  # the contact surface and the rings that share its drop
+    near = ch.model.weld.expand(weight[:, None])[:, 0] > 0.0  # the contact surface and the rings that share its drop
     key.mute = True
     bpy.context.scene.frame_set(30)
     without = evaluated(bpy, mesh)

@@ -50,7 +50,7 @@ def _subframe_expected(bpy, rig, bound, frame, subframe):
     B = frame_inputs.bone_transforms(arm_eval, bound.rest_inverse)
     inputs = frame_inputs.muscle_values(arm_eval, bound.source)
     bound.character.restore(bound.cache.get(frame))
-    return bound.character.frame(B, dt=subframe / scene.render.fps, inputs=inputs).astype(np.float32)
+    return bound.character.frame(B, inputs, dt=subframe / scene.render.fps).astype(np.float32)
 
 
 def test_a_subframe_caches_nothing_and_the_next_frame_is_unchanged(bpy):

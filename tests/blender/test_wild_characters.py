@@ -49,7 +49,7 @@ def _bound_world(bpy, layout: str):
         timings.append(bound.timings.get("total", 0.0))
         if f in FRAMES:
             skin[f] = wild_scenes.world_positions(bpy, mesh)
-            x = bound.character._state.x
+            x = bound.character.current.x
             muscles[f] = x @ to_world[:3, :3].T + to_world[:3, 3]
     return skin, muscles, [(mm.name, mm.width) for mm in armature.implicit_muscles.muscles], timings
 

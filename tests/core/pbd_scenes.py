@@ -2,7 +2,7 @@
 import numpy as np
 
 from implicit_muscles.core.muscle.primitive import FusiformMuscle, MuscleShape
-from implicit_muscles.core.pbd.control import PBDControl
+from implicit_muscles.core.pbd.control import MuscleInputs, PBDControl
 from implicit_muscles.core.pbd.model import build_pbd_model
 from implicit_muscles.core.pbd.settings import PBDSettings
 from implicit_muscles.core.pbd.settle import rest_state
@@ -48,17 +48,18 @@ def shake(model, stiffness, frames=120, shake_frames=48, fps=24.0, amplitude=0.0
 
 def arm_shake_skin(particles, k, solvers=None):
     """The paper's arm shake (``scenes.paper.arm_shake``: 4 Hz, 4 cm, one second, then held) with every muscle at
-    stiffness ``k`` and ``solvers`` per muscle (``MuscledCharacter(solvers=...)``; None: all axes), over the 40 skin
+    stiffness ``k`` and ``solvers`` per muscle (``CharacterSetup.solvers``; None: all axes), over the 40 skin
     vertices nearest the biceps' middle: ``(window, settle, late)``, the largest peak-to-peak move [m] of one of them
     from 0.1 s to 0.6 s after the stop, the time [s] after the stop from which they all stay within 1 mm of where
     they end (frame 60), and the largest peak-to-peak move from 0.3 s to 0.8 s (after the first stroke back)."""
     from implicit_muscles.scenes import paper as scenes
 
     arm = scenes.arm_character(particles=particles, solvers=solvers)
-    arm.settle(scenes.arm_shake(0), stiffness=[k] * 4)  # a shot starts settled in its first pose (as in Blender)
-    frames = [arm.frame(scenes.arm_shake(f), stiffness=[k] * 4, dt=1 / 24).copy() for f in range(60)]
-    a, b = arm.model.axis_start[0], arm.model.axis_start[1]
-    belly = arm._state.x[(a + b) // 2]  # the biceps' middle, held still at the end
+    inputs = MuscleInputs(stiffness=[k] * 4)
+    arm.settle(scenes.arm_shake(0), inputs)  # a shot starts settled in its first pose (as in Blender)
+    frames = [arm.frame(scenes.arm_shake(f), inputs, dt=1 / 24).copy() for f in range(60)]
+    a, b = arm.model.pbd.axis_start[0], arm.model.pbd.axis_start[1]
+    belly = arm.current.x[(a + b) // 2]  # the biceps' middle, held still at the end
     over = np.argsort(np.linalg.norm(frames[-1] - belly, axis=1))[:40]
     X = np.array(frames)[:, over]
 

@@ -9,6 +9,7 @@ import pytest
 
 from implicit_muscles.core.muscle.surface import muscle_surface
 from implicit_muscles.core.pbd.collisions import MuscleCollisions
+from implicit_muscles.core.pbd.control import MuscleInputs
 from implicit_muscles.scenes import paper as scenes
 
 LEAST_FURTHER = 0.002
@@ -37,7 +38,7 @@ def runs() -> dict:
         arm = scenes.arm_character(collisions=MuscleCollisions(bones=[bones] * 4))
         pose = scenes.arm_pose(110.0)
         for _ in range(24):
-            skin = arm.frame(pose, activation=[1.0, 0.0, 0.8, 0.3], dt=1 / 24)
+            skin = arm.frame(pose, MuscleInputs(activation=[1.0, 0.0, 0.8, 0.3]), dt=1 / 24)
         out[bones] = (skin.copy(), arm.state().x, arm)
     return out
 
@@ -54,8 +55,8 @@ def test_the_arm_muscles_fit_between_bone_and_skin(bones):
     arm = scenes.arm_character(collisions=MuscleCollisions(bones=[bones] * 4))
     placed = {m.name: m for m in scenes.arm_muscles()[0]}
     settled = _per_muscle(arm, arm.state().x)
-    rest = arm.rig.vertices
-    capsule = arm.capsule_radius[0, 0]
+    rest = arm.model.rig.vertices
+    capsule = arm.model.capsule_radius[0, 0]
     for name in ("biceps", "triceps"):
         assert np.linalg.norm(settled[name] - placed[name].axis, axis=1).max() < SETTLE_MOVES, name
         probe = placed[name]
@@ -71,7 +72,8 @@ def test_the_arm_muscles_fit_between_bone_and_skin(bones):
 
 
 def _per_muscle(arm, x) -> dict:
-    return {name: x[arm.model.axis_start[m]:arm.model.axis_start[m + 1]] for m, name in enumerate(arm.model.names)}
+    pbd = arm.model.pbd
+    return {name: x[pbd.axis_start[m]:pbd.axis_start[m + 1]] for m, name in enumerate(pbd.names)}
 
 
 def test_bone_collisions_keep_the_muscles_out_of_the_bone(runs):
@@ -88,7 +90,7 @@ def test_bone_collisions_keep_the_muscles_out_of_the_bone(runs):
 def _biceps_top(run, middle) -> float:
     """Largest distance [m] from the humerus of the biceps' surface within ``NEAR_MIDDLE`` of ``middle``."""
     _, x, arm = run
-    probe = copy.deepcopy(arm.muscles[0])
+    probe = copy.deepcopy(arm.model.muscles[0])
     probe.set_axis(_per_muscle(arm, x)["biceps"])
     probe.activation = 1.0
     vertices, _ = muscle_surface(probe, rings=48, sides=24)

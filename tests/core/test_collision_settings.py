@@ -172,7 +172,8 @@ def test_muscles_placed_through_each_other_share_an_overlap_group():
 def test_a_settled_rest_is_a_rest_of_the_frames_with_three_muscles_on_one_line():
     """Three muscles on one line between the same two points, each colliding with the others: the character's rest
     is an equilibrium of its own frames, so a frame at rest moves no particle and gives back the rest mesh."""
-    from implicit_muscles.core.character import MuscledCharacter
+    from implicit_muscles.core.character import CharacterSetup, MuscledCharacter, build_character
+    from implicit_muscles.core.pbd.control import MuscleInputs
     from implicit_muscles.scenes import paper as scenes
 
     from implicit_muscles.core.muscle.primitive import MuscleShape
@@ -184,9 +185,11 @@ def test_a_settled_rest_is_a_rest_of_the_frames_with_three_muscles_on_one_line()
     shape = MuscleShape(2, 2, 3, 3, eccentricity_rest=0.4, eccentricity_active=0.6)
     line = [FusiformMuscle(ends[0], ends[1], width=base.width, particles=10, shape=shape, name=f"line_{k}")
             for k in range(3)]
-    character = MuscledCharacter(rig, line, [0] * 3, [1] * 3, [skin_bones[0]] * 3)
+    setup = CharacterSetup(rig, tuple(line), origin_bones=[0] * 3, insertion_bones=[1] * 3,
+                           skin_bones=[skin_bones[0]] * 3)
+    character = MuscledCharacter(build_character(setup))
     B = np.tile(np.eye(4), (len(rig.heads), 1, 1))
     before = character.state().x.copy()
-    x = character.frame(B, dt=1 / 24)
+    x = character.frame(B, MuscleInputs(), dt=1 / 24)
     assert np.abs(character.state().x - before).max() < 1e-9
     assert np.abs(x - rig.vertices).max() < 1e-9

@@ -12,7 +12,7 @@ from implicit_muscles.core.pbd.model import build_pbd_model
 from implicit_muscles.core.pbd.settings import PBDSettings
 from implicit_muscles.core.pbd.settle import rest_state
 from implicit_muscles.core.pbd.solver import PBDSolver
-from implicit_muscles.kernels.pbd import contact_keep, stiffness_frequency
+from implicit_muscles.kernels.contact import contact_keep, stiffness_frequency
 
 from pbd_scenes import LENGTH, WIDTH
 

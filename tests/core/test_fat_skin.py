@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from implicit_muscles.scenes import paper as scenes
-from implicit_muscles.core.character import MuscledCharacter
+from implicit_muscles.core.character import CharacterSetup, MuscledCharacter
 from implicit_muscles.core.fat import FatPrimitive
 from implicit_muscles.core.fat.batch import FatBatch
 from implicit_muscles.core.muscle.batch import pack_muscles
@@ -162,8 +162,8 @@ def test_a_fat_moved_towards_the_skin_moves_the_skin_over_it_by_as_much(arm, fat
 def _characters(arm, fat):
     muscles, bones = scenes.arm_muscles(particles=10)
     o = np.array([0, 0, 0, 1]), np.array([1, 1, 1, 1])
-    return MuscledCharacter(arm, muscles, o[0], o[1], bones, fats=[fat] if fat else None,
-                            fat_bones=[0] if fat else None)
+    return MuscledCharacter.bind(CharacterSetup(arm, tuple(muscles), o[0], o[1], bones, fats=(fat,) if fat else (),
+                                                fat_bones=[0] if fat else ()))
 
 
 def test_rest_pose_gives_the_rest_mesh(arm):
@@ -172,7 +172,7 @@ def test_rest_pose_gives_the_rest_mesh(arm):
     for _ in range(3):
         x = character.frame(rest)
     assert np.abs(x - arm.vertices).max() < REST_TOL
-    assert np.array_equal(character.state().fat.x, character.fat_model.center)
+    assert np.array_equal(character.state().fat.x, character.model.fat_model.center)
 
 
 def test_a_jiggling_fat_moves_the_skin_over_it(arm):

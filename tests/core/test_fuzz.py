@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from implicit_muscles.scenes import paper as scenes
 from implicit_muscles.core.muscle.primitive import FusiformMuscle, MuscleShape
 from implicit_muscles.core.pbd.control import PBDControl
+from implicit_muscles.core.pbd.control import MuscleInputs
 from implicit_muscles.core.pbd.model import build_pbd_model
 from implicit_muscles.core.pbd.solver import PBDSolver
 
@@ -116,7 +117,7 @@ def test_random_valid_poses_and_values_give_finite_skin(arm, root, elbow, wrist,
     act, stiff, scale, ecc = (np.array(column) for column in zip(*values))
     arm.reset()
     for _ in range(frames):
-        x = arm.frame(B, activation=act, stiffness=stiff, width_scale=scale, eccentricity=ecc)
+        x = arm.frame(B, MuscleInputs(activation=act, stiffness=stiff, width_scale=scale, eccentricity=ecc))
     assert np.isfinite(x).all() and np.isfinite(arm.state().x).all()
 
 
@@ -153,7 +154,7 @@ def test_invalid_poses_and_values_raise_value_error_and_keep_the_state(arm, kind
     assert np.array_equal(arm.state().x, before.x)
     if name is not None and not (name == "width_scale" and bad in (1.5, 5.0)):
         with pytest.raises(ValueError):
-            arm.frame(good, **{name: np.full(4, bad)})
+            arm.frame(good, MuscleInputs(**{name: np.full(4, bad)}))
         assert np.array_equal(arm.state().x, before.x)
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from implicit_muscles.core.io import compile_process, kernel_cache, warm_up_scene
+from implicit_muscles.core.pbd.control import MuscleInputs
 from implicit_muscles.scenes import paper as scenes
 
 
@@ -26,8 +27,8 @@ def test_warm_up_compiles_every_kernel_a_bind_and_its_frames_use():
     arm.settle(scenes.arm_pose(20.0))
     for frame in range(3):
         bones, activation = scenes.biceps_curl(frame, frames=24)
-        arm.frame(bones, inputs=arm.inputs(activation=activation, stiffness=[0.5] * 4), dt=1 / 24)
-    muscle_surface(arm.muscles[0], rings=24, sides=12)
+        arm.frame(bones, MuscleInputs(activation=activation, stiffness=[0.5] * 4), dt=1 / 24)
+    muscle_surface(arm.model.muscles[0], rings=24, sides=12)
     batch_surfaces(arm.muscle_batch, rings=16, sides=12)  # the viewport's drawing
     after = kernel_cache.compiled_signatures()
     assert {name: (before[name], after[name]) for name in after if after[name] != before[name]} == {}
@@ -111,12 +112,13 @@ LOAD_AND_PLAY = """
 import json, sys
 import numpy as np
 from implicit_muscles.core.io import kernel_cache
+from implicit_muscles.core.pbd.control import MuscleInputs
 from implicit_muscles.scenes import paper as scenes
 result = kernel_cache.warm_up()
 arm = scenes.arm_character()
 arm.settle(scenes.arm_pose(20.0))
 bones, activation = scenes.biceps_curl(3, frames=24)
-x = arm.frame(bones, inputs=arm.inputs(activation=activation, stiffness=[0.5] * 4), dt=1 / 24)
+x = arm.frame(bones, MuscleInputs(activation=activation, stiffness=[0.5] * 4), dt=1 / 24)
 print(json.dumps({"compiled": sorted(result["compile_seconds"]), "finite": bool(np.isfinite(x).all()),
                   "warm": kernel_cache.is_warm(result["cache_dir"])}))
 """

@@ -521,19 +521,19 @@ def test_a_first_frame_posed_far_from_rest_keeps_the_axes_together():
     """The full body's first frame with both knees bent 0.8 rad straight from rest: the shin muscles start outside
     the posed skin, and the bounded keep-inside step brings them back without throwing particles away."""
     from implicit_muscles.scenes import paper as scenes
-    from implicit_muscles.core.character import MuscledCharacter
+    from implicit_muscles.core.character import CharacterSetup, MuscledCharacter
 
     rig = scenes.body_rig()
     muscles, _, owner = scenes.body_muscles()
-    character = MuscledCharacter(rig, muscles, owner, owner, owner)
+    character = MuscledCharacter.bind(CharacterSetup(rig, tuple(muscles), owner, owner, owner))
     rest = character.state().x
-    starts = character.model.axis_start
+    starts = character.model.pbd.axis_start
     B = np.broadcast_to(np.eye(4), (len(rig.names), 4, 4)).copy()
     for i, n in enumerate(rig.names):
         if n.startswith("shin"):
             B[i] = scenes.rotation_about((1, 0, 0), 0.8, rig.heads[i])
     for _ in range(3):
-        character.step_muscles(B, dt=1 / 24)
+        character.advance(B, dt=1 / 24)
     x = character.state().x
     assert np.abs(x - rest).max() < 0.5  # the shin muscles follow their bones (0.3 m at the ankle), no further
     for m in range(len(muscles)):
@@ -551,10 +551,10 @@ def test_settle_starts_a_shot_calm_in_its_first_pose():
     B = scenes.arm_pose(110.0)
     character.settle(B)
     assert not character.state().v.any()
-    character.step_muscles(B)
-    calm = kinetic_energy(character.model, character.state())
+    character.advance(B)
+    calm = kinetic_energy(character.model.pbd, character.state())
     character.reset()
-    character.step_muscles(B)
-    jump = kinetic_energy(character.model, character.state())
+    character.advance(B)
+    jump = kinetic_energy(character.model.pbd, character.state())
     print(f"kinetic energy after the first frame: {jump:.3g} J from rest, {calm:.3g} J settled")
     assert calm < 1e-2 * jump

@@ -4,6 +4,7 @@ Render's, Render is the bound settings."""
 import numpy as np
 import pytest
 
+from implicit_muscles.core.pbd.control import MuscleInputs
 from implicit_muscles.core.quality import PREVIEW, RENDER, EvaluationQuality
 from implicit_muscles.scenes import paper as scenes
 
@@ -21,8 +22,8 @@ def _curl(quality):
     out, evaluations = [], []
     for frame in range(FRAMES):
         bones, activation = scenes.biceps_curl(frame, frames=FRAMES)
-        inputs = arm.inputs(activation=activation, stiffness=[0.5] * 4)
-        out.append(arm.frame(bones, inputs=inputs, dt=1 / 24, quality=quality).copy())
+        inputs = MuscleInputs(activation=activation, stiffness=[0.5] * 4)
+        out.append(arm.frame(bones, inputs, dt=1 / 24, quality=quality).copy())
         evaluations.append((int(arm.deformer.scratch.evaluations.sum()), arm.deformer.last_sweeps))
     return np.array(out), np.array(evaluations), arm
 
@@ -61,7 +62,7 @@ def test_render_quality_is_the_default_bit_for_bit(curls):
     arm = scenes.arm_character()
     for frame in range(6):
         bones, activation = scenes.biceps_curl(frame, frames=FRAMES)
-        x = arm.frame(bones, inputs=arm.inputs(activation=activation, stiffness=[0.5] * 4), dt=1 / 24)
+        x = arm.frame(bones, MuscleInputs(activation=activation, stiffness=[0.5] * 4), dt=1 / 24)
         assert np.array_equal(x, render[frame])
 
 

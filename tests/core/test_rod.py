@@ -315,12 +315,11 @@ def test_kernel_matches_reference():
     control = PBDControl(endpoints=ends, normals=normals, activation=0.6, stiffness=0.4)
     frame = solver.frame(state, control)
     params = solver.params(1.0 / 240.0, 10)
-    from implicit_muscles.kernels.rod import rod_substeps
+    from implicit_muscles.kernels.rod import RodStateArrays, rod_substeps
     k_state, r_state = state.copy(), state.copy()
-    rod_substeps(0, 3, params, model.arrays, frame, k_state.x, k_state.v, k_state.s, k_state.sv, k_state.q,
-                 k_state.qd, solver.scratch)
-    rod_reference.substeps(model, params, frame, r_state.x, r_state.v, r_state.s, r_state.sv, r_state.q,
-                           r_state.qd, 0, 3)
+    rod_substeps(0, 3, params, model.arrays, frame,
+                 RodStateArrays(k_state.x, k_state.v, k_state.s, k_state.sv, k_state.q, k_state.qd), solver.scratch)
+    rod_reference.substeps(model, params, frame, r_state, 0, 3)
     assert np.abs(k_state.x - state.x).max() > 1e-4  # something happened
     assert np.abs(k_state.x - r_state.x).max() < KERNEL_TOL
     assert np.abs(k_state.s - r_state.s).max() < KERNEL_TOL

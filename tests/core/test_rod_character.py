@@ -4,6 +4,7 @@ rod jiggles after the arm shake as a loose axis does."""
 import numpy as np
 import pytest
 
+from implicit_muscles.core.pbd.control import MuscleInputs
 from implicit_muscles.core.rod.muscles import resolve_solvers
 from implicit_muscles.scenes import paper as scenes
 
@@ -31,8 +32,7 @@ def _curl(arm, count=FRAMES):
     out, volumes = [], []
     for frame in range(count):
         bones, activation = scenes.biceps_curl(frame, frames=FRAMES)
-        out.append(arm.frame(bones, inputs=arm.inputs(activation=activation, stiffness=[0.5] * 4),
-                             dt=1 / 24).copy())
+        out.append(arm.frame(bones, MuscleInputs(activation=activation, stiffness=[0.5] * 4), dt=1 / 24).copy())
         volumes.append(arm.muscle_volumes())
     return np.array(out), np.array(volumes)
 
@@ -58,8 +58,8 @@ def test_solver_names_are_checked():
 
 def test_rest_pose_gives_the_rest_mesh(curled):
     arm, rest, _, _, _ = curled
-    assert arm.rods is not None and arm.rods.index.tolist() == [0]
-    assert np.abs(rest - arm.rig.vertices).max() < REST_TOL
+    assert arm.model.rods is not None and arm.model.rods.index.tolist() == [0]
+    assert np.abs(rest - arm.model.rig.vertices).max() < REST_TOL
 
 
 def test_rod_moves_and_its_field_keeps_its_volume_through_the_curl(curled):
@@ -67,10 +67,10 @@ def test_rod_moves_and_its_field_keeps_its_volume_through_the_curl(curled):
     change = volumes[:, 0] / rest_volume[0] - 1.0
     assert np.abs(change).max() < VOLUME_TOL
     # the rod is simulated (its scales move with the contraction) and the skin reads it
-    assert arm.rods.index.tolist() == [0]
+    assert arm.model.rods.index.tolist() == [0]
     assert np.isfinite(x).all()
-    a, b = arm.model.axis_start[0], arm.model.axis_start[1]
-    assert np.abs(arm._state.x[a:b] - arm._state.rod.x).max() == 0.0
+    a, b = arm.model.pbd.axis_start[0], arm.model.pbd.axis_start[1]
+    assert np.abs(arm.current.x[a:b] - arm.current.rod.x).max() == 0.0
     assert np.abs(arm.muscle_batch.axis_scale[a:b] - 1.0).max() > 1e-3
 
 
@@ -85,12 +85,11 @@ def test_rod_muscle_is_deterministic_and_resumes_from_a_snapshot(curled):
     tail = []
     for frame in range(FRAMES // 2, FRAMES // 2 + 4):
         bones, activation = scenes.biceps_curl(frame, frames=FRAMES)
-        tail.append(arm.frame(bones, inputs=arm.inputs(activation=activation, stiffness=[0.5] * 4),
-                              dt=1 / 24).copy())
+        tail.append(arm.frame(bones, MuscleInputs(activation=activation, stiffness=[0.5] * 4), dt=1 / 24).copy())
     arm.restore(snapshot)
     for k, frame in enumerate(range(FRAMES // 2, FRAMES // 2 + 4)):
         bones, activation = scenes.biceps_curl(frame, frames=FRAMES)
-        got = arm.frame(bones, inputs=arm.inputs(activation=activation, stiffness=[0.5] * 4), dt=1 / 24)
+        got = arm.frame(bones, MuscleInputs(activation=activation, stiffness=[0.5] * 4), dt=1 / 24)
         assert np.array_equal(got, tail[k])
 
 
@@ -101,9 +100,9 @@ def test_settling_into_a_bent_pose_keeps_the_rod_whole(elbow):
     arm = scenes.arm_character(solvers=SOLVERS)
     arm.frame(scenes.arm_pose(0.0), dt=1 / 24)
     rest = arm.muscle_volumes()[0]
-    arm.settle(scenes.arm_pose(elbow), stiffness=[0.1] * 4)
-    assert arm._state.rod.s.min() > 0.5
-    arm.frame(scenes.arm_pose(elbow), stiffness=[0.1] * 4, dt=1 / 24)
+    arm.settle(scenes.arm_pose(elbow), MuscleInputs(stiffness=[0.1] * 4))
+    assert arm.current.rod.s.min() > 0.5
+    arm.frame(scenes.arm_pose(elbow), MuscleInputs(stiffness=[0.1] * 4), dt=1 / 24)
     assert arm.muscle_volumes()[0] == pytest.approx(rest, rel=VOLUME_TOL)
 
 

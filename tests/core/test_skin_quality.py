@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from implicit_muscles.core.pbd.control import MuscleInputs
 from implicit_muscles.core.skin import quality as Q
 from implicit_muscles.core.skin.deformer import ImplicitSkinDeformer
 from implicit_muscles.core.skin.field import bind_skin_field
@@ -115,8 +116,8 @@ def test_correction_kernel_matches_reference(arm_bound, angle, muscles):
     if muscles:
         character = scenes.arm_character()
         B = scenes.arm_pose(angle)
-        character.settle(B, activation=[1.0, 0.0, 0.8, 0.3])
-        character.frame(B, activation=[1.0, 0.0, 0.8, 0.3])
+        character.settle(B, MuscleInputs(activation=[1.0, 0.0, 0.8, 0.3]))
+        character.frame(B, MuscleInputs(activation=[1.0, 0.0, 0.8, 0.3]))
         d = character.deformer
     else:
         d = arm_bound[1]
@@ -190,7 +191,7 @@ def test_bcn_epileptic_skin_holds_on_its_animation(record_property):
 def test_arm_skin_holds_through_a_curl(muscles, record_property):
     """The paper's arm through a curl to 130 degrees, with the curl's activation when the muscles are on."""
     character = scenes.arm_character()
-    arm = character.rig
+    arm = character.model.rig
     mesh = Q.QualityMesh.build(arm.vertices, arm.faces, character.deformer.own_part,
                                [str(b) for b in character.deformer.skin.part_bone])
     rest = character.deformer.skin.place()
@@ -199,7 +200,7 @@ def test_arm_skin_holds_through_a_curl(muscles, record_property):
         bend = angle / 130.0
         B = scenes.arm_pose(angle)
         if muscles:
-            x = character.frame(B, activation=[bend, 0.0, 0.8 * bend, 0.3 * bend])
+            x = character.frame(B, MuscleInputs(activation=[bend, 0.0, 0.8 * bend, 0.3 * bend]))
         else:
             x = character.deformer.deform(B)
         d = character.deformer
@@ -213,7 +214,7 @@ def test_arm_skin_holds_through_a_curl(muscles, record_property):
 def test_full_body_skin_holds_through_a_run_swing(muscles, record_property):
     """The generated full body (19,498 vertices, 14 bones) through one swing of arms and legs, with its 50 muscles
     simulated when they are on."""
-    from implicit_muscles.core.character import MuscledCharacter
+    from implicit_muscles.core.character import CharacterSetup, MuscledCharacter
 
     rig = scenes.body_rig()
     poses = [scenes.body_swing(rig, f / 24) for f in range(0, 17, 2)]
@@ -223,7 +224,7 @@ def test_full_body_skin_holds_through_a_run_swing(muscles, record_property):
         worst = max(q.turned_outside_creases for q in frames)
     else:
         body, _, owner = scenes.body_muscles()
-        character = MuscledCharacter(rig, body, owner, owner, owner)
+        character = MuscledCharacter.bind(CharacterSetup(rig, tuple(body), owner, owner, owner))
         d = character.deformer
         mesh = Q.QualityMesh.build(rig.vertices, rig.faces, d.own_part, [str(b) for b in d.skin.part_bone])
         rest = d.skin.place()

@@ -5,11 +5,11 @@ follow their bones (paper §6.2). The free muscle of ``pbd_scenes`` (30 cm) and 
 import numpy as np
 import pytest
 
-from implicit_muscles.core.pbd.control import PBDControl
+from implicit_muscles.core.pbd.control import MuscleInputs, PBDControl
 from implicit_muscles.core.pbd.model import first_mode_unit
 from implicit_muscles.core.pbd.settle import rest_state
 from implicit_muscles.core.pbd.solver import PBDSolver
-from implicit_muscles.kernels.pbd import F_HALF, stiffness_frequency
+from implicit_muscles.kernels.contact import F_HALF, stiffness_frequency
 
 from pbd_scenes import arm_shake_skin, one_muscle, shake
 
@@ -142,7 +142,7 @@ def test_a_stiffness_just_below_one_is_rigid(below):
     ends = []
     for k in (1.0, 1.0 - below):
         arm.reset()
-        arm.frame(B, stiffness=[0.0, 0.0, k, 0.0])
+        arm.frame(B, MuscleInputs(stiffness=[0.0, 0.0, k, 0.0]))
         ends.append(arm.state().x.copy())
     assert np.isfinite(ends[1]).all()
     np.testing.assert_array_equal(ends[1], ends[0])

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from implicit_muscles.core.pbd.control import MuscleInputs
 from implicit_muscles.scenes import paper as scenes
 from implicit_muscles.core.skin import skinning
 from implicit_muscles.core.skin.deformer import ImplicitSkinDeformer, contact_passed_at
@@ -172,8 +173,8 @@ def test_tracking_kernel_matches_numpy_reference(arm, plain, character, muscles)
     """At 100 degrees on the plain arm, at 130 with the four muscles active; both land vertices on the contact."""
     if muscles:
         character.reset()
-        character.settle(scenes.arm_pose(130.0), activation=[1.0, 0.0, 0.8, 0.3])
-        character.frame(scenes.arm_pose(130.0), activation=[1.0, 0.0, 0.8, 0.3])
+        character.settle(scenes.arm_pose(130.0), MuscleInputs(activation=[1.0, 0.0, 0.8, 0.3]))
+        character.frame(scenes.arm_pose(130.0), MuscleInputs(activation=[1.0, 0.0, 0.8, 0.3]))
         deformer = character.deformer
     else:
         deformer = plain
@@ -274,10 +275,10 @@ def test_elbow_contact_with_the_muscles(character, angle, record_property):
     bend = angle / 130.0
     activation = [bend, 0.0, 0.8 * bend, 0.3 * bend]
     character.reset()
-    character.settle(scenes.arm_pose(angle), activation=activation)
-    x = character.frame(scenes.arm_pose(angle), activation=activation).copy()
-    ours = _elbow_crossings(character.rig, x)
-    theirs = _elbow_crossings(character.rig, character.deformer.dqs_positions)
+    character.settle(scenes.arm_pose(angle), MuscleInputs(activation=activation))
+    x = character.frame(scenes.arm_pose(angle), MuscleInputs(activation=activation)).copy()
+    ours = _elbow_crossings(character.model.rig, x)
+    theirs = _elbow_crossings(character.model.rig, character.deformer.dqs_positions)
     record_property(f"crossing_triangles_muscles_dqs_{angle:.0f}", theirs)
     record_property(f"crossing_triangles_muscles_is_{angle:.0f}", ours)
     assert theirs >= 20
@@ -400,12 +401,13 @@ def test_offset_turns_are_the_skinning_rotation_and_slide_along_the_crease(chara
 def test_activating_the_biceps_moves_the_skin_over_it_outwards(character, record_property):
     """Same pose (elbow at 60 degrees, settled), biceps activation 1 vs 0: the skin over the biceps moves out,
     the hand does not move."""
-    arm = character.rig
+    arm = character.model.rig
     out = {}
     for a in (0.0, 1.0):
         character.reset()
         for _ in range(40):
-            x = character.frame(scenes.arm_pose(60.0), activation=[a, 0.0, 0.0, 0.0], stiffness=[0.7] * 4)
+            x = character.frame(scenes.arm_pose(60.0), MuscleInputs(activation=[a, 0.0, 0.0, 0.0],
+                                                                    stiffness=[0.7] * 4))
         out[a] = x.copy()
     d = out[1.0] - out[0.0]
     B = scenes.arm_pose(60.0)
@@ -443,8 +445,8 @@ def test_the_skin_follows_a_thinning_or_swelling_biceps(character, scale, record
     from implicit_muscles.core.muscle.batch import evaluate_muscles
     from implicit_muscles.core.skin.parts import vertex_normals
 
-    arm, d = character.rig, character.deformer
-    rest = character.skin.muscles
+    arm, d = character.model.rig, character.deformer
+    rest = character.model.skin.muscles
     x0 = d.deform(scenes.arm_pose(0.0), rest).copy()
     np.testing.assert_allclose(x0, arm.vertices, atol=EXACT_TOL * _size(arm))
     changed = _biceps_scaled(rest, scale)
@@ -452,7 +454,7 @@ def test_the_skin_follows_a_thinning_or_swelling_biceps(character, scale, record
     f0, _ = evaluate_muscles(rest, arm.vertices)
     f1, _ = evaluate_muscles(changed, arm.vertices)
     muscle = f0[:, 0] - f1[:, 0]  # [m] outward move of the biceps' surface at each rest vertex
-    own = np.flatnonzero(d.own_part == character.skin.muscle_part[0])  # the skin that shows the biceps
+    own = np.flatnonzero(d.own_part == character.model.skin.muscle_part[0])  # the skin that shows the biceps
     top = own[np.argmin(f0[own, 0])]  # where the biceps lies nearest the skin (here it reaches through it)
     skin = (x1 - x0) @ vertex_normals(arm.vertices, arm.faces)[top]
     record_property(f"biceps_change_mm_{scale}", 1e3 * float(muscle[top]))
@@ -475,15 +477,15 @@ def test_the_skin_all_around_the_biceps_follows_its_change(character, scale, rec
     from implicit_muscles.core.skin.parts import vertex_normals
     from implicit_muscles.kernels.constants import SCALAR_SUPPORT
 
-    arm, d = character.rig, character.deformer
-    rest = character.skin.muscles
+    arm, d = character.model.rig, character.deformer
+    rest = character.model.skin.muscles
     x0 = d.deform(scenes.arm_pose(0.0), rest).copy()
     changed = _biceps_scaled(rest, scale)
     x1 = d.deform(scenes.arm_pose(0.0), changed).copy()
     f0, _ = evaluate_muscles(rest, arm.vertices)
     f1, _ = evaluate_muscles(changed, arm.vertices)
     muscle = f0[:, 0] - f1[:, 0]
-    own = d.own_part == character.skin.muscle_part[0]
+    own = d.own_part == character.model.skin.muscle_part[0]
     around = np.flatnonzero(own & (f0[:, 0] <= AROUND_DEPTH * rest.muscle_scalar[0, SCALAR_SUPPORT])
                             & (np.abs(muscle) > 1e-3))
     share = np.einsum("ij,ij->i", (x1 - x0)[around], vertex_normals(arm.vertices, arm.faces)[around]) / muscle[around]
@@ -501,11 +503,11 @@ def test_the_active_biceps_bulge_is_round(character, record_property):
     from implicit_muscles.core.skin import quality as Q
     from implicit_muscles.kernels.constants import SCALAR_SUPPORT
 
-    arm, d = character.rig, character.deformer
-    rest = character.skin.muscles
+    arm, d = character.model.rig, character.deformer
+    rest = character.model.skin.muscles
     f0, _ = evaluate_muscles(rest, arm.vertices)
     mesh = Q.QualityMesh.build(arm.vertices, arm.faces, d.own_part, [str(b) for b in d.skin.part_bone])
-    over = (np.all(d.own_part[arm.faces] == character.skin.muscle_part[0], axis=1)
+    over = (np.all(d.own_part[arm.faces] == character.model.skin.muscle_part[0], axis=1)
             & (f0[:, 0][arm.faces].max(axis=1) <= rest.muscle_scalar[0, SCALAR_SUPPORT]))
     rest_placement = d.skin.place()
     worst = []
@@ -513,8 +515,8 @@ def test_the_active_biceps_bulge_is_round(character, record_property):
         bend = angle / 130.0
         activation = [bend, 0.0, 0.8 * bend, 0.3 * bend]
         character.reset()
-        character.settle(scenes.arm_pose(angle), activation=activation)
-        x = character.frame(scenes.arm_pose(angle), activation=activation).copy()
+        character.settle(scenes.arm_pose(angle), MuscleInputs(activation=activation))
+        x = character.frame(scenes.arm_pose(angle), MuscleInputs(activation=activation)).copy()
         crease = Q.crease_vertices(d.skin, rest_placement, d.placement, arm.vertices, d.dqs_positions, d.own_part)
         faces = over & ~Q.grow(crease, mesh.rings, Q.CREASE_RINGS)[arm.faces].any(axis=1)
         pairs = faces[mesh.pairs[:, 0]] & faces[mesh.pairs[:, 1]]
@@ -546,53 +548,54 @@ def test_arm_scenes_run_without_nan(character):
     character.reset()
     for f in range(0, 48, 4):
         B, a = scenes.biceps_curl(f)
-        assert np.all(np.isfinite(character.frame(B, activation=a, dt=4 / 24)))
+        assert np.all(np.isfinite(character.frame(B, MuscleInputs(activation=a), dt=4 / 24)))
     character.reset()
     for f in range(0, 36, 3):
-        assert np.all(np.isfinite(character.frame(scenes.arm_shake(f), stiffness=[0.1] * 4, dt=3 / 24)))
+        x = character.frame(scenes.arm_shake(f), MuscleInputs(stiffness=[0.1] * 4), dt=3 / 24)
+        assert np.all(np.isfinite(x))
     assert set(character.timings) == {"pbd", "pose", "field", "tracking", "total"}
 
 
 def test_a_flat_active_biceps_changes_the_skin_where_a_round_one_does_not(character):
     """Paper §5.2: the cross-section's eccentricity follows the activation, ``e = (1-a) e0 + a e1``, every frame
     (a flattening biceps widens sideways and thins upwards under the same skin)."""
-    from implicit_muscles.core.character import MuscledCharacter
+    from implicit_muscles.core.character import CharacterSetup, MuscledCharacter
     from implicit_muscles.core.muscle.primitive import MuscleShape
 
     muscles, skin_bones = scenes.arm_muscles()
     muscles[0].shape = MuscleShape(3, 3, 4, 7, 0.0, 0.8).validated()
     origin = [scenes.ARM_ATTACHMENTS[m.name][0] for m in muscles]
     insertion = [scenes.ARM_ATTACHMENTS[m.name][1] for m in muscles]
-    flat = MuscledCharacter(scenes.arm_rig(), muscles, origin, insertion, skin_bones)
+    flat = MuscledCharacter.bind(CharacterSetup(scenes.arm_rig(), tuple(muscles), origin, insertion, skin_bones))
     B = scenes.arm_pose(60.0)
     for a, e in ((0.0, 0.0), (0.5, 0.4), (1.0, 0.8)):
-        control = flat.control(B, flat.inputs(activation=[a, 0.0, 0.0, 0.0]))
+        control = flat.model.control(B, MuscleInputs(activation=[a, 0.0, 0.0, 0.0]))
         np.testing.assert_allclose(control.eccentricity, [e, 0.0, 0.0, 0.0], atol=1e-15)
-    np.testing.assert_allclose(flat.control(B, flat.inputs(activation=[1.0, 0, 0, 0],
-                                                           eccentricity=[0.3, 0, 0, 0])).eccentricity, [0.3, 0, 0, 0])
+    given = MuscleInputs(activation=[1.0, 0, 0, 0], eccentricity=[0.3, 0, 0, 0])
+    np.testing.assert_allclose(flat.model.control(B, given).eccentricity, [0.3, 0, 0, 0])
     out = {}
     for name, ch in (("round", character), ("flat", flat)):
         ch.reset()
         for _ in range(30):
-            x = ch.frame(B, activation=[1.0, 0.0, 0.0, 0.0], stiffness=[0.7] * 4)
+            x = ch.frame(B, MuscleInputs(activation=[1.0, 0.0, 0.0, 0.0], stiffness=[0.7] * 4))
         out[name] = x.copy()
     moved = np.linalg.norm(out["flat"] - out["round"], axis=1)
     print(f"flat vs round active biceps: skin moves up to {1000 * moved.max():.2f} mm")
     assert moved.max() > 5e-4
-    assert moved[character.rig.vertices[:, 0] > 0.6].max() < 1e-9  # the hand does not care
+    assert moved[character.model.rig.vertices[:, 0] > 0.6].max() < 1e-9  # the hand does not care
 
 
 def test_a_character_without_muscles_is_implicit_skinning_alone(arm, plain):
     """No muscles (a mesh no muscle lies on, such as a character's head): the character binds, its state is empty,
     settling and placing do nothing, and each frame is exactly the plain deformer's (the same skin field)."""
-    from implicit_muscles.core.character import MuscledCharacter
+    from implicit_muscles.core.character import CharacterSetup, MuscledCharacter
 
     none = np.zeros(0, dtype=np.int64)
-    alone = MuscledCharacter(arm, [], none, none, none)
-    assert alone.state().x.shape == (0, 3) and alone.settled_rest()[0].shape == (0, 3)
-    alone.settle(scenes.arm_pose(30.0), activation=[], stiffness=[])
+    alone = MuscledCharacter.bind(CharacterSetup(arm, (), none, none, none))
+    assert alone.state().x.shape == (0, 3) and alone.model.settled_rest()[0].shape == (0, 3)
+    alone.settle(scenes.arm_pose(30.0), MuscleInputs(activation=[], stiffness=[]))
     for degrees in (0.0, 90.0, 130.0):
-        x = alone.frame(scenes.arm_pose(degrees), activation=[], stiffness=[], width_scale=[])
+        x = alone.frame(scenes.arm_pose(degrees), MuscleInputs(activation=[], stiffness=[], width_scale=[]))
         np.testing.assert_array_equal(x, plain.deform(scenes.arm_pose(degrees)))
     assert set(alone.timings) == {"pbd", "pose", "field", "tracking", "total"}
     with pytest.raises(ValueError, match="NaN"):
@@ -604,11 +607,12 @@ def test_a_bind_from_the_stored_rest_plays_bit_for_bit_the_same(character, kept)
     """A host that binds again from ``settled_rest()`` (what Blender keeps with the file: no settling at all) or
     from ``rest_hint()`` (the settle's start) gets the very same frames: the tracking's stop rules are not
     continuous, so even nanometres of difference at rest could grow."""
-    again = scenes.arm_character(**{kept: getattr(character, kept)()})
+    again = scenes.arm_character(**{kept: getattr(character.model, kept)()})
     character.reset()
     for f in range(0, 24, 2):
         B, a = scenes.biceps_curl(f, frames=24)
-        assert np.array_equal(character.frame(B, activation=a, dt=2 / 24), again.frame(B, activation=a, dt=2 / 24))
+        inputs = MuscleInputs(activation=a)
+        assert np.array_equal(character.frame(B, inputs, dt=2 / 24), again.frame(B, inputs, dt=2 / 24))
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -2,8 +2,9 @@
 sides move as one."""
 import numpy as np
 
+from implicit_muscles.core.pbd.control import MuscleInputs
 from implicit_muscles.scenes import paper as scenes
-from implicit_muscles.core.character import MuscledCharacter
+from implicit_muscles.core.character import CharacterSetup, MuscledCharacter
 from implicit_muscles.core.skin.weld import weld
 
 SPLIT_TOL = 1e-12
@@ -46,11 +47,11 @@ def test_a_mesh_split_at_a_seam_deforms_as_one_piece():
     plain = scenes.arm_character()
     split_rig, ring, copies = _split_ring(scenes.arm_rig())
     muscles, skin_bones = scenes.arm_muscles()
-    split = MuscledCharacter(split_rig, muscles, [0] * 4, [1] * 4, skin_bones)
+    split = MuscledCharacter.bind(CharacterSetup(split_rig, tuple(muscles), [0] * 4, [1] * 4, skin_bones))
     assert split.vertex_count == len(split_rig.vertices)
     for f in range(12):
         B, act = scenes.biceps_curl(f + 12, 24)
-        a = plain.frame(B, activation=act, dt=1 / 24)
-        b = split.frame(B, activation=act, dt=1 / 24)
+        a = plain.frame(B, MuscleInputs(activation=act), dt=1 / 24)
+        b = split.frame(B, MuscleInputs(activation=act), dt=1 / 24)
     assert np.abs(b[ring] - b[copies]).max() == 0.0
     assert np.abs(b[:len(a)] - a).max() < SPLIT_TOL
