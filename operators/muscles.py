@@ -83,8 +83,7 @@ class IMPLICIT_MUSCLES_OT_add_muscle(Operator):
         muscle = muscles.add()
         muscle.name = unique_name(muscles, self._base_name(origin, insertion, skin))
         muscle.origin_bone, muscle.insertion_bone, muscle.skin_bone = origin, insertion, skin
-        side, depth = presets.placement(self.preset)
-        o, i, radius = rig.default_points(armature, origin, insertion, side, depth)
+        o, i, radius = rig.default_points(armature, origin, insertion)
         muscle.origin_point, muscle.insertion_point = o, i
         muscle.width = rig.fitted_width(radius, muscle)
         armature.implicit_muscles.active_index = index  # presets set the active muscle

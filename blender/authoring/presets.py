@@ -19,7 +19,7 @@ import os
 
 import bpy
 
-from ..scene.rig import DEFAULT_DEPTH, armature_of
+from ..scene.rig import armature_of
 
 PRESET_SUBDIR = os.path.join("implicit_muscles", "muscle")
 EXTENSION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -41,25 +41,6 @@ def register() -> None:
 
 def unregister() -> None:
     bpy.utils.unregister_preset_path(EXTENSION_ROOT)
-
-
-PLACEMENT = {
-    "biceps": ("FRONT", 0.6), "brachialis": ({"FRONT": 1.0, "IN": 1.0}, 0.6), "triceps": ("BACK", 0.6),
-    "brachioradialis": ({"FRONT": 1.0, "UP": 1.0}, 0.6), "forearm_flexors": ({"DOWN": 1.0, "FRONT": 0.3}, 0.6),
-    "forearm_extensors": ({"UP": 1.0, "BACK": 0.5}, 0.6), "deltoid": ({"UP": 1.0, "OUT": 0.5}, 0.6),
-    "pectoral": ("FRONT", 0.6), "dorsal": ("BACK", 0.6), "abdominals": ("FRONT", 0.6),
-    "gluteus": ("BACK", 0.6), "quadriceps": ("FRONT", 0.6), "hamstrings": ("BACK", 0.6),
-    "gastrocnemius": ("BACK", 0.6),
-}
-"""Where *Add Muscle* puts a shipped preset's muscle around its bones: ``(side of the body, depth in limb radii)``
-(``blender/scene/rig.py`` ``default_points``), so that the presets of one limb lie apart, each on its side: the
-biceps in front of the upper arm, the brachialis beside it towards the body, the triceps behind; a character facing -Y in a T-
-or A-pose with the palms down. Other presets (the user's) go on the bones' local Z."""
-
-
-def placement(name: str):
-    """``(side, depth)`` for a new muscle of preset ``name`` (:data:`PLACEMENT`), or ``(None, DEFAULT_DEPTH)``."""
-    return PLACEMENT.get(_key(name), (None, DEFAULT_DEPTH)) if name else (None, DEFAULT_DEPTH)
 
 
 def _key(name: str) -> str:

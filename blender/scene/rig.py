@@ -92,51 +92,20 @@ With ``DEFAULT_DEPTH`` and the automatic bone capsule (a quarter of the limb rad
 ``core.pbd.model.capsule_radius_from_skin``) it lies 0.05 limb radii clear of the capsule and 0.1 inside the skin."""
 
 
-BODY_SIDES = {"FRONT": (0.0, -1.0, 0.0), "BACK": (0.0, 1.0, 0.0), "UP": (0.0, 0.0, 1.0),
-              "DOWN": (0.0, 0.0, -1.0), "OUT": (1.0, 0.0, 0.0), "IN": (-1.0, 0.0, 0.0)}
-"""Sides of the body in world space, a character facing -Y with +Z up (Blender's front view); ``OUT`` points away
-from the body's middle on the bone's own side (+X on the left), ``IN`` towards it."""
-
-
-def side_offset(armature, bone_name: str, side, distance: float) -> Vector:
-    """``distance`` out from ``bone_name`` towards ``side`` of the body, in the bone's rest frame: ``side`` a
-    :data:`BODY_SIDES` name or a mix of them (``{"FRONT": 1.0, "OUT": 0.5}``), across the bone (its component along
-    the bone dropped). ``None``, or a side along the bone: the bone's local Z."""
-    bone = armature.data.bones[bone_name]
-    fallback = Vector((0.0, 0.0, distance))
-    if not side:
-        return fallback
-    mix = {side: 1.0} if isinstance(side, str) else dict(side)
-    world = armature.matrix_world
-    lateral = 1.0 if (world @ (0.5 * (bone.head_local + bone.tail_local))).x >= 0.0 else -1.0
-    direction = Vector((0.0, 0.0, 0.0))
-    for name, weight in mix.items():
-        x, y, z = BODY_SIDES[name]
-        direction += weight * Vector((lateral * x, y, z))
-    # world -> armature space (an FBX import turns the armature object), then into the bone's rest frame
-    local = bone.matrix_local.to_3x3().inverted() @ (world.to_3x3().normalized().inverted() @ direction)
-    local.y = 0.0  # across the bone
-    if local.length < 0.3 * direction.length or direction.length == 0.0:
-        return fallback
-    return local.normalized() * distance
-
-
-def default_points(armature, origin_bone: str, insertion_bone: str, side=None, depth: float = DEFAULT_DEPTH):
+def default_points(armature, origin_bone: str, insertion_bone: str):
     """Origin and insertion in their bones' rest frames, and the origin bone's limb radius, all in world units, for
     a new muscle: the origin a quarter down its bone, the insertion 15 % into its bone (the far end of the origin
-    bone if both are the same), both ``depth`` limb radii out from the bones towards ``side`` of the body
-    (:func:`side_offset`; None: the bones' local Z), so that muscles of different sides on the same bones lie
-    apart."""
+    bone if both are the same), both ``DEFAULT_DEPTH`` limb radii out along the bones' local Z (the skin side)."""
     bones = armature.data.bones
     s = units.world_scale(armature)
     ob, ib = bones[origin_bone], bones[insertion_bone]
     radius = limb_radius(armature, origin_bone)
-    origin = Vector((0.0, 0.25 * s * ob.length, 0.0)) + side_offset(armature, origin_bone, side, depth * radius)
-    insertion_side = side_offset(armature, insertion_bone, side, depth * radius)
+    side = Vector((0.0, 0.0, DEFAULT_DEPTH * radius))  # local Z of the bone frame
+    origin = Vector((0.0, 0.25 * s * ob.length, 0.0)) + side
     if origin_bone == insertion_bone:
-        insertion = Vector((0.0, 0.9 * s * ib.length, 0.0)) + insertion_side
+        insertion = Vector((0.0, 0.9 * s * ib.length, 0.0)) + side
     else:
-        insertion = Vector((0.0, 0.15 * s * ib.length, 0.0)) + insertion_side
+        insertion = Vector((0.0, 0.15 * s * ib.length, 0.0)) + side
     return origin, insertion, radius
 
 

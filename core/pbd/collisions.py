@@ -63,7 +63,7 @@ class MuscleCollisions:
                                 overlap_groups=groups, bone_radius=radius, bundles=bundles)
 
 
-COINCIDENT_SHARE = 0.5
+COINCIDENT_SHARE = 0.1
 """Two muscles run through each other (:func:`coincident_overlaps`) where their axes, sampled along their length,
 lie closer than this share of the sum of their widths at the median sample."""
 COINCIDENT_SAMPLES = 17

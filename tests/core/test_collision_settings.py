@@ -159,7 +159,7 @@ def test_muscles_placed_through_each_other_share_an_overlap_group():
 
     line = np.array([[0.0, 0.0, 0.0], [0.0, 0.1, 0.0], [0.0, 0.2, 0.0]])
     beside = line + [0.02, 0.0, 0.0]
-    axes = [line, line + [0.001, 0.0, 0.0], line, beside, line]
+    axes = [line, line + [0.0005, 0.0, 0.0], line, beside, line]
     widths = [0.005] * 5
     groups = coincident_overlaps(axes, widths, [0, 0, 0, 0, 1], [-1, 7, -1, -1, -1])
     assert groups.tolist() == [7, 7, 7, -1, -1]
