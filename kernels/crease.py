@@ -13,7 +13,9 @@ on the mesh itself and moves them out, in ``rounds`` rounds:
    ``apart`` from it at rest: the two sides of a knee's crease may both be the thigh's) the vertex lies inside the
    body (inside skin next to its own it is a fold or a pocket, a face's, not a crease), and a ray the other way
    meets the skin it passed (seen from inside, skin apart from its own too) after ``t`` [m] (at most
-   ``max_depth``); it is pushed back by ``share t + margin`` against its normal;
+   ``max_depth``), and the ray leaves more shells of the mesh than the rest normal's did at rest
+   (:func:`rest_crossings`: skin modelled under another layer is nested in it at rest already); it is pushed back by
+   ``share t + margin`` against its normal;
 3. the pushes spread over ``spread`` rings of neighbours, halving at each ring, so the crease moves as a sheet, not
    as single vertices; vertices that may not move (``CreaseMesh.free`` False: open borders, skin already inside the
    body at rest) keep their place;
@@ -34,7 +36,7 @@ import numpy as np
 from numba import njit, prange
 
 from .constants import JIT
-from .ray_cast import first_hit, triangle_cells
+from .ray_cast import crossings, first_hit, triangle_cells
 
 
 MESH_NORMAL_COS = 0.5
@@ -54,6 +56,7 @@ class CreaseMesh(NamedTuple):
     vertex_part: np.ndarray     # (V,) int64 each vertex's skin part
     face_part: np.ndarray       # (F,) int64 each triangle's skin part (its first corner's)
     rest: np.ndarray            # (V, 3) float64 [m] rest positions
+    rest_crossings: np.ndarray  # (V,) int64 shells the rest normal's ray leaves at rest (:func:`rest_crossings`)
 
 
 class CreaseParams(NamedTuple):
@@ -148,11 +151,35 @@ def _find(x, rot, mesh, prm, work, n_work, grid, normal, push, inside):
                                         cell_triangle, origin, inv_cell, dims, prm.max_depth)
         if depth > prm.max_depth or not passed or not _apart(i, face, mesh, prm):
             continue  # the skin it passed is its own neighbourhood's, or not seen from inside
+        if crossings(i, x[i, 0], x[i, 1], x[i, 2], nx, ny, nz, x, mesh.faces, cell_start, cell_triangle, origin,
+                     inv_cell, dims, prm.max_ray) <= mesh.rest_crossings[i]:
+            continue  # nested in no more shells than at rest: layered or overlapping shells, not a crease
         s = prm.share * depth + prm.margin
         push[i, 0] = -s * nx
         push[i, 1] = -s * ny
         push[i, 2] = -s * nz
         inside[i] = True
+
+
+@njit(parallel=True, **JIT)
+def _rest_crossings(rest, normal, faces, prm, out):
+    grid = _grid(rest, faces, prm.cell, prm.max_cells)
+    origin, inv_cell, dims, cell_start, cell_triangle = grid
+    for i in prange(rest.shape[0]):
+        out[i] = crossings(i, rest[i, 0], rest[i, 1], rest[i, 2], normal[i, 0], normal[i, 1], normal[i, 2], rest,
+                           faces, cell_start, cell_triangle, origin, inv_cell, dims, prm.max_ray)
+
+
+def rest_crossings(rest, normal, faces, params) -> np.ndarray:
+    """``(V,)`` int64: for each vertex of the rest mesh ``rest (V, 3)`` [m], the shells its ray along its unit rest
+    normal ``normal (V, 3)`` leaves within ``params.max_ray`` (``kernels/ray_cast.crossings``): 0 on skin that
+    faces open air or passes through whole limbs, 1 or more under a layer modelled over it (a head's shell over the
+    neck, eyes, clothes). Step 2 of the module docstring pushes a vertex only when its ray leaves more shells than
+    this."""
+    out = np.zeros(len(rest), dtype=np.int64)
+    if len(faces):
+        _rest_crossings(rest, normal, faces, params, out)
+    return out
 
 
 @njit(parallel=True, **JIT)

@@ -150,6 +150,54 @@ def first_hit(i, ox, oy, oz, dx, dy, dz, x, faces, cell_start, cell_triangle, or
     return np.inf, False, -1
 
 
+@njit(**JIT)
+def crossings(i, ox, oy, oz, dx, dy, dz, x, faces, cell_start, cell_triangle, origin, inv_cell, dims, max_distance):
+    """The ray ``o + t d`` of :func:`first_hit` (same arguments) up to ``max_distance``: the triangles it meets from
+    their back less those it meets from their front, each triangle once (counted in the cell the hit lies in): the
+    number of shells the ray leaves, so a point nested in one shell of a closed mesh, with nothing else on the ray,
+    counts 1 and a point outside every shell 0."""
+    cx, sx, nx, ex = _axis_start(ox, dx, origin[0], inv_cell, dims[0])
+    cy, sy, ny, ey = _axis_start(oy, dy, origin[1], inv_cell, dims[1])
+    cz, sz, nz, ez = _axis_start(oz, dz, origin[2], inv_cell, dims[2])
+    count = 0
+    t_cell = 0.0
+    while t_cell <= max_distance:
+        # the cell's stretch of the ray: [t_cell, t_exit), closed where the ray leaves the grid
+        if nx <= ny and nx <= nz:
+            t_exit, last = nx, cx + sx < 0 or cx + sx >= dims[0]
+        elif ny <= nz:
+            t_exit, last = ny, cy + sy < 0 or cy + sy >= dims[1]
+        else:
+            t_exit, last = nz, cz + sz < 0 or cz + sz >= dims[2]
+        c = (cx * dims[1] + cy) * dims[2] + cz
+        for n in range(cell_start[c], cell_start[c + 1]):
+            f = cell_triangle[n]
+            if faces[f, 0] == i or faces[f, 1] == i or faces[f, 2] == i:
+                continue
+            t, b = _hit(x, faces, f, ox, oy, oz, dx, dy, dz)
+            if t > 0.0 and t <= max_distance and t >= t_cell and (t < t_exit or last):
+                count += 1 if b else -1
+        if nx <= ny and nx <= nz:
+            t_cell = nx
+            cx += sx
+            nx += ex
+            if cx < 0 or cx >= dims[0]:
+                break
+        elif ny <= nz:
+            t_cell = ny
+            cy += sy
+            ny += ey
+            if cy < 0 or cy >= dims[1]:
+                break
+        else:
+            t_cell = nz
+            cz += sz
+            nz += ez
+            if cz < 0 or cz >= dims[2]:
+                break
+    return count
+
+
 @njit(parallel=True, **JIT)
 def first_hits(x, faces, directions, cell_start, cell_triangle, origin, inv_cell, dims, max_distance, out_distance,
                out_back):

@@ -4,7 +4,7 @@
 :func:`crease_mesh` builds the kernel's :class:`kernels.crease.CreaseMesh` once per bind: the triangles of each
 vertex, the rest normals, the one-rings, and which vertices may move (not those on an open border, nor the skin that
 lies inside the body already at rest: a model's own folds, fingers pressed together, an armpit closed in its rest
-pose). :func:`crease_params` scales the settings' lengths by the mesh's size. :func:`resolve_creases_reference`
+pose), and how many shells each vertex's ray crosses at rest. :func:`crease_params` scales the settings' lengths by the mesh's size. :func:`resolve_creases_reference`
 is the reference: every ray against every triangle (``core/skin/quality.first_hits_reference``), the spread by
 whole-array ring means.
 """
@@ -15,20 +15,23 @@ import numpy as np
 from .parts import vertex_normals
 
 
-def crease_mesh(rest, faces, rings, pinned, own_part):
+def crease_mesh(rest, faces, rings, pinned, own_part, params):
     """The kernel's ``CreaseMesh`` of the rest mesh ``rest (V, 3)`` [m], ``faces (F, 3)``, its one-rings, its
-    ``pinned (V,)`` vertices and each vertex's skin part ``own_part (V,)``."""
-    from ...kernels.crease import CreaseMesh
+    ``pinned (V,)`` vertices and each vertex's skin part ``own_part (V,)``, for the kernel's ``params`` (a
+    ``CreaseParams``: the rest crossings are counted on rays of its ``max_ray``)."""
+    from ...kernels.crease import CreaseMesh, rest_crossings
     from .quality import InsideMesh, measure_inside
 
     inside = InsideMesh.build(rest, faces)
     inside_at_rest = np.isfinite(measure_inside(inside, rest).depth)
-    return CreaseMesh(faces=inside.faces, rest_normal=np.ascontiguousarray(vertex_normals(rest, faces)), ring_start=rings.start,
+    rest = np.ascontiguousarray(rest, dtype=np.float64)
+    normal = np.ascontiguousarray(vertex_normals(rest, faces))
+    return CreaseMesh(faces=inside.faces, rest_normal=normal, ring_start=rings.start,
                       ring_neighbour=rings.neighbour, ring_weight=rings.weight,
                       free=np.ascontiguousarray(~np.asarray(pinned, dtype=np.bool_) & ~inside_at_rest),
                       vertex_part=np.ascontiguousarray(own_part, dtype=np.int64),
                       face_part=np.ascontiguousarray(np.asarray(own_part, dtype=np.int64)[inside.faces[:, 0]]),
-                      rest=np.ascontiguousarray(rest, dtype=np.float64))
+                      rest=rest, rest_crossings=rest_crossings(rest, normal, inside.faces, params))
 
 
 def crease_params(settings, mesh_size: float, edge_length: float):
@@ -49,7 +52,7 @@ def crease_params(settings, mesh_size: float, edge_length: float):
 def resolve_creases_reference(x, rot, seeds, mesh, params):
     """Numpy reference of ``kernels/crease.resolve_creases``: ``(positions (V, 3), pushed (V,), found)``."""
     from ...kernels.crease import MESH_NORMAL_COS
-    from .quality import first_hits_reference
+    from .quality import crossings_reference, first_hits_reference
 
     x = np.array(x, dtype=np.float64)
     V = len(x)
@@ -85,6 +88,7 @@ def resolve_creases_reference(x, rot, seeds, mesh, params):
     valid = (length > 1e-12) & mesh.free
     turned = np.where(valid[:, None], turned / np.where(length > 1e-12, length, 1.0)[:, None], 0.0)
     candidates = grow(np.asarray(seeds, dtype=bool), 1)
+    rest_crossings = crossings_reference(mesh.rest, f, mesh.rest_normal, params.max_ray)
     pushed = np.zeros(V, dtype=bool)
     found = 0
     for _ in range(params.rounds):
@@ -103,6 +107,7 @@ def resolve_creases_reference(x, rot, seeds, mesh, params):
         in_t, in_back, in_face = first_hits_reference(x, f, -n)
         inside = candidates & valid & back & (out_t <= params.max_ray) & apart(out_face) & in_back & apart(in_face) \
             & (in_t <= params.max_depth)
+        inside &= crossings_reference(x, f, np.where(inside[:, None], n, 0.0), params.max_ray) > rest_crossings
         found = int(inside.sum())
         pushed |= inside
         if not found:

@@ -148,9 +148,10 @@ class ImplicitSkinDeformer:
         self._correction_scratch = (np.empty((V, 3)), np.empty((V, 3)), np.zeros(V, dtype=np.bool_))
         from .crease import crease_mesh, crease_params
 
-        self._crease_mesh = crease_mesh(self.rest, self.faces, self.rings, self.pinned, self.own_part)
         edges = np.linalg.norm(self.rest[self.faces[:, [1, 2, 0]]] - self.rest[self.faces], axis=2)
         self._crease_params = crease_params(self.settings, self.mesh_size, float(edges.mean()))
+        self._crease_mesh = crease_mesh(self.rest, self.faces, self.rings, self.pinned, self.own_part,
+                                        self._crease_params)
         self._by_quality: dict = {}
         """``_quality_structs`` of the qualities used so far."""
 

@@ -258,18 +258,18 @@ def first_hits(mesh: InsideMesh, x, directions) -> tuple:
     return distance, back
 
 
-def first_hits_reference(x, faces, directions) -> tuple:
-    """Numpy reference of :func:`first_hits`, with the face each ray meets (-1: none): ``(distance, back, face)``,
-    every ray against every face (Moller-Trumbore, vectorised over the faces); for small meshes."""
+def _hits_reference(x, faces, directions):
+    """Every ray ``x[i] + t directions[i]`` against every face (Moller-Trumbore, vectorised over the faces), the
+    vertex's own faces left out: per ray ``(t (H,), back (H,), face (H,))`` of the faces it meets at ``t > 0``
+    (zero direction: none)."""
     x = np.asarray(x, dtype=np.float64)
     f = np.asarray(faces, dtype=np.int64)
     a, b, c = x[f[:, 0]], x[f[:, 1]], x[f[:, 2]]
     e1, e2 = b - a, c - a
     normal = np.cross(e1, e2)
-    distance, back = np.full(len(x), np.inf), np.zeros(len(x), dtype=np.bool_)
-    face = np.full(len(x), -1, dtype=np.int64)
     for i, (o, d) in enumerate(zip(x, np.asarray(directions, dtype=np.float64))):
         if not d.any():
+            yield np.zeros(0), np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.int64)
             continue
         p = np.cross(d, e2)
         det = np.einsum("ij,ij->i", e1, p)
@@ -283,10 +283,28 @@ def first_hits_reference(x, faces, directions) -> tuple:
         slack = EDGE_TOLERANCE
         hit = ok & (u >= -slack) & (u <= 1 + slack) & (v >= -slack) & (u + v <= 1 + slack) & (t > 0) \
             & ~(f == i).any(axis=1)
-        if hit.any():
-            k = np.flatnonzero(hit)[np.argmin(t[hit])]
-            distance[i], back[i], face[i] = t[k], normal[k] @ d > 0.0, k
+        k = np.flatnonzero(hit)
+        yield t[k], normal[k] @ d > 0.0, k
+
+
+def first_hits_reference(x, faces, directions) -> tuple:
+    """Numpy reference of :func:`first_hits`, with the face each ray meets (-1: none): ``(distance, back, face)``,
+    every ray against every face; for small meshes."""
+    V = len(x)
+    distance, back = np.full(V, np.inf), np.zeros(V, dtype=np.bool_)
+    face = np.full(V, -1, dtype=np.int64)
+    for i, (t, b, k) in enumerate(_hits_reference(x, faces, directions)):
+        if len(t):
+            j = np.argmin(t)
+            distance[i], back[i], face[i] = t[j], b[j], k[j]
     return distance, back, face
+
+
+def crossings_reference(x, faces, directions, max_distance) -> np.ndarray:
+    """Numpy reference of ``kernels/ray_cast.crossings`` for every vertex of ``x (V, 3)``: ``(V,)`` int64 the faces
+    each ray meets from their back less those from their front, within ``max_distance`` [m]."""
+    return np.array([int(np.sum(np.where(b[t <= max_distance], 1, -1)))
+                     for t, b, _ in _hits_reference(x, faces, directions)], dtype=np.int64)
 
 
 def measure_inside(mesh: InsideMesh, x) -> InsideSkin:

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 import blender_session
 from blender_scenes import animated_arm, bind, evaluated, positions
@@ -209,10 +208,6 @@ NEAR_CREASE_TOL = 1e-3
 skinning rotation) [m]."""
 
 
-@pytest.mark.xfail(strict=True, reason="known: with the part fields clipped to the body, the 10 mm key along the "
-                   "normals crosses 28 triangles of the other side at 110 degrees (0 without the key), with one, "
-                   "two or three rings dropped and with or without the crease stage; its effect off the crease "
-                   "is exact")
 def test_a_key_along_the_normals_keeps_its_effect_next_to_the_crease(bpy):
     """A key moving the skin around the elbow 10 mm out along its normals, driven by the elbow: at 110 degrees it
     moves every vertex away from the contact surface (from two rings off it on, ``CREASE_RINGS``) as the Armature

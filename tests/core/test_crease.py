@@ -1,6 +1,7 @@
 """The crease stage (``core/skin/crease.py``, ``kernels/crease.py``): skin left inside the body pushed back onto the
 skin it passed. The kernel against its numpy reference, a sphere pushed into a slab against the closed form, and the
-cases it must leave alone (skin inside its own neighbourhood, skin inside the body at rest)."""
+cases it must leave alone (skin inside its own neighbourhood, skin inside the body at rest, skin under a layer
+modelled over it at rest)."""
 import numpy as np
 import pytest
 
@@ -26,14 +27,14 @@ def _scene(push=0.01, rest_push=None):
     else:
         rest, _, _ = _pushed(rest_push)
     rings = cotangent_rings(rest, f)
-    mesh = crease_mesh(rest, f, rings, np.zeros(len(v), dtype=bool), part)
     settings = TrackingSettings()
     from implicit_muscles.core.skin.crease import crease_params
 
     size = float(np.linalg.norm(np.ptp(rest, axis=0)))
     edges = float(np.linalg.norm(rest[f[:, [1, 2, 0]]] - rest[f], axis=2).mean())
     # the rays must cross the whole sphere (0.1 m), more than the default's share of this small scene's size
-    return v, f, slab, mesh, crease_params(settings, size, edges)._replace(max_ray=0.2)
+    params = crease_params(settings, size, edges)._replace(max_ray=0.2)
+    return v, f, slab, crease_mesh(rest, f, rings, np.zeros(len(v), dtype=bool), part, params), params
 
 
 def _resolve(v, mesh, params, seeds=None):
@@ -85,6 +86,40 @@ def test_skin_inside_its_own_neighbourhood_or_at_rest_is_left_alone():
     assert not mesh2.free.all()
     x, pushed, found, _, _ = _resolve(v2, mesh2, params2)
     assert not pushed.any() and np.array_equal(x, v2)
+
+
+def test_rest_crossings_count_the_shells_a_ray_leaves():
+    """Kernel against reference; on the apart scene every ray leaves the shells it enters (0) but those starting
+    on the sphere's underside, facing the slab 0.11 m below through the slab's two faces (enter, leave: 0 too)."""
+    from implicit_muscles.core.skin.quality import crossings_reference
+
+    v, f, slab, mesh, params = _scene()
+    expected = crossings_reference(mesh.rest, f, mesh.rest_normal, params.max_ray)
+    assert np.array_equal(mesh.rest_crossings, expected)
+    assert np.all(np.isin(mesh.rest_crossings, (-1, 0)))
+    # a point in the middle of the sphere, rays in six directions off the mesh's symmetry: it leaves one shell
+    from implicit_muscles.kernels.crease import _grid
+    from implicit_muscles.kernels.ray_cast import crossings
+
+    rest = mesh.rest
+    centre = rest[slab:].mean(axis=0)
+    origin, inv_cell, dims, cell_start, cell_triangle = _grid(rest, f, params.cell, params.max_cells)
+    directions = np.random.default_rng(3).normal(size=(6, 3))
+    for d in directions / np.linalg.norm(directions, axis=1)[:, None]:
+        assert crossings(-1, *centre, *d, rest, f, cell_start, cell_triangle, origin, inv_cell, dims, 0.2) == 1
+
+
+def test_skin_under_a_layer_modelled_over_it_at_rest_is_left_alone():
+    """The sphere pushed into the slab: its skin found inside is pushed; told that every vertex's rest ray left one
+    more shell than the scene's rays do (skin modelled under another layer at rest, as a neck under a head's shell),
+    the kernel pushes none of it."""
+    v, f, slab, mesh, params = _scene()
+    x, pushed, _, _, _ = _resolve(v, mesh, params)
+    assert pushed.sum() > 50
+    # every vertex nested in one more shell at rest than in the scene: nothing is pushed
+    layered = mesh._replace(rest_crossings=mesh.rest_crossings + 1)
+    x, pushed, found, _, _ = _resolve(v, layered, params)
+    assert not pushed.any() and found == 0
 
 
 @pytest.mark.parametrize("name, value, message", [("crease_rounds", -1, "crease rounds"),
