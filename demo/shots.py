@@ -7,7 +7,7 @@ column, ``distance_column.py``: the muscles copy coloured by its distance from t
 * ``implicit``: Implicit Skinning bound with no muscle (``Bind Skin`` on an armature without muscles);
 * ``muscles``: Implicit Skinning with muscles added by ``implicit_muscles.add_muscle`` with presets;
 * ``rod`` (the arm shots only): the muscles copy with its biceps' *Solver* set to *Rod (VIPER)*, the two muscle
-  solvers side by side (issue 25).
+  solvers side by side.
 
 Shots:
 

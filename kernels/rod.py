@@ -1,4 +1,5 @@
-"""Numba kernels: VIPER rods (Angles et al. 2019, seed 002), the second muscle solver beside the axis (kernels/pbd.py).
+"""Numba kernels: VIPER rods (Angles et al. 2019; docs/formulas.md#rods), the second muscle solver beside the axis
+(kernels/pbd.py).
 
 A rod of ``n`` vertices carries per vertex a position ``x`` [m] and a scale ``s`` (1 at rest: the local radius is
 ``r = r0 s``), per segment an orientation ``q`` (unit quaternion ``(w, x, y, z)``, its third axis ``d3`` along the
