@@ -22,7 +22,7 @@ and bundles*)."""
 CHAIN_TOL = 0.006
 """[m] Largest overlap of a rod and an axis muscle's chain that does not yield, pressed 5.7 cm into it (the rod
 takes its half of the contact mostly before its elastic solve, which takes some of it back; an axis muscle in a
-character yields, taking the other half itself; the measured overlap is in the design notes)."""
+character yields, taking the other half itself; docs/design-notes.md#muscle-contacts-and-bundles)."""
 FREE_OVERLAP = 0.01
 """[m] Least overlap of two rods of one overlap group pushed through each other (they ignore each other)."""
 VOLUME_TOL = 0.03
