@@ -23,7 +23,7 @@ def register():
     from .blender.engine import compile_job, numba_setup
     from .blender.session import cli, handlers
     numba_setup.setup(__package__)
-    props.register()  # Object.implicit_muscles, Object.implicit_skin (DESIGN.md §4)
+    props.register()  # Object.implicit_muscles, Object.implicit_skin (docs/design.md#scripting-names)
     for module in _submodules():
         module.register()
     viewport.register()  # the viewport's draw handler, not in background mode

@@ -1,10 +1,10 @@
 """End-to-end per-frame time inside Blender (the ``bpy`` module, Blender 5.0): ``scene.frame_set`` with the
 add-on's frame handler evaluating the bound skin, next to the same ``frame_set`` with only the Armature modifier,
 in the same process; the handler's overhead over the core's own time; the first frame after opening a file; and a
-long shot (issue 9): the arm's animation looped over ``LONG_RUN_FRAMES`` frames in one process, reporting fallbacks,
+long shot: the arm's animation looped over ``LONG_RUN_FRAMES`` frames in one process, reporting fallbacks,
 resident memory and the muscle-state cache (reported, not a target).
 
-Issue targets: reading the pose and writing the result cost under 10 % of the frame, under 2 ms for the full body;
+Targets: reading the pose and writing the result cost under 10 % of the frame, under 2 ms for the full body;
 the first frame after opening a file (compiled kernels cached) under 3 s.
 
 Scenes, built in Blender from ``scenes/paper.py`` by ``demo/blender_rig.py`` (armature, weighted skin mesh with an
@@ -95,7 +95,7 @@ TARGET_BODY_MS = 2.0
 TARGET_FIRST_S = 3.0
 """First frame after opening a file [s]."""
 TARGET_CROWD_RATIO = 3.0
-"""Three full bodies in one scene: at most this many times the frame of one (issue 23)."""
+"""Three full bodies in one scene: at most this many times the frame of one."""
 FIRST_FRAME_RUNS = 3
 """Fresh processes timed per scene for the first frame after opening (after one that warms the cache)."""
 CHILD_TIMEOUT = 900
@@ -213,7 +213,7 @@ def run() -> dict:
         "table": f"{frame_table}\n\nWhere the Implicit Skinning frame goes:\n\n{where_table}\n\n"
                  f"First frame after opening the saved file (fresh process, kernels cached):\n\n{first_table}\n\n"
                  f"A long shot: the arm's animation looping (Cycles F-curve modifiers), played frame by frame in one "
-                 f"Blender process (issue 9):\n\n{long_table}\n\nSeveral characters: three full bodies with their 50 "
+                 f"Blender process:\n\n{long_table}\n\nSeveral characters: three full bodies with their 50 "
                  f"muscles on separate armatures in one scene, played frame by frame (the add-on's frame handler "
                  f"evaluates the bound meshes one after the other; each mesh's kernels use every core):"
                  f"\n\n{crowd_table}\n\n{note}",

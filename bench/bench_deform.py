@@ -1,4 +1,4 @@
-"""Per-frame Implicit Skinning with muscles, by stage, as the paper's Table 2 (issue 5 targets on this 2-core
+"""Per-frame Implicit Skinning with muscles, by stage, as the paper's Table 2 (targets on this 2-core
 machine: 5x the paper's 6-core times, arm <= 13 ms and full body <= 110 ms per frame; goals 5 ms and 40 ms).
 
 Scenes (``scenes/paper.py``, ``core/character.py``): the paper's arm (2172 vertices, 3 bones, 4 muscles of 30
@@ -18,7 +18,7 @@ from _common import import_package, table
 TARGETS_MS = {"arm": 13.0, "full body": 110.0}
 GOALS_MS = {"arm": 5.0, "full body": 40.0}
 SPEED_TARGETS_MS = {"arm": 2.0, "full body": 20.0}
-"""Real time (issue 23): the core's frame at most this."""
+"""Real time: the core's frame at most this."""
 STAGES = ("pbd", "pose", "field", "tracking")
 
 

@@ -1,5 +1,5 @@
 """Showing the muscles and the viewport's preview quality on the demo's real characters, inside Blender (the ``bpy``
-module, Blender 5.0; issue 22, items 2 and 4).
+module, Blender 5.0).
 
 The characters are built as the demo builds its *muscles* copy (``demo/shots.py``: the glTF import, the muscles
 added with the operator and presets, handles moved, mirrored, activation keyed from the joints' flexion), then every
@@ -38,7 +38,7 @@ WARMUP = 4
 CHARACTERS = ("character", "human")
 """``demo/shots.py`` specs: BCN_Epileptic (12 muscles) and the dense human (18 muscles)."""
 TARGET_SHARE = 0.05
-"""Showing the muscles: under this share of a played frame (issue 22)."""
+"""Showing the muscles: under this share of a played frame."""
 CHILD_TIMEOUT = 1800
 
 

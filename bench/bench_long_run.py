@@ -1,4 +1,4 @@
-"""Long runs in full (issue 9): 10,000 frames of the arm's biceps curl and of the full body's swing, each one
+"""Long runs in full: 10,000 frames of the arm's biceps curl and of the full body's swing, each one
 continuous simulation (bench/long_run.py). Reported, not timed: finite, energy growth (last loop's peak kinetic
 energy over the peak of loops 2-4), muscle volume drift (second loop to last) and difference from rest, resident
 memory growth. The suite runs the same at 480 and 144 frames (tests/core/test_long_run.py)."""

@@ -1,4 +1,4 @@
-"""Muscle axis dynamics per frame (issue 3 targets: full body with all collisions <= 3 ms per frame on this machine;
+"""Muscle axis dynamics per frame (targets: full body with all collisions <= 3 ms per frame on this machine;
 distance-only chains no slower than pypbd).
 
 1. Full-body scale (paper Table 3): 50 muscles x 30 particles around a 14-bone skeleton, 10 substeps, default

@@ -1,4 +1,4 @@
-"""Skin quality on real characters, every frame (issue 26 target: under 0.5 % of the faces outside the contact
+"""Skin quality on real characters, every frame (target: under 0.5 % of the faces outside the contact
 creases turned by more than 45 degrees against DQS, on every frame of every animation), and the time per frame.
 
 Characters (``make character``): the dense human (13,380 vertices, 21 bones) on its three retargeted captures,

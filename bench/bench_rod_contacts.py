@@ -1,4 +1,4 @@
-"""What the rods' muscle contacts cost per frame (issue 25, ``kernels/rod.py`` ``_muscle_contacts``), in one
+"""What the rods' muscle contacts cost per frame (``kernels/rod.py`` ``_muscle_contacts``), in one
 process: the paper's arm playing the biceps curl with all four muscles as rods, with their muscle contacts (the
 *Muscles* switch on: rods against rods and the rest) and without (off for all); and a bundle of three rods pressed
 together (``tests/core/test_rod_contacts.py``'s scene) with and without its fibres' contacts. Times are the rods'

@@ -1,4 +1,4 @@
-"""How the per-frame cost grows (issue 23): Implicit Skinning with muscles per frame against the vertex count, the
+"""How the per-frame cost grows: Implicit Skinning with muscles per frame against the vertex count, the
 muscle count and the bone count, with the exponent of a power law fitted through the points.
 
 Scenes (``scenes/paper.py``): the full body in its run-like swing (``body_swing``), its mesh at three densities

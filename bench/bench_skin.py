@@ -1,4 +1,4 @@
-"""Implicit skin fields (issue 4 targets on this machine: full-body bind under 3 s once kernels are compiled;
+"""Implicit skin fields (targets on this machine: full-body bind under 3 s once kernels are compiled;
 grid-part evaluations, value + gradient, above 20 million per second; full-body field data under 150 MB).
 
 Scenes (``scenes/paper.py``): the paper's arm (2172 vertices, 3 bones, 4 muscles) and the full body (19,498

@@ -1,4 +1,4 @@
-"""The two muscle solvers side by side, per frame (issue 25): the paper's arm playing the biceps curl and the arm
+"""The two muscle solvers side by side, per frame: the paper's arm playing the biceps curl and the arm
 shake with every muscle on the paper's axis solver, with the biceps as a VIPER rod, and with all four muscles as
 rods (``CharacterSetup.solvers``, ``core/rod/muscles.py``). Per frame: the muscles' stage (``pbd``: both
 solvers), of it the rods' kernel and their field fill, and the whole frame; the biceps' field volume against rest

@@ -1,4 +1,4 @@
-"""Long runs (issue 9): a looping animation simulated without a break on the arm and on the full body.
+"""Long runs: a looping animation simulated without a break on the arm and on the full body.
 
 One continuous simulation (never reset), frame after frame, as a long shot or an endless game-like loop plays it.
 Every loop it records: whether all vertex positions stayed finite, the muscles' largest kinetic energy in the loop,

@@ -117,7 +117,7 @@ def rows_solvers(d: dict) -> list:
     return [["Muscle solvers, the paper's arm (4 muscles), 1 thread: the muscles' stage, the least frame (these "
              "small frames' medians measure a shared machine's other work)",
              f"biceps curl: {cell('biceps curl')}; arm shake: {cell('arm shake')}; whole curl frame {frame} ms",
-             "the paper's axis solver: all axis", "none (issue 25: the cost of each)"]]
+             "the paper's axis solver: all axis", "none (the cost of each)"]]
 
 
 def rows_skin(d: dict) -> list:
@@ -172,7 +172,7 @@ def rows_deform(d: dict) -> list:
     fast = d.get("speed_targets_ms")
     if fast:
         arm = met(all(r[s]["total"] <= fast["arm"] for s in scenes if kind(s) == "arm"))
-        target += (f"; real time (issue 23): arm <= {const(fast['arm'])} ms: {arm}, full body <= "
+        target += (f"; real time: arm <= {const(fast['arm'])} ms: {arm}, full body <= "
                    f"{const(fast['full body'])} ms: {met(r['full body']['total'] <= fast['full body'])}")
     rows = [["Implicit Skinning with muscles per frame (PBD + pose + field + tracking): arm biceps curl / arm shake "
              "/ full body run",
@@ -347,12 +347,12 @@ def rows_demo(d: dict) -> list:
 
 
 DEMO_SPEED_TARGETS_MS = {"human": 30.0, "character": 8.0}
-"""Most ms per frame of a shot's muscles copy: the dense human (issue 26, in Blender; the handler adds about 0.5 ms
-to the core) and BCN_Epileptic (issue 23)."""
+"""Most ms per frame of a shot's muscles copy: the dense human (in Blender; the handler adds about 0.5 ms
+to the core) and BCN_Epileptic."""
 
 
 def _demo_speed(s: dict) -> str:
-    names = {"human": "the dense human (issue 26)", "character": "BCN_Epileptic (issue 23)"}
+    names = {"human": "the dense human", "character": "BCN_Epileptic"}
     parts = [f"{names[n]} <= {const(t)} ms: {met(s[n]['median_ms']['with_muscles'] <= t)}"
              for n, t in DEMO_SPEED_TARGETS_MS.items() if n in s]
     return ("; the muscles copy per frame, " + ", ".join(parts)) if parts else ""

@@ -7,7 +7,7 @@ column, ``distance_column.py``: the muscles copy coloured by its distance from t
 * ``implicit``: Implicit Skinning bound with no muscle (``Bind Skin`` on an armature without muscles);
 * ``muscles``: Implicit Skinning with muscles added by ``implicit_muscles.add_muscle`` with presets;
 * ``rod`` (the arm shots only): the muscles copy with its biceps' *Solver* set to *Rod (VIPER)*, the two muscle
-  solvers side by side (issue 25).
+  solvers side by side.
 
 Shots:
 
@@ -155,7 +155,8 @@ HUMAN = CharacterSpec(
         # as BCN_Epileptic's; its left is +X. The deltoid runs from the clavicle's outer end over the shoulder,
         # the gluteus from the pelvis's back to the thigh; the last number, where given, is the handles' depth
         # instead of the spec's: the pelvis's limb radius spans the hips, so further out the gluteus stood out of
-        # the buttocks. Depth, stiffness and particles below: design notes, the dense human as the main shot.
+        # the buttocks. Depth, stiffness and particles below:
+        # docs/design-notes.md#the-dense-human-as-the-demos-main-shot.
         ("biceps", "upper_arm.L", "forearm.L", (0.0, -1.0, 0.0), "elbow", 1.0, 0.25, 0.15),
         ("triceps", "upper_arm.L", "forearm.L", (0.0, 1.0, 0.0), None, 0.3, 0.25, 0.03),
         ("deltoid", "clavicle.L", "upper_arm.L", (1.0, 0.0, 0.0), None, 0.3, 0.6, 0.35),

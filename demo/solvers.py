@@ -1,4 +1,4 @@
-"""The two muscle solvers side by side on the paper's arm (issue 25), from the core alone: the biceps curl and the
+"""The two muscle solvers side by side on the paper's arm, from the core alone: the biceps curl and the
 arm shake played twice, the biceps on the paper's axis solver and as a VIPER rod (the other three muscles on the
 axis), into one plot: the biceps' field volume (% of rest) and the skin over the biceps (its height above the
 rest skin, in the upper arm's frame, mean over the vertices over the belly) per frame. Run it alone:

@@ -51,7 +51,7 @@ def controller(cos_theta, cos0, cos1):
 
 @njit(inline="always", **JIT_FAST)
 def contact(clean_table, f1, f2, alpha):
-    """Contact operator ``G = (1 - beta) U + beta C`` (``core/blend_operators.contact``)."""
+    """Contact operator ``G = (1 - beta) U + beta C`` (``core/skin/blend_operators.contact``)."""
     U, Ux, Uy = table_union(clean_table, f1, f2)
     first = f1 >= f2
     M = f1 if first else f2

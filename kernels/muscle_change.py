@@ -1,4 +1,5 @@
-"""Numba kernel: a muscle's change as a displacement of its skin part's field (issue 20 item 3).
+"""Numba kernel: a muscle's change as a displacement of its skin part's field
+(docs/formulas.md#muscles-and-fats-in-the-skin-field, docs/design-notes.md#the-skin-follows-a-muscles-change).
 
 The skin takes a muscle's change, not the muscle, as it takes a fat's (``kernels/fat.py``): the field ``F_p`` of
 every part a muscle moves (``core/skin/field.py``: ``muscle_joins``) becomes ``F_p + sum_k s_k w_k lambda_k(f_k^0)
@@ -6,7 +7,7 @@ T_k(f_k^0 - f_k)``, clamped to [0, 1] with the fats' change (``kernels/skin_fiel
 
 * ``f_k^0`` is the muscle at bind (rest activation, settled rest axis) laid between this frame's ends
   (``core/skin/field.carried_muscles``), ``f_k`` the muscle as it is this frame (both the muscle's distance-like
-  field ``f_M`` [m], ``kernels/fusiform``);
+  field ``f_M`` [m], ``kernels/fusiform.py``);
 * ``w_k`` the fade towards its ends at a bent joint (:func:`end_weight`, 1 at the rest pose);
 * ``lambda_k`` the weight of ``f_k^0`` (:func:`reach_weight`, the muscle's support ``R``): 1 up to
   ``MUSCLE_REACH_FULL R`` from the muscle's surface at bind, 0 from ``(MUSCLE_REACH_FULL + MUSCLE_REACH_FALL) R``;

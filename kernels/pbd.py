@@ -692,7 +692,7 @@ def _substep(j0, j1, sub, x, v, model, frame, params, muscles, scratch, work):
     """Substep ``sub`` of the island members ``j0 .. j1-1`` (module docstring): the snapshot, the prediction, the
     spring solve (XPBD), the distance sweeps, the collisions and the velocities. Returns False, having done only
     the snapshot, when a grouped muscle's axis geometry failed (``scratch.status``). Called from the parallel loop of
-    :func:`pbd_substeps`, not inlined into it (design notes, *Kernels split into helpers*)."""
+    :func:`pbd_substeps`, not inlined into it (docs/design-notes.md#compile-time)."""
     f0 = sub / params.n_sub
     f1 = (sub + 1) / params.n_sub
     axis_start = model.axis_start

@@ -1,4 +1,5 @@
-"""Numba kernels: VIPER rods (Angles et al. 2019, seed 002), the second muscle solver beside the axis (kernels/pbd.py).
+"""Numba kernels: VIPER rods (Angles et al. 2019; docs/formulas.md#rods), the second muscle solver beside the axis
+(kernels/pbd.py).
 
 A rod of ``n`` vertices carries per vertex a position ``x`` [m] and a scale ``s`` (1 at rest: the local radius is
 ``r = r0 s``), per segment an orientation ``q`` (unit quaternion ``(w, x, y, z)``, its third axis ``d3`` along the
@@ -35,10 +36,10 @@ muscle (the rods' contacts with each other between steps 2 and 3 of all of them)
    the scales:
    - scale smoothing per segment (eq. 13): ``C = s_b - s_a``, ``alpha = l0 / (smoothing EI)``;
    - volume per segment (eq. 18 in the form of the authors' code): ``C = s_a s_b |x_b - x_a| / l0 - 1``,
-     ``alpha = volume_compliance``, moving the scales only (the lengths are the stretch constraints' business;
-     design notes: with the position part, Gauss-Seidel leaves a contracted segment at a quarter of its
-     contraction); last, so the hard constraint holds at the end of the sweep; forward on even sweeps,
-     backward on odd ones (no bias towards one end);
+     ``alpha = volume_compliance``, moving the scales only (the lengths are the stretch constraints' business:
+     with the position part, Gauss-Seidel leaves a contracted segment at a quarter of its contraction;
+     docs/design-notes.md#constraints-xpbd-eq-28-with-beta--1); last, so the hard constraint holds at the end of the
+     sweep; forward on even sweeps, backward on odd ones (no bias towards one end);
    then, after every rod's last sweep, the rods against each other (``ROD_CONTACT_ROUNDS`` rounds, each from a
    snapshot of all rods); then collisions of each inner vertex (a sphere of radius ``r0 s``) with the bone capsules:
    ``C = |x - c| - R - r0 s >= 0`` moving the position and the scale by their inverse masses (VIPER's touch

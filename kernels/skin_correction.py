@@ -12,7 +12,7 @@ and scratch arrays; it writes ``d + smooth(cap(trust * (x - d)))`` into ``x``.
 * The cap of a vertex whose part its fats' change raises at its tracked position grows by how far they pushed it
   out, ``(f_part - f_grid) / |grad f_grid|``, and the smoothing leaves it alone: a fat's bulge is not a fitting
   error. A muscle's change is capped and smoothed like the rest: held, the active biceps' bulge showed with a crest
-  (docs/design-notes.md, The skin follows a muscle's change).
+  (docs/design-notes.md#the-skin-follows-a-muscles-change).
 * A vertex of trust 0 keeps a zero correction through the smoothing (it stays at ``d``: pinned vertices, open
   borders).
 """

@@ -188,7 +188,7 @@ def evaluate_point(qx, qy, qz, val, grad, active, skin, muscles):
         kind = node_kind[i]
         if kind == NODE_PART:
             # a leaf: the part's grid, displaced by its muscles' and fats' change; written out here, so that no
-            # struct is copied per leaf (the design notes: reference counts)
+            # struct is copied per leaf (docs/design-notes.md#per-point-functions-count-no-references)
             p = skin.node_part[i]
             f, gx, gy, gz = sample_packed(skin.grid_values, skin.grid_offset, skin.grid_dims, skin.grid_origin,
                                           skin.grid_inv_h, skin.grid_binv, p, qx, qy, qz)

@@ -177,7 +177,7 @@ def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active
         return
     s = -lam * d / g2
     if abs(s) * gn > max_step:
-        # a long step leaves the region where the field is close to linear (design notes: bounded steps)
+        # a long step leaves the region where the field is close to linear (docs/design-notes.md#bounded-steps)
         s *= max_step / (abs(s) * gn)
     y0 = x0 + s * gx
     y1 = x1 + s * gy

@@ -1,9 +1,9 @@
 """Session set-up shared by all tests.
 
 Blender reads ``BLENDER_USER_RESOURCES`` once, when ``bpy`` is first imported, so it is pointed at a fresh temporary
-folder here, before any test module can import ``bpy`` (DESIGN.md §3): the tests never touch the user's Blender
-preferences, extensions or caches. Nothing here imports ``bpy``; the headless core tests run without it.
-"""
+folder here, before any test module can import ``bpy`` (docs/design.md#tests-with-the-bpy-module): the tests never touch
+the user's Blender preferences, extensions or caches. Nothing here imports ``bpy``; the headless core tests run without
+it. """
 import importlib.metadata
 import os
 import shutil

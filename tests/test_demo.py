@@ -16,7 +16,7 @@ the vertices over the biceps)."""
 MUSCLES_OWN_EFFECT_MM = 0.5
 """... and from the Implicit Skinning copy (the muscles' own effect) by more than this [mm] at some frame."""
 TURNED_MAX_PERCENT = 0.5
-"""Issue 26's target: at most this share of the faces outside the contact creases turned by more than 45 degrees
+"""The skin-quality target: at most this share of the faces outside the contact creases turned by more than 45 degrees
 against the DQS copy, on every frame, with and without muscles."""
 SHOTS = ["human", "arm_curl", "arm_shake", "character"]
 

@@ -1,6 +1,6 @@
-"""The layout rules of DESIGN.md §1 and §3, checked on the source: who may import bpy, relative imports only, the
-Blender side's layers (``LAYERS`` of ``blender/__init__.py``): no import up the layers, no import circle, and the
-size of the headless code's functions (``MAX_PARAMETERS``, ``MAX_LINES``, their exceptions in
+"""The layout rules of docs/design.md#layers-and-import-order, checked on the source: who may import bpy, relative
+imports only, the Blender side's layers (``LAYERS`` of ``blender/__init__.py``): no import up the layers, no import
+circle, and the size of the headless code's functions (``MAX_PARAMETERS``, ``MAX_LINES``, their exceptions in
 ``SIZE_EXCEPTIONS``)."""
 import ast
 import subprocess

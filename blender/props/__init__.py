@@ -1,6 +1,6 @@
-"""Property groups (DESIGN.md §4) and their registration: one muscle, and the armature's muscles with its fats and
-the simulation settings they share, on the armature object (``arm.implicit_muscles``); Implicit Skinning of one mesh,
-on the mesh object (``body.implicit_skin``); the scene's evaluation quality outside renders and bakes
+"""Property groups (docs/design.md#scripting-names) and their registration: one muscle, and the armature's muscles with
+its fats and the simulation settings they share, on the armature object (``arm.implicit_muscles``); Implicit Skinning of
+one mesh, on the mesh object (``body.implicit_skin``); the scene's evaluation quality outside renders and bakes
 (``scene.implicit_muscles``). A fat's group is ``fat.py``; what the properties share, ``options.py``. All are
 library-overridable.
 

@@ -1,5 +1,5 @@
 """Keyframes and drivers of muscles: rewrite their data paths when muscles move in the list or are removed
-(DESIGN.md §3), and read the keys for the frame cache.
+(docs/design.md#keys-and-presets), and read the keys for the frame cache.
 
 Keys on a collection item use index paths (``implicit_muscles.muscles[3].activation``): when muscle 3 moves to
 index 2 its F-curves and drivers must be renamed too, or the animation jumps to another muscle (fats alike).

@@ -1,4 +1,5 @@
-"""Bake bound meshes to point caches played by Blender's Mesh Cache modifier (DESIGN.md §3, paper §7.2).
+"""Bake bound meshes to point caches played by Blender's Mesh Cache modifier (docs/design.md#writing-the-result, paper
+§7.2).
 
 A bake plays the frames in order through the live evaluation (``blender/session/playback.py``: the muscles are simulated
 from the armature's start frame, so a bake of frames 51-100 in a fresh process simulates 1-50 first), always at

@@ -1,4 +1,5 @@
-"""The persistent application handlers of Implicit Skinning (DESIGN.md §3), and their register/unregister.
+"""The persistent application handlers of Implicit Skinning (docs/design.md#handlers-and-threads), and their
+register/unregister.
 
 No handler sets a frame (``scene.frame_set``): a render started from the interface runs the frame-change and render
 handlers on its own thread, where that crashes. The frames a time needs are simulated beforehand, on the main thread

@@ -1,5 +1,5 @@
-"""Per-frame evaluation of bound skins (paper §7.2, DESIGN.md §3): one path for playback, jumps, gaps, subframes,
-renders and bakes.
+"""Per-frame evaluation of bound skins (paper §7.2, docs/design.md#data-flow-per-frame): one path for playback, jumps,
+gaps, subframes, renders and bakes.
 
 A frame's muscles start from their state at the end of the frame before, kept per frame in ``Bound.cache``
 (``core/frame_cache.py``; one cache per evaluation quality, ``Bound.cache_for``: renders and bakes at Render,

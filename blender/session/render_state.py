@@ -1,4 +1,5 @@
-"""Whether a render runs, and on which thread (DESIGN.md §3, docs/design-notes.md).
+"""Whether a render runs, and on which thread (docs/design.md#handlers-and-threads,
+docs/design-notes.md#which-thread-runs-each-handler).
 
 Between ``render_init`` and ``render_complete`` / ``render_cancel`` a render is running (``rendering``): frame
 changes do not simulate gaps (``may_simulate``; the render's own come with their states cached,

@@ -1,4 +1,5 @@
-"""What a render needs before each frame, and which thread simulates it (DESIGN.md §3, docs/design-notes.md).
+"""What a render needs before each frame, and which thread simulates it (docs/design.md#handlers-and-threads,
+docs/design-notes.md#the-frames-a-render-needs).
 
 A render's frame-change handlers only evaluate from the muscle states cached before (``blender/session/playback.py``), so
 before each frame renders (``render_pre``) the states its frame and motion steps start from are simulated:

@@ -13,7 +13,7 @@ by four springs to kinematic anchors on its bone; model, state, control and solv
 
 A fat's centre never leaves where its bone carries it by more than its travel, ``TRAVEL`` times its smallest
 semi-axis: soft springs on a fast body (a jump's take-off and landing) would otherwise leave it tens of centimetres
-behind, through the skin and into other limbs (design notes, "The fat's travel").
+behind, through the skin and into other limbs (docs/design-notes.md#the-fats-travel-half-its-smallest-semi-axis).
 
 Stiffness has one meaning, a natural frequency: ``stiffness_frequency(s) = 0.5 * 16**s`` Hz (0.5 Hz at 0, 2 Hz at
 0.5, 8 Hz at 1), whatever the fat's size and mass; damping is the damping ratio (0 undamped, 1 critical).

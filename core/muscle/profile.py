@@ -7,7 +7,8 @@
   ``K = B(a0+a1-1, b0+b1-1) / sqrt(B(2a0-1, 2b0-1) B(2a1-1, 2b1-1))`` (paper App. B, Beta form; the erratum in the
   appendix's intermediate exponent does not affect this form).
 * Cross-section, paper eq. (5): ``r(theta) = u v / sqrt(u^2 cos^2 theta + v^2 sin^2 theta)``, ``u = (1-e^2)^(1/4)``,
-  ``v = 1/u``; ``int_0^{2 pi} r^2 / 2 dtheta = pi`` (the paper's "= 1" is an erratum, see SEED-NOTES §5).
+  ``v = 1/u``; ``int_0^{2 pi} r^2 / 2 dtheta = pi`` (the paper's "= 1" is an erratum,
+  docs/formulas.md#errata-and-conventions).
 * Volume law, paper eq. (3): ``V = pi w^2 l``, so ``w = sqrt(V / (pi l))``, times the artist's width scale.
 
 Everything here is plain numpy, vectorised over ``s``, from these closed forms. It is the numpy reference of

@@ -1,4 +1,4 @@
-"""Settings of the muscle axis dynamics (paper §6, defaults = the paper's; SEED-NOTES §2, §4)."""
+"""Settings of the muscle axis dynamics (paper §6, defaults = the paper's; docs/formulas.md#axis-dynamics)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace

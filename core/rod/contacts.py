@@ -1,4 +1,4 @@
-"""Contacts between a rod and other muscles (issue 25): who touches whom (:func:`muscle_touches`, the axis solver's
+"""Contacts between a rod and other muscles: who touches whom (:func:`muscle_touches`, the axis solver's
 contact sets and overlap groups, and bundles of rods) and a plain-numpy measure of how far two muscles' capsules
 are apart (:func:`clearance`, the reference of ``kernels/rod.py`` ``segment_pair``). The contact itself is
 ``kernels/rod.py`` ``_muscle_contacts``.

@@ -1,4 +1,4 @@
-"""The fusiform field of a rod (issue 25): the paper's muscle field ``f_M`` (``kernels/fusiform.py``) on the rod's
+"""The fusiform field of a rod: the paper's muscle field ``f_M`` (``kernels/fusiform.py``) on the rod's
 axis, its width the profile times the rod's scales along the axis and its cross-section turned with the rod's
 twist. :func:`rod_batch` allocates a :class:`core.muscle.batch.MuscleBatch` for a rod model; :func:`update_batch`
 fills it from a rod state, so the skin and every field consumer read a rod muscle as they read an axis muscle.

@@ -1,5 +1,5 @@
 """The muscles of a character that the VIPER rod solver moves instead of the paper's axis solver (the per-muscle
-*Solver* choice, issue 25).
+*Solver* choice).
 
 :class:`RodMuscles` is what ``core.character.MuscledCharacter`` keeps for them: the rod model of those muscles
 (``core/rod/model.py``), its solver, and where their particles sit in the character's axis state. The character's

@@ -16,15 +16,15 @@ State (:class:`SkinPlacement`, one per frame, from :func:`place_skin` / :meth:`S
 ends and every node's world box; :meth:`SkinPlacement.evaluate` returns ``F`` and its gradient at any points (one
 numba call with the ``kernels/skin_field.SkinArrays`` and the muscles' ``MuscleArrays``).
 
-**Muscles** move the skin by their change, not by themselves (issue 20 item 3): the field of each part whose rest
-vertices a muscle's change reaches (:func:`muscle_joins`) is displaced by ``s_k w_k lambda_k T_k(f_k^0 - f_k)``,
-``f_k^0`` the muscle at bind (its settled rest, rest activation) laid between this frame's ends
-(:func:`carried_muscles`), ``f_k`` the muscle this frame, ``T_k`` a saturation at the muscle's travel,
-``lambda_k`` the weight of ``f_k^0`` and ``w_k`` a fade towards its ends at a bent joint (:func:`joint_bends`,
-``kernels/muscle_change.py``). ``s_k`` [1/m] is the part's slope at its
-iso-surface over the muscle (at bind): a muscle whose surface moves by ``D`` under the skin moves the iso-surface
-by about ``D`` along its normal, all around the muscle, and the part keeps its own fall-off, so the contact
-operators at the creases see the same kind of field as without muscles.
+**Muscles** move the skin by their change, not by themselves (docs/design-notes.md#the-skin-follows-a-muscles-change):
+the field of each part whose rest vertices a muscle's change reaches (:func:`muscle_joins`) is displaced by ``s_k w_k
+lambda_k T_k(f_k^0 - f_k)``, ``f_k^0`` the muscle at bind (its settled rest, rest activation) laid between this frame's
+ends (:func:`carried_muscles`), ``f_k`` the muscle this frame, ``T_k`` a saturation at the muscle's travel, ``lambda_k``
+the weight of ``f_k^0`` and ``w_k`` a fade towards its ends at a bent joint (:func:`joint_bends`,
+``kernels/muscle_change.py``). ``s_k`` [1/m] is the part's slope at its iso-surface over the muscle (at bind): a muscle
+whose surface moves by ``D`` under the skin moves the iso-surface by about ``D`` along its normal, all around the
+muscle, and the part keeps its own fall-off, so the contact operators at the creases see the same kind of field as
+without muscles.
 
 **Fats** (``core/fat``, thesis ch. 6) move the skin the same way: the field of each part whose rest vertices a fat
 reaches (:func:`fat_joins`) is displaced by ``s_k lambda_k (f_k^0 - f_k)``, ``f_k^0`` the fat where its bone carries

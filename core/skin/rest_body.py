@@ -1,10 +1,11 @@
 """The body at rest as a closed surface: what the skin's part fields are clipped to (``core/skin/part_grid.py``).
 
-A part's HRBF is distance-like only near its samples; between and beyond them it can swell out through the skin of
-its neighbours (a thigh's field standing out of the calf below the knee, a hand's as a disc around the wrist). Each
-part is therefore intersected with the body at rest, grown by a small margin: no part's volume lies outside the rest
-skin, so every vertex's iso-value at rest is its own part's (about 0.5) and a vertex that enters another part in a
-pose has met it there. The design notes (*Part fields clipped to the body*) give the measurements.
+A part's HRBF is distance-like only near its samples; between and beyond them it can swell out through the skin of its
+neighbours (a thigh's field standing out of the calf below the knee, a hand's as a disc around the wrist). Each part is
+therefore intersected with the body at rest, grown by a small margin: no part's volume lies outside the rest skin, so
+every vertex's iso-value at rest is its own part's (about 0.5) and a vertex that enters another part in a pose has met
+it there. The design notes (docs/design-notes.md#part-fields-clipped-beyond-their-joints-and-to-the-body) give the
+measurements.
 
 :class:`RestBody` holds the rest mesh welded where vertices coincide (a mesh split at its UV seams), each of its
 connected pieces closed at its open borders (each border loop fanned to its centre, so that a character made of

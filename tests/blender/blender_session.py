@@ -1,4 +1,5 @@
-"""Load the extension from this source tree into Blender's Python module, as DESIGN.md §3 describes.
+"""Load the extension from this source tree into Blender's Python module
+(docs/design.md#tests-with-the-bpy-module).
 
 ``BLENDER_USER_RESOURCES`` already points at a temporary folder (tests/conftest.py). :func:`bpy_module` imports
 ``bpy`` on first use, so test modules that need Blender import it through here and headless tests never load it.

@@ -1,4 +1,4 @@
-"""Authoring muscles in Blender (issue 6): adding by script, by selection and mirrored; keyframes that follow their
+"""Authoring muscles in Blender: adding by script, by selection and mirrored; keyframes that follow their
 muscle through list moves; presets; save/reload; clean errors on bad input; bind and unbind."""
 import math
 import os

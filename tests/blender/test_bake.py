@@ -1,4 +1,4 @@
-"""Bake, farm chunks, cache invalidation and feedback (issue 7, items 2, 4 and 5) on the generated arm.
+"""Bake, farm chunks, cache invalidation and feedback on the generated arm.
 
 The bake's Mesh Cache must play exactly what the live evaluation shows (positions go through float32 both ways);
 two part bakes made by separate processes (the farm command line) must merge into the cache of one bake; editing

@@ -1,4 +1,4 @@
-"""Issue 22, items 2-4: the muscles drawn by a ``gpu`` draw handler (registered only with a user interface, nothing
+"""The muscles drawn by a ``gpu`` draw handler (registered only with a user interface, nothing
 in the .blend), handles that follow their muscle, and the viewport's preview quality against render quality for
 renders and bakes. The drawing itself needs a GPU context, which background mode has not: the tests check the
 handler's registration and the triangles it would draw (``display.refresh``)."""

@@ -1,4 +1,4 @@
-"""Per-frame evaluation in Blender (issue 7, first part): the bound arm deforms on frame change, differs from the
+"""Per-frame evaluation in Blender: the bound arm deforms on frame change, differs from the
 plain Armature result where it should, gives it back exactly when disabled, and a frame's shape does not depend on
 how playback got there (playing, jumping, going back, saving and reopening)."""
 

@@ -1,4 +1,4 @@
-"""Fat primitives in Blender (issue 24, item 1): added from presets sized to the limb, bound, played (the rest pose
+"""Fat primitives in Blender: added from presets sized to the limb, bound, played (the rest pose
 gives the rest mesh, a jiggling fat moves the skin on held frames, the same frame however it is reached), baked
 as played, and refused with a sentence on a bone that is not there."""
 import importlib

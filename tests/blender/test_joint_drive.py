@@ -1,4 +1,4 @@
-"""Activation from a joint (issue 24, item 4) on the generated arm: *Follow Joint* picks the elbow from a biceps'
+"""Activation from a joint on the generated arm: *Follow Joint* picks the elbow from a biceps'
 bones; the angle is the one Blender's own driver reads (local space, constraints included); the activation follows
 the elbow (the viewport draws it too) and keys add on top or replace it; the skin is what keys of the same values give; a bake plays what
 playback shows; bad joint settings are refused with a sentence."""

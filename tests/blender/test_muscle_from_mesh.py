@@ -1,4 +1,4 @@
-"""Muscle from Mesh (issue 24): a sculpted muscle mesh and the armature selected give an ordinary muscle on the
+"""Muscle from Mesh: a sculpted muscle mesh and the armature selected give an ordinary muscle on the
 nearest bones, with the mesh's rest profile, flatness and volume, the fit error in the report; the mesh is never
 changed; undo takes the muscle away again; bad input is refused with a sentence and adds nothing."""
 import importlib

@@ -1,4 +1,4 @@
-"""Every collision setting of the muscle panel does what it says (issue 20, items 4 and 5): a new muscle settles
+"""Every collision setting of the muscle panel does what it says: a new muscle settles
 where it was placed and inside the skin; *Bones*, *Bone Radius*, *Muscles*, *Group* (the paper's overlapping
 pectoral fibres, §5.3 Fig. 7), *Stay Under Skin* and the rig's *Substeps* and *Friction* each change what bind or playback
 computes; the settings survive duplicate, mirror and save/reload, and changing one makes the bind stale."""

@@ -1,4 +1,4 @@
-"""A muscle from a painted patch (issue 24, item 3) on the generated arm: a vertex group painted over the front of
+"""A muscle from a painted patch on the generated arm: a vertex group painted over the front of
 the upper arm and the shoulder and elbow bones give a muscle inside the rest skin (checked by the winding number of
 the arm's mesh), whose surface comes within a few mm of the patch, under it; the arm binds and plays with it; an
 empty patch or a missing group is refused with a sentence and adds nothing."""

@@ -1,4 +1,4 @@
-"""A broad muscle as a bundle of rods (issue 25, item 3) in Blender: a fan-shaped biceps with three *Fibres* and
+"""A broad muscle as a bundle of rods in Blender: a fan-shaped biceps with three *Fibres* and
 *Solver* Rod binds with its fibres as rods that push each other, plays, scrubs and bakes to the same frames, its
 fibres never pass through each other, and the panel says what its fibres do."""
 import importlib

@@ -1,4 +1,4 @@
-"""A muscle whose *Solver* is Rod (VIPER, issue 25) in Blender: it binds as a rod, plays differently from the
+"""A muscle whose *Solver* is Rod (VIPER) in Blender: it binds as a rod, plays differently from the
 paper's axis, scrubs to the same frame however it is reached, bakes what playback shows, survives save and reopen,
 and switching the solver makes the bind stale (it is part of the set-up)."""
 import importlib

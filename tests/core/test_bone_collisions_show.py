@@ -1,7 +1,7 @@
 """Paper Fig. 15: without bone collisions a part of an inflating muscle grows inside the bone. The paper's arm
 (``scenes.paper``) at 110 degrees, the biceps fully active, one second: with bone collisions on, the biceps' belly
 and its surface lie further out from the humerus, the triceps, which wraps the bent elbow, stays out of the bone
-instead of cutting through it, and the skin over the biceps is pushed further out (issue 20 item 6)."""
+instead of cutting through it, and the skin over the biceps is pushed further out (paper Fig. 15)."""
 import copy
 
 import numpy as np
@@ -44,7 +44,8 @@ def runs() -> dict:
 
 
 SETTLE_MOVES = 0.002
-"""[m] how far settling may move a muscle of the paper's arm from where it is placed (issue 20 item 4's bound)."""
+"""[m] how far settling may move a muscle of the paper's arm from where it is placed (a muscle settles where it
+was put)."""
 
 
 @pytest.mark.parametrize("bones", [True, False])
@@ -107,7 +108,7 @@ def test_bone_collisions_push_the_biceps_surface_out(runs):
 
 
 def test_bone_collisions_push_the_skin_over_the_biceps_out(runs):
-    """Issue 20 item 6: the skin over the active biceps lies further out with bone collisions on than off: on average
+    """Paper Fig. 15: the skin over the active biceps lies further out with bone collisions on than off: on average
     over the ``OVER_BICEPS`` vertices nearest its belly's middle (with them off), and at the top of its bulge (the
     upper arm's skin on the biceps' side, ``SIDE`` of it)."""
     skin_off = runs[False][0]

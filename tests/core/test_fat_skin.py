@@ -248,8 +248,8 @@ SAME_MOVE = 0.05
 def test_a_fat_moves_the_part_whose_field_meets_its_skin(arm):
     """A fat on the upper arm 6 cm short of the elbow: no forearm vertex lies where its change is fully taken, but the
     forearm's field reaches that skin (the elbow's crease). The fat moves the forearm's field with the upper arm's,
-    by the same slope, so the contact between the two sees both moved alike (design notes: the belly's flicker by the
-    waist)."""
+    by the same slope, so the contact between the two sees both moved alike
+    (docs/design-notes.md#a-fat-moves-every-part-whose-field-meets-its-skin)."""
     fat = FatPrimitive(center=(0.24, 0.0, -0.031), axes=(0.03, 0.024, 0.015), stiffness=0.5, damping=0.1,
                        name="fat by the elbow")
     model = bind_skin_field(arm.vertices, arm.faces, arm.weights, arm.heads, arm.tails, arm.parents,

@@ -1,4 +1,4 @@
-"""Fuzz tests of the headless core (issue 9) with hypothesis: random valid muscles, poses and animated values never
+"""Fuzz tests of the headless core with hypothesis: random valid muscles, poses and animated values never
 crash and never give NaN; random invalid ones give ``ValueError`` (a plain sentence), never another exception.
 
 Examples per test are few (``EXAMPLES``, or ``IMPLICIT_MUSCLES_FUZZ_EXAMPLES``) so the suite stays fast; hypothesis keeps the failing examples it finds in

@@ -1,4 +1,4 @@
-"""Long-run stability (issue 9), reduced: the arm's biceps curl for 10 loops (480 frames) and the full body for 3
+"""Long-run stability, reduced: the arm's biceps curl for 10 loops (480 frames) and the full body for 3
 loops (144 frames), simulated without a break. ``make bench`` runs 10,000 frames of each (bench/long_run.py,
 bench/bench_long_run.py) and reports the same numbers."""
 import sys
@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import long_run  # noqa: E402
 
 VOLUME_DRIFT = 0.03
-"""Largest change of a muscle's volume over the run, from the second loop to the last (issue 9)."""
+"""Largest change of a muscle's volume over the run, from the second loop to the last."""
 VOLUME_VS_REST = 0.05
 """Largest difference of a muscle's volume from rest at any of these loops: the volume law holds for straight axes
 and bending costs a little (paper §8.2 quotes < 3 % for 60 degrees)."""

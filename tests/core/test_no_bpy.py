@@ -1,4 +1,4 @@
-"""core/ and kernels/ import and run with no bpy in sys.modules (DESIGN.md §1)."""
+"""core/ and kernels/ import and run with no bpy in sys.modules (docs/design.md#layers-and-import-order)."""
 import os
 import subprocess
 import sys

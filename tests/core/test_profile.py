@@ -1,4 +1,4 @@
-"""Closed forms of the longitudinal and radial profiles (paper §5.2, SEED-NOTES §1)."""
+"""Closed forms of the longitudinal and radial profiles (paper §5.2, docs/formulas.md#muscle-field)."""
 import itertools
 from fractions import Fraction
 from math import factorial, sqrt
@@ -109,7 +109,8 @@ def test_beta_monomial_derivative_matches_finite_differences():
 
 @pytest.mark.parametrize("e", [0.0, 0.3, 0.8, 0.95, 0.99])
 def test_cross_section_area_is_pi(e):
-    # int_0^{2pi} r^2 / 2 dtheta = pi u v = pi (SEED-NOTES §5 erratum of "= 1")
+    # int_0^{2pi} r^2 / 2 dtheta = pi u v = pi; the paper's "= 1" is an erratum
+    # (docs/formulas.md#errata-and-conventions)
     theta = np.linspace(0, 2 * np.pi, 200001)
     r = P.cross_section(e, theta)
     area = np.trapz(r ** 2 / 2, theta)

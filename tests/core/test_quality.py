@@ -1,4 +1,4 @@
-"""Evaluation quality (issue 22, item 4): Preview and Render are data passed with each frame
+"""Evaluation quality: Preview and Render are data passed with each frame
 (``core/quality.py``); Preview gives the solvers fewer substeps, sweeps and iterations and a result close to
 Render's, Render is the bound settings."""
 import numpy as np

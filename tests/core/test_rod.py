@@ -1,5 +1,5 @@
-"""VIPER rods (seed 002, core/rod, kernels/rod.py): rest, stretch thins by 1/sqrt(stretch), local bulge, volume,
-twist, bone contact, compliance per unit length, kernel vs numpy reference."""
+"""VIPER rods (docs/formulas.md#rods; ``core/rod/``, ``kernels/rod.py``): rest, stretch thins by 1/sqrt(stretch), local
+bulge, volume, twist, bone contact, compliance per unit length, kernel vs numpy reference."""
 from dataclasses import replace
 
 import numpy as np
@@ -20,7 +20,7 @@ REST_TOL = 1e-12
 THIN_TOL = 1e-6
 """Relative error of the strains and scales of a uniformly stretched rod once settled (measured: 2e-15)."""
 VOLUME_TOL = 0.01
-"""Relative change of the rod's volume under stretch (issue 25)."""
+"""Relative change of the rod's volume under stretch."""
 KERNEL_TOL = 1e-10
 """Kernel vs numpy reference after three substeps [m] (positions), and on scales and frames."""
 ENERGY_TOL = 0.01

@@ -1,4 +1,4 @@
-"""The per-muscle solver in the character (issue 25): a muscle switched to the VIPER rod (``core/rod/muscles.py``)
+"""The per-muscle solver in the character: a muscle switched to the VIPER rod (``core/rod/muscles.py``)
 binds to the rest mesh, keeps its field volume through the paper's arm curl, plays deterministically, and as a loose
 rod jiggles after the arm shake as a loose axis does."""
 import numpy as np
@@ -15,11 +15,11 @@ SOLVERS = ["ROD", "AXIS", "AXIS", "AXIS"]
 REST_TOL = 1e-6
 """[m] Largest distance of a vertex from its rest place, rig at rest after the bind (the axis-only arm: 0)."""
 VOLUME_TOL = 0.03
-"""Field volume of the rod muscle through the curl against its rest (issue 25, as the axis's 3 %)."""
+"""Field volume of the rod muscle through the curl against its rest (as the axis's 3 %)."""
 FRAMES = 48
 JIGGLE = 0.003
 """[m] Peak to peak of the skin over a loose (k = 0.1) biceps after the arm shake's stop, from 0.1 to 0.6 s and from
-0.3 to 0.8 s (issue 20 item 2's target, for the rod too; measured 21-22 and 11-12 mm; the rod's earlier damping,
+0.3 to 0.8 s (the axis's jiggle target, for the rod too; measured 21-22 and 11-12 mm; the rod's earlier damping,
 a velocity factor of 0.9 per reference substep: 14-15 and 1.3-1.7 mm, one stroke back and no swing)."""
 SETTLED = 0.2
 """[s] After the stop, a tense (k = 0.7) biceps' skin stays within 1 mm of where it ends from this on."""
@@ -114,9 +114,9 @@ def shaken():
 
 @pytest.mark.parametrize("vertices", [10, 30])
 def test_loose_rod_jiggles_after_the_shake_tense_one_settles(shaken, vertices):
-    """Issue 20 item 2's targets with the biceps as a rod: with ``k = 0.1`` the skin over it keeps moving after the
-    stop by at least 3 mm peak to peak, also after its first stroke back (0.3 to 0.8 s); with ``k = 0.7`` it is
-    within 1 mm of where it ends 0.2 s after the stop; the loose jiggle is at least 3 times the tense one."""
+    """The jiggle targets of the axis solver with the biceps as a rod: with ``k = 0.1`` the skin over it keeps moving
+    after the stop by at least 3 mm peak to peak, also after its first stroke back (0.3 to 0.8 s); with ``k = 0.7`` it
+    is within 1 mm of where it ends 0.2 s after the stop; the loose jiggle is at least 3 times the tense one."""
     loose, tense = shaken[vertices, 0.1], shaken[vertices, 0.7]
     print(f"{vertices} rod vertices: loose {loose[0] * 1e3:.1f} mm p-p ({loose[2] * 1e3:.1f} mm from 0.3 s), "
           f"settles {loose[1]:.2f} s; tense {tense[0] * 1e3:.2f} mm p-p, settles {tense[1]:.2f} s")

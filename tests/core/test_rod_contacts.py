@@ -1,4 +1,4 @@
-"""Rods pushed by other muscles and bundles of rods (issue 25, core/rod/contacts.py, kernels/rod.py
+"""Rods pushed by other muscles and bundles of rods (``core/rod/contacts.py``, kernels/rod.py
 ``_muscle_contacts``): closest points of two segments against a plain reference, who touches whom, a rod pressed by
 an axis muscle's chain, two rods crossing, a bundle of three rods pressed together, determinism."""
 import numpy as np
@@ -22,11 +22,11 @@ and bundles*)."""
 CHAIN_TOL = 0.006
 """[m] Largest overlap of a rod and an axis muscle's chain that does not yield, pressed 5.7 cm into it (the rod
 takes its half of the contact mostly before its elastic solve, which takes some of it back; an axis muscle in a
-character yields, taking the other half itself; the measured overlap is in the design notes)."""
+character yields, taking the other half itself; docs/design-notes.md#muscle-contacts-and-bundles)."""
 FREE_OVERLAP = 0.01
 """[m] Least overlap of two rods of one overlap group pushed through each other (they ignore each other)."""
 VOLUME_TOL = 0.03
-"""Each fibre's rod volume against its rest while its bundle is pressed (issue 25)."""
+"""Each fibre's rod volume against its rest while its bundle is pressed."""
 SLIDE_TOL = 0.001
 """[m] A fibre of a frictionless bundle slid along its neighbours against the same fibre alone."""
 

@@ -1,4 +1,4 @@
-"""The fusiform field follows the rod (issue 25, core/rod/field.py): width from the rod's scales, cross-section
+"""The fusiform field follows the rod (``core/rod/field.py``): width from the rod's scales, cross-section
 turned with its twist, field volume under stretch and pinch, kernel vs numpy reference."""
 from dataclasses import replace
 
@@ -22,7 +22,7 @@ from implicit_muscles.kernels.constants import (SCALAR_C0, SCALAR_C1, SCALAR_LEN
 
 LENGTH, WIDTH = 0.3, 0.03
 FIELD_VOLUME_TOL = 0.03
-"""Field volume under stretch and pinch against rest (issue 25: as the axis's 3 %)."""
+"""Field volume under stretch and pinch against rest (the axis's 3 %)."""
 KERNEL_TOL = 1e-10
 """Field value [m] and gradient, kernel vs numpy reference."""
 CELLS = 64

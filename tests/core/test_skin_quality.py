@@ -4,7 +4,7 @@ its target on real characters: the dense human (13,380 vertices, three motion ca
 ``STRIDE``-th frame), BCN_Epileptic's own animation, and the paper's arm and the generated full body, each with and
 without its muscles.
 
-Target (issue 26): under ``TURNED_TARGET`` of the faces outside the contact creases turn by more than 45 degrees
+Target: under ``TURNED_TARGET`` of the faces outside the contact creases turn by more than 45 degrees
 against the dual-quaternion result, on every frame; the rest pose gives the rest mesh exactly."""
 import sys
 from pathlib import Path

@@ -270,8 +270,8 @@ def test_elbow_contact_removes_skin_intersections(arm, plain, angle, record_prop
 @pytest.mark.parametrize("angle", [90.0, 110.0, 130.0])
 def test_elbow_contact_with_the_muscles(character, angle, record_property):
     """The four muscles crossing the elbow, settled in the pose with the curl's activation: the skin over the
-    biceps meets the forearm's on the contact surface too, and no triangle crosses the other side (issue 20 item 3:
-    the muscles' change keeps the elbow's contact as it is without muscles)."""
+    biceps meets the forearm's on the contact surface too, and no triangle crosses the other side (the
+    muscles' change keeps the elbow's contact as it is without muscles)."""
     bend = angle / 130.0
     activation = [bend, 0.0, 0.8 * bend, 0.3 * bend]
     character.reset()
@@ -420,7 +420,8 @@ def test_activating_the_biceps_moves_the_skin_over_it_outwards(character, record
 
 
 FOLLOW_SHARE = 0.7
-"""Least share of a muscle's thinning or swelling that the skin over its top follows (issue 20 item 3); on the arm's
+"""Least share of a muscle's thinning or swelling that the skin over its top follows
+(docs/design-notes.md#the-skin-follows-a-muscles-change); on the arm's
 biceps 0.92 of a 4.2 mm thinning and 0.91 of a swelling."""
 
 
@@ -467,7 +468,7 @@ AROUND_DEPTH = 0.5
 """The skin "over" a muscle, all around it: its skin part's vertices at most this many support radii ``R`` above its
 rest surface (``f_M <= 0.5 R``; 48 of the arm's biceps change by more than 1 mm)."""
 ROUND_MARGIN = 10.0
-"""[deg] Issue 20 item 3: over the active biceps, the largest angle between neighbouring faces' normals at most this
+"""[deg] Over the active biceps, the largest angle between neighbouring faces' normals at most this
 much above the rest mesh's largest there."""
 @pytest.mark.parametrize("scale", [0.8, 1.2])
 def test_the_skin_all_around_the_biceps_follows_its_change(character, scale, record_property):
