@@ -3,7 +3,7 @@
 * cold: enable the add-on, compile every kernel as *Compile Muscle Kernels* and the compile after an install do
   (``blender/engine/compile_job.py``: two compile processes at once, at a lower priority, then the kernels loaded into
   Blender from the cache), with numba's compile time per entry kernel (its helpers included); then the real
-  character (BCN_Epileptic, the README's script: biceps and triceps on both arms, every mesh bound) bound and its
+  character (BCN_Epileptic, the scripting guide's script: biceps and triceps on both arms, every mesh bound) bound and its
   first frame shown;
 * warm: a second process with the same user folder (the cache filled): enable, load the kernels, bind, first frame.
 
@@ -96,7 +96,7 @@ def _addon(sub):
 
 
 def _character(bpy, path):
-    """The README's script up to the bind: BCN_Epileptic, biceps and triceps on both arms; returns the meshes."""
+    """The scripting guide's script up to the bind: BCN_Epileptic, biceps and triceps on both arms; returns the meshes."""
     bpy.ops.import_scene.gltf(filepath=path, bone_heuristic="TEMPERANCE")
     rig = next(o for o in bpy.context.scene.objects if o.type == 'ARMATURE')
     bpy.context.view_layer.objects.active = rig

@@ -89,7 +89,7 @@ SHAKE = dict(elbow_degrees=70.0, amplitude=0.04, hertz=4.0, shake_frames=24, hol
 FULL_FLEXION = math.radians(90.0)
 """Flexion beyond the rest angle at which a flexor's keyed activation reaches its share."""
 CHARACTER_STIFFNESS = 0.8
-"""The character's muscles are tense (the README's 0.6-0.9), as a seizure's are. With the presets' 0.5, its hands
+"""The character's muscles are tense (the artist's manual's 0.6-0.9), as a seizure's are. With the presets' 0.5, its hands
 whipping at up to 3 m/s folded the loose forearm flexors where they cross the wrist for a few frames: 93.5 % of
 their rest volume at worst; at 0.8 every muscle stays within 2 %."""
 CHARACTER_FULL_FLEXION = math.radians(40.0)

@@ -1,4 +1,4 @@
-"""Bad and awkward input (the catalogue: the README's table lists each entry with its outcome and test).
+"""Bad and awkward input (docs/bad-input.md lists each entry with its outcome and test).
 
 Every entry ends in one of two ways, with the user's data untouched (the rest mesh, its weights, the modifiers'
 order): binding stops with a sentence that names the object and the fix (``RuntimeError`` from the operator,

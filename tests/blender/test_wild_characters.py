@@ -1,6 +1,6 @@
-"""Characters from the wild (README, *When something is wrong*): a character laid out as Blender's FBX importer leaves
-it, or with only its armature object scaled, gives the world-space result it gives in metres; Mirror on real rigs;
-corrective keys at creases; Mixamo and game-engine names; linked characters and several in one file."""
+"""Characters from the wild (docs/bad-input.md): a character laid out as Blender's FBX importer leaves it, or with
+only its armature object scaled, gives the world-space result it gives in metres; Mirror on real rigs; corrective
+keys at creases; Mixamo and game-engine names; linked characters and several in one file."""
 import math
 
 import numpy as np
