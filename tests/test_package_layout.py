@@ -265,6 +265,7 @@ SIZE_EXCEPTIONS = {
     "core/skin/tracking.py::track_reference": SKIN_TRACKING,
     "kernels/ray_cast.py::first_hits": SKIN_TRACKING,
     "kernels/ray_cast.py::first_hit": PER_POINT,
+    "kernels/ray_cast.py::crossings": PER_POINT,
     "kernels/mesh_distance.py::signed_distance_gradient": SKIN_TRACKING,
     "kernels/tracking.py::_project": SKIN_TRACKING,
     "kernels/tracking.py::_land": SKIN_TRACKING,
