@@ -163,6 +163,7 @@ def _find(x, rot, mesh, prm, work, n_work, grid, normal, push, inside):
 
 @njit(parallel=True, **JIT)
 def _rest_crossings(rest, normal, faces, prm, out):
+    """``out (V,)``: :func:`rest_crossings` on the triangle grid of the rest mesh."""
     grid = _grid(rest, faces, prm.cell, prm.max_cells)
     origin, inv_cell, dims, cell_start, cell_triangle = grid
     for i in prange(rest.shape[0]):

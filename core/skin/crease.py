@@ -4,9 +4,9 @@
 :func:`crease_mesh` builds the kernel's :class:`kernels.crease.CreaseMesh` once per bind: the triangles of each
 vertex, the rest normals, the one-rings, and which vertices may move (not those on an open border, nor the skin that
 lies inside the body already at rest: a model's own folds, fingers pressed together, an armpit closed in its rest
-pose), and how many shells each vertex's ray crosses at rest. :func:`crease_params` scales the settings' lengths by the mesh's size. :func:`resolve_creases_reference`
-is the reference: every ray against every triangle (``core/skin/quality.first_hits_reference``), the spread by
-whole-array ring means.
+pose), and how many shells each vertex's ray leaves at rest. :func:`crease_params` scales the settings' lengths by
+the mesh's size. :func:`resolve_creases_reference` is the reference: every ray against every triangle
+(``core/skin/quality.first_hits_reference``), the spread by whole-array ring means.
 """
 from __future__ import annotations
 
