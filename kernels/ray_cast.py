@@ -102,21 +102,50 @@ def _axis_start(o, d, origin, inv_cell, dims):
 
 
 @njit(**JIT)
+def _walk_start(ox, oy, oz, dx, dy, dz, origin, inv_cell, dims):
+    """The start of the walk of the ray ``o + t d`` through the grid's cells (Amanatides and Woo 1987): the 3-tuples
+    ``(cell, step, t_next, t_delta)`` of :func:`_axis_start` on each axis."""
+    cx, sx, nx, ex = _axis_start(ox, dx, origin[0], inv_cell, dims[0])
+    cy, sy, ny, ey = _axis_start(oy, dy, origin[1], inv_cell, dims[1])
+    cz, sz, nz, ez = _axis_start(oz, dz, origin[2], inv_cell, dims[2])
+    return (cx, cy, cz), (sx, sy, sz), (nx, ny, nz), (ex, ey, ez)
+
+
+@njit(**JIT)
+def _exit_axis(t_next):
+    """The axis whose cell plane the walk crosses next: the smallest of ``t_next``, the lower axis on a tie."""
+    if t_next[0] <= t_next[1] and t_next[0] <= t_next[2]:
+        return 0
+    if t_next[1] <= t_next[2]:
+        return 1
+    return 2
+
+
+@njit(**JIT)
+def _walk_step(k, cell, step, t_next, t_delta):
+    """The walk across axis ``k``'s plane: ``(t_cell, cell, t_next)``, the ray's distance where it enters the next
+    cell and the walk's tuples there (the cell may lie outside the grid: the walk ends)."""
+    if k == 0:
+        return t_next[0], (cell[0] + step[0], cell[1], cell[2]), (t_next[0] + t_delta[0], t_next[1], t_next[2])
+    if k == 1:
+        return t_next[1], (cell[0], cell[1] + step[1], cell[2]), (t_next[0], t_next[1] + t_delta[1], t_next[2])
+    return t_next[2], (cell[0], cell[1], cell[2] + step[2]), (t_next[0], t_next[1], t_next[2] + t_delta[2])
+
+
+@njit(**JIT)
 def first_hit(i, ox, oy, oz, dx, dy, dz, x, faces, cell_start, cell_triangle, origin, inv_cell, dims, max_distance):
     """``(t, back, face)``: the nearest ``t > 0`` at which the ray ``o + t d`` (``d`` a unit vector, not zero) meets
     a triangle of ``faces (F, 3)`` at ``x (V, 3)`` other than those of vertex ``i`` (``i < 0``: none left out),
     ``inf`` when none within ``max_distance``, whether that triangle is met from its back, and which triangle it is
     (-1: none). The triangles come from the grid of :func:`triangle_cells` (``cell_start``, ``cell_triangle``,
     ``origin``, ``inv_cell``, ``dims``); a ray starting outside the grid starts in its nearest cell."""
-    cx, sx, nx, ex = _axis_start(ox, dx, origin[0], inv_cell, dims[0])
-    cy, sy, ny, ey = _axis_start(oy, dy, origin[1], inv_cell, dims[1])
-    cz, sz, nz, ez = _axis_start(oz, dz, origin[2], inv_cell, dims[2])
+    cell, step, t_next, t_delta = _walk_start(ox, oy, oz, dx, dy, dz, origin, inv_cell, dims)
     best = np.inf
     back = False
     face = -1
     t_cell = 0.0
     while t_cell <= max_distance and t_cell <= best:
-        c = (cx * dims[1] + cy) * dims[2] + cz
+        c = (cell[0] * dims[1] + cell[1]) * dims[2] + cell[2]
         for n in range(cell_start[c], cell_start[c + 1]):
             f = cell_triangle[n]
             if faces[f, 0] == i or faces[f, 1] == i or faces[f, 2] == i:
@@ -126,25 +155,10 @@ def first_hit(i, ox, oy, oz, dx, dy, dz, x, faces, cell_start, cell_triangle, or
                 best = t
                 back = b
                 face = f
-        # the next cell: across the nearest of the three planes
-        if nx <= ny and nx <= nz:
-            t_cell = nx
-            cx += sx
-            nx += ex
-            if cx < 0 or cx >= dims[0]:
-                break
-        elif ny <= nz:
-            t_cell = ny
-            cy += sy
-            ny += ey
-            if cy < 0 or cy >= dims[1]:
-                break
-        else:
-            t_cell = nz
-            cz += sz
-            nz += ez
-            if cz < 0 or cz >= dims[2]:
-                break
+        k = _exit_axis(t_next)
+        t_cell, cell, t_next = _walk_step(k, cell, step, t_next, t_delta)
+        if cell[k] < 0 or cell[k] >= dims[k]:
+            break
     if best <= max_distance:
         return best, back, face
     return np.inf, False, -1
@@ -156,20 +170,15 @@ def crossings(i, ox, oy, oz, dx, dy, dz, x, faces, cell_start, cell_triangle, or
     their back less those it meets from their front, each triangle once (counted in the cell the hit lies in): the
     number of shells the ray leaves, so a point nested in one shell of a closed mesh, with nothing else on the ray,
     counts 1 and a point outside every shell 0."""
-    cx, sx, nx, ex = _axis_start(ox, dx, origin[0], inv_cell, dims[0])
-    cy, sy, ny, ey = _axis_start(oy, dy, origin[1], inv_cell, dims[1])
-    cz, sz, nz, ez = _axis_start(oz, dz, origin[2], inv_cell, dims[2])
+    cell, step, t_next, t_delta = _walk_start(ox, oy, oz, dx, dy, dz, origin, inv_cell, dims)
     count = 0
     t_cell = 0.0
     while t_cell <= max_distance:
         # the cell's stretch of the ray: [t_cell, t_exit), closed where the ray leaves the grid
-        if nx <= ny and nx <= nz:
-            t_exit, last = nx, cx + sx < 0 or cx + sx >= dims[0]
-        elif ny <= nz:
-            t_exit, last = ny, cy + sy < 0 or cy + sy >= dims[1]
-        else:
-            t_exit, last = nz, cz + sz < 0 or cz + sz >= dims[2]
-        c = (cx * dims[1] + cy) * dims[2] + cz
+        k = _exit_axis(t_next)
+        t_exit = t_next[k]
+        last = cell[k] + step[k] < 0 or cell[k] + step[k] >= dims[k]
+        c = (cell[0] * dims[1] + cell[1]) * dims[2] + cell[2]
         for n in range(cell_start[c], cell_start[c + 1]):
             f = cell_triangle[n]
             if faces[f, 0] == i or faces[f, 1] == i or faces[f, 2] == i:
@@ -177,24 +186,9 @@ def crossings(i, ox, oy, oz, dx, dy, dz, x, faces, cell_start, cell_triangle, or
             t, b = _hit(x, faces, f, ox, oy, oz, dx, dy, dz)
             if t > 0.0 and t <= max_distance and t >= t_cell and (t < t_exit or last):
                 count += 1 if b else -1
-        if nx <= ny and nx <= nz:
-            t_cell = nx
-            cx += sx
-            nx += ex
-            if cx < 0 or cx >= dims[0]:
-                break
-        elif ny <= nz:
-            t_cell = ny
-            cy += sy
-            ny += ey
-            if cy < 0 or cy >= dims[1]:
-                break
-        else:
-            t_cell = nz
-            cz += sz
-            nz += ez
-            if cz < 0 or cz >= dims[2]:
-                break
+        t_cell, cell, t_next = _walk_step(k, cell, step, t_next, t_delta)
+        if last:
+            break
     return count
 
 
