@@ -32,8 +32,8 @@ import numpy as np
 from numba import njit, prange
 
 from .skin_field import evaluate_point
-from .constants import (JIT_FAST, JIT_POINT, CONTACT_LOW, LAND_OWN_LOW, STATE_CONTACT, STATE_CROSSED, STATE_FLAT, STATE_FREE,
-                        STATE_ON_ISO, STATE_WORSE)
+from .constants import (JIT, JIT_FAST, JIT_POINT, CONTACT_LOW, LAND_OWN_LOW, STATE_CONTACT, STATE_CROSSED,
+                        STATE_FLAT, STATE_FREE, STATE_ON_ISO, STATE_WORSE)
 
 
 CHUNK = 64
@@ -114,6 +114,65 @@ def _stop_at(i, y0, y1, y2, p, anchor):
 
 
 @njit(**JIT_POINT)
+def _set_row(i, y0, y1, y2, out):
+    """``out[i] = (y0, y1, y2)``."""
+    out[i, 0] = y0
+    out[i, 1] = y1
+    out[i, 2] = y2
+
+
+@njit(**JIT_POINT)
+def _unit_normal(i, hx, hy, hz, normal):
+    """``normal[i]``: the unit vector along ``(hx, hy, hz)``; unchanged where that vanishes."""
+    h2 = hx * hx + hy * hy + hz * hz
+    if h2 > 1e-16:
+        hn = math.sqrt(h2)
+        normal[i, 0] = hx / hn
+        normal[i, 1] = hy / hn
+        normal[i, 2] = hz / hn
+
+
+@njit(inline="always", **JIT_POINT)
+def _regula_falsi(a, da, b, db, h, iso_i, prm, val, grad, nodes, field, muscles):
+    """The point of the segment from ``a`` to ``b`` (3-tuples [m], their values less the iso-value ``da``, ``db`` of
+    opposite signs) where the field meets ``iso_i``: regula falsi (Illinois variant), at most ``prm.bisect_steps``
+    steps until ``|F - iso_i| < prm.eps``. The bracket keeps one end on each side of the iso-value like a bisection,
+    the split point follows the values' linear interpolation. Returns ``(y0, y1, y2, hx, hy, hz)``: the end nearer
+    the iso-value, the gradient at the last point evaluated (``h``, the gradient at ``b``, if none was) and the
+    number of field evaluations. Inlined into :func:`_project`: no function of its own to compile."""
+    a0, a1, a2 = a
+    b0, b1, b2 = b
+    hx, hy, hz = h
+    side = 0
+    n = 0
+    for _ in range(prm.bisect_steps):
+        t = da / (da - db)
+        t = min(max(t, 0.05), 0.95)
+        m0 = a0 + t * (b0 - a0)
+        m1 = a1 + t * (b1 - a1)
+        m2 = a2 + t * (b2 - a2)
+        fm, mx, my, mz = evaluate_point(m0, m1, m2, val, grad, nodes, field, muscles)
+        n += 1
+        dm = fm - iso_i
+        hx, hy, hz = mx, my, mz
+        if da * dm <= 0.0:
+            b0, b1, b2, db = m0, m1, m2, dm
+            if side == -1:
+                da *= 0.5
+            side = -1
+        else:
+            a0, a1, a2, da = m0, m1, m2, dm
+            if side == 1:
+                db *= 0.5
+            side = 1
+        if abs(dm) < prm.eps:
+            break
+    if abs(da) < abs(db):
+        return a0, a1, a2, hx, hy, hz, n
+    return b0, b1, b2, hx, hy, hz, n
+
+
+@njit(**JIT_POINT)
 def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active_nodes):
     """Algorithm 3.1 for vertex ``i`` with step factor ``lam``, with the contact landing first: writes ``p[i]``,
     ``anchor[i]``, ``normal[i]``, ``state[i]`` of ``scr``. ``val, grad, active_nodes``: per-task node scratch."""
@@ -127,13 +186,10 @@ def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active
     g_prev = scr.g_prev
     state = scr.state
     evaluations = scr.evaluations
-    own_leaf = mesh.own_leaf
     x0 = x[i, 0]
     x1 = x[i, 1]
     x2 = x[i, 2]
-    p[i, 0] = x0
-    p[i, 1] = x1
-    p[i, 2] = x2
+    _set_row(i, x0, x1, x2, p)
     landable = mesh.landable[i]
     if first and not (landable and scr.start_gap[i] >= 0.0):
         # the first projection starts where the start pass evaluated the field
@@ -145,10 +201,10 @@ def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active
         f, gx, gy, gz = evaluate_point(x0, x1, x2, val, grad, active_nodes, field, muscles)
         evaluations[i] += 1
         if landable:
-            b = beyond_contact(own_leaf[i], mesh.leaf_nodes, prm.cos_land, val, grad, active_nodes)
+            b = beyond_contact(mesh.own_leaf[i], mesh.leaf_nodes, prm.cos_land, val, grad, active_nodes)
             if b >= 0:
-                _land(i, own_leaf[i], b, prm.land_steps, trust, max_step, p, anchor, normal, state, evaluations,
-                      val, grad, active_nodes, field, muscles)
+                _land(i, mesh.own_leaf[i], b, prm, (p, anchor, normal), state, evaluations, val, grad, active_nodes, field,
+                      muscles)
                 return
     g2 = gx * gx + gy * gy + gz * gz
     if g2 < 1e-16:
@@ -163,15 +219,9 @@ def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active
             and nx * g_prev[i, 0] + ny * g_prev[i, 1] + nz * g_prev[i, 2] < prm.cos_stop):
         state[i] = STATE_CONTACT
         return
-    g_prev[i, 0] = nx
-    g_prev[i, 1] = ny
-    g_prev[i, 2] = nz
-    anchor[i, 0] = x0
-    anchor[i, 1] = x1
-    anchor[i, 2] = x2
-    normal[i, 0] = nx
-    normal[i, 1] = ny
-    normal[i, 2] = nz
+    _set_row(i, nx, ny, nz, g_prev)
+    _set_row(i, x0, x1, x2, anchor)
+    _set_row(i, nx, ny, nz, normal)
     if abs(d) < eps:
         state[i] = STATE_ON_ISO
         return
@@ -194,37 +244,9 @@ def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active
         state[i] = STATE_WORSE
         return
     if d * d2 < 0.0:
-        # dichotomy on [x, y] by regula falsi (Illinois variant): the bracket keeps one end on each side of the
-        # iso-value like a bisection, the split point follows the values' linear interpolation
-        a0, a1, a2, da = x0, x1, x2, d
-        b0, b1, b2, db = y0, y1, y2, d2
-        side = 0
-        for _ in range(prm.bisect_steps):
-            t = da / (da - db)
-            t = min(max(t, 0.05), 0.95)
-            m0 = a0 + t * (b0 - a0)
-            m1 = a1 + t * (b1 - a1)
-            m2 = a2 + t * (b2 - a2)
-            fm, mx, my, mz = evaluate_point(m0, m1, m2, val, grad, active_nodes, field, muscles)
-            evaluations[i] += 1
-            dm = fm - iso[i]
-            hx, hy, hz = mx, my, mz
-            if da * dm <= 0.0:
-                b0, b1, b2, db = m0, m1, m2, dm
-                if side == -1:
-                    da *= 0.5
-                side = -1
-            else:
-                a0, a1, a2, da = m0, m1, m2, dm
-                if side == 1:
-                    db *= 0.5
-                side = 1
-            if abs(dm) < eps:
-                break
-        if abs(da) < abs(db):
-            y0, y1, y2 = a0, a1, a2
-        else:
-            y0, y1, y2 = b0, b1, b2
+        y0, y1, y2, hx, hy, hz, n = _regula_falsi((x0, x1, x2), d, (y0, y1, y2), d2, (hx, hy, hz), iso[i], prm,
+                                                  val, grad, active_nodes, field, muscles)
+        evaluations[i] += n
         state[i] = STATE_CROSSED
     elif abs(d2) < eps:
         # the step's end is on the iso-value: as a vertex that started there, it takes no new step unless a sweep
@@ -233,12 +255,7 @@ def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active
     else:
         state[i] = STATE_FREE
     _stop_at(i, y0, y1, y2, p, anchor)
-    h2 = hx * hx + hy * hy + hz * hz
-    if h2 > 1e-16:
-        hn = math.sqrt(h2)
-        normal[i, 0] = hx / hn
-        normal[i, 1] = hy / hn
-        normal[i, 2] = hz / hn
+    _unit_normal(i, hx, hy, hz, normal)
 
 
 @njit(**JIT_POINT)
@@ -282,12 +299,19 @@ def contact_gap(o, b, val, grad):
 
 
 @njit(inline="always", **JIT_POINT)
-def _land(i, o, b, steps, tol, max_step, p, anchor, normal, state, evaluations, val, grad, nodes, field, muscles):
+def _land(i, o, b, prm, plane, state, evaluations, val, grad, nodes, field, muscles):
     """Land vertex ``i`` (at ``p[i]``, where ``val, grad`` were evaluated) on the contact surface ``h = f_o - f_b
-    = 0`` of leaves ``o`` and ``b``: at most ``steps`` Newton steps along ``grad h``, until a step is shorter than
-    ``tol`` [m]. The vertex stops there (STATE_CONTACT), its anchor and normal are the contact surface's, so the
-    ARAP sweeps slide it on that surface. ``evaluations[i]`` counts the field evaluations. Inlined into its two
-callers (it runs for the few vertices that passed a contact): no function of its own to compile."""
+    = 0`` of leaves ``o`` and ``b``: at most ``prm.land_steps`` Newton steps along ``grad h``, each at most
+    ``prm.max_step`` long, until a step is shorter than ``prm.trust`` [m]. ``plane = (p, anchor, normal)``: the
+    vertex stops there, in ``p[i]`` (``state[i]`` STATE_CONTACT), its anchor and normal the contact surface's, so
+    the ARAP sweeps slide it on that surface. ``evaluations[i]`` counts the field evaluations. The arrays come one by
+    one, not in the tracking's scratch struct: in the parallel loop of :func:`track`, writes through the struct
+    changed its result. Inlined into its two callers (it runs for the few vertices that passed a contact): no
+    function of its own to compile."""
+    p, anchor, normal = plane
+    steps = prm.land_steps
+    tol = prm.trust
+    max_step = prm.max_step
     y0 = p[i, 0]
     y1 = p[i, 1]
     y2 = p[i, 2]
@@ -411,6 +435,66 @@ def _relax(src, dst, mesh, scr, moves, work, n_work):
                 dst[i, c] = src[i, c]
 
 
+@njit(**JIT)
+def _work_list(x, mesh, prm, scr, moves, work):
+    """After the start pass marked ``scr.active`` the vertices off their iso-value: add ``prm.dilation`` rings
+    around them, drop the pinned ones, reset every vertex's projection (``scr.p`` and ``scr.anchor`` at ``x``, no
+    normal, STATE_FREE) and list the active ones in ``work`` (so that the threads share them evenly: they gather at
+    the joints), their ``moves`` infinite. Returns how many there are."""
+    active = scr.active
+    V = x.shape[0]
+    flag = np.empty(V, dtype=np.bool_)
+    for _ in range(prm.dilation):
+        for i in range(V):
+            on = active[i]
+            if not on:
+                for k in range(mesh.ring_start[i], mesh.ring_start[i + 1]):
+                    if active[mesh.ring_neighbour[k]]:
+                        on = True
+                        break
+            flag[i] = on
+        for i in range(V):
+            active[i] = flag[i]
+    n_work = 0
+    for i in range(V):
+        if mesh.pinned[i]:
+            active[i] = False
+        scr.state[i] = STATE_FREE
+        for c in range(3):
+            scr.p[i, c] = x[i, c]
+            scr.anchor[i, c] = x[i, c]
+            scr.normal[i, c] = 0.0
+        if active[i]:
+            work[n_work] = i
+            n_work += 1
+            moves[i] = np.inf
+    return n_work
+
+
+@njit(**JIT_FAST)
+def _final_sweeps(x, mesh, prm, scr, moves, work, n_work):
+    """After a landing pass: ARAP sweeps of the vertices ``work[:n_work]`` between ``x`` and ``scr.p``, at most
+    ``prm.final_sweeps``, until the largest move is below ``prm.final_tol``; they slide the landed vertices on their
+    contact surface's tangent plane and relax the rest. The result is in ``x``. Returns the number of sweeps."""
+    p = scr.p
+    done = 0
+    for sweep in range(prm.final_sweeps):
+        src, dst = (x, p) if sweep % 2 == 0 else (p, x)
+        _relax(src, dst, mesh, scr, moves, work, n_work)
+        done += 1
+        largest = 0.0
+        for w in range(n_work):
+            largest = max(largest, moves[work[w]])
+        if math.sqrt(largest) < prm.final_tol:
+            break
+    if done % 2 == 1:
+        for w in range(n_work):
+            i = work[w]
+            for c in range(3):
+                x[i, c] = p[i, c]
+    return done
+
+
 @njit(parallel=True, **JIT_FAST)
 def track(x, rot, mesh, field, muscles, params, scratch):
     """One frame of tracking (module docstring): ``x (V, 3)`` [m] in place, ``rot (V, 3, 3)``, ``mesh`` a
@@ -419,13 +503,12 @@ def track(x, rot, mesh, field, muscles, params, scratch):
 
     Every field evaluation is in one parallel loop, run once per phase: phase 0 the start pass over every vertex,
     phases ``1 .. N`` the ``N`` projections of the active vertices (each followed by an ARAP sweep), phases
-    ``N + 1 ..`` the ``contact_rounds`` landing passes (each followed by the final ARAP sweeps). numba compiles each parallel loop into a function of its own, into which it links
-    the whole skin field: one loop compiles it once (design notes, *Compile time*)."""
+    ``N + 1 ..`` the ``contact_rounds`` landing passes (each followed by the final ARAP sweeps). numba compiles each
+    parallel loop into a function of its own, into which it links the whole skin field: one loop compiles it once
+    (design notes, *Compile time*)."""
     prm = params
     scr = scratch
     iso = mesh.iso
-    ring_start = mesh.ring_start
-    ring_neighbour = mesh.ring_neighbour
     eps = prm.eps
     p = scr.p
     anchor = scr.anchor
@@ -448,7 +531,6 @@ def track(x, rot, mesh, field, muscles, params, scratch):
     work = np.empty(V, dtype=np.int64)
     n_work = np.int64(0)
     moves = np.zeros(V)
-    flag = np.empty(V, dtype=np.bool_)
     quiet2 = prm.quiet * prm.quiet
     rounds = max(prm.contact_rounds, 1)
     sweeps = 0
@@ -491,54 +573,11 @@ def track(x, rot, mesh, field, muscles, params, scratch):
                     evaluations[i] += 1
                     b = beyond_contact(own_leaf[i], leaf_nodes, cos_land, val, grad, nodes)
                     if b >= 0:
-                        _land(i, own_leaf[i], b, prm.land_steps, prm.trust, prm.max_step, x, anchor, normal,
-                              state, evaluations, val, grad, nodes, field, muscles)
+                        _land(i, own_leaf[i], b, prm, (x, anchor, normal), state, evaluations, val, grad, nodes, field, muscles)
         if phase == 0:
-            # `dilation` rings around the vertices off their iso-value, less the pinned ones
-            for _ in range(prm.dilation):
-                for i in range(V):
-                    on = active[i]
-                    if not on:
-                        for k in range(ring_start[i], ring_start[i + 1]):
-                            if active[ring_neighbour[k]]:
-                                on = True
-                                break
-                    flag[i] = on
-                for i in range(V):
-                    active[i] = flag[i]
-            for i in range(V):
-                if mesh.pinned[i]:
-                    active[i] = False
-            # the active vertices as a list, so that the threads share them evenly (they gather at the joints)
-            for i in range(V):
-                state[i] = STATE_FREE
-                for c in range(3):
-                    p[i, c] = x[i, c]
-                    anchor[i, c] = x[i, c]
-                    normal[i, c] = 0.0
-                if active[i]:
-                    work[n_work] = i
-                    n_work += 1
-                    moves[i] = np.inf
+            n_work = _work_list(x, mesh, prm, scr, moves, work)
         elif phase <= N:
             _relax(p, x, mesh, scr, moves, work, n_work)
         else:
-            # after each landing pass, the final sweeps slide the landed vertices on their contact surface's tangent
-            # plane and relax the rest; the next pass lands those a sweep carried across again
-            done = 0
-            for sweep in range(prm.final_sweeps):
-                src, dst = (x, p) if sweep % 2 == 0 else (p, x)
-                _relax(src, dst, mesh, scr, moves, work, n_work)
-                done += 1
-                largest = 0.0
-                for w in range(n_work):
-                    largest = max(largest, moves[work[w]])
-                if math.sqrt(largest) < prm.final_tol:
-                    break
-            if done % 2 == 1:
-                for w in range(n_work):
-                    i = work[w]
-                    for c in range(3):
-                        x[i, c] = p[i, c]
-            sweeps += done
+            sweeps += _final_sweeps(x, mesh, prm, scr, moves, work, n_work)
     return sweeps

@@ -262,14 +262,9 @@ PER_POINT = "design notes, Per-point functions count no references"
 """Why a point's leaf of the skin field takes its arrays one by one and is written out in one function."""
 SIZE_EXCEPTIONS = {
     "core/skin/field.py::bind_skin_field": SKIN_TRACKING,
-    "core/skin/tracking.py::track_reference": SKIN_TRACKING,
-    "kernels/ray_cast.py::first_hits": SKIN_TRACKING,
     "kernels/ray_cast.py::first_hit": PER_POINT,
     "kernels/ray_cast.py::crossings": PER_POINT,
     "kernels/mesh_distance.py::signed_distance_gradient": SKIN_TRACKING,
-    "kernels/tracking.py::_project": SKIN_TRACKING,
-    "kernels/tracking.py::_land": SKIN_TRACKING,
-    "kernels/tracking.py::track": SKIN_TRACKING,
     "kernels/fusiform.py::_field_arrays": PER_POINT,
     "kernels/muscle_change.py::muscle_change": PER_POINT,
     "kernels/skin_field.py::evaluate_point": PER_POINT,

@@ -268,20 +268,10 @@ def track_reference(x, rot, rest, iso, rings, evaluate, settings: TrackingSettin
     cos_stop = np.cos(np.radians(s.contact_angle))
     cos_land = np.cos(np.radians(s.landing_angle))
     landing = leaves is not None and s.land_on_contact
-    f, _ = evaluate(x)
-    active = np.abs(f - iso) >= s.eps
-    for _ in range(s.dilation):
-        rows = np.repeat(np.arange(V), np.diff(rings.start))
-        hit = np.zeros(V, dtype=bool)
-        np.logical_or.at(hit, rows, active[rings.neighbour])
-        active = active | hit
-    if pinned is not None:
-        active &= ~np.asarray(pinned, dtype=bool)
+    active = _active_reference(x, iso, rings, evaluate, s, pinned)
     state = np.zeros(V, dtype=np.int8)
-    p = x.copy()
-    anchor = x.copy()
-    normal = np.zeros((V, 3))
-    g_prev = np.zeros((V, 3))
+    p, anchor = x.copy(), x.copy()
+    normal, g_prev = np.zeros((V, 3)), np.zeros((V, 3))
     moves = np.full(V, np.inf)
     for n, lam in enumerate(lambdas):
         work = active & (state != STATE_CONTACT) & ~((state == STATE_ON_ISO) & (moves < s.quiet * mesh_size))
@@ -330,32 +320,8 @@ def track_reference(x, rot, rest, iso, rings, evaluate, settings: TrackingSettin
         state[sel[free]] = STATE_FREE
         state[sel[free & (np.abs(d2) < s.eps)]] = STATE_ON_ISO
         if np.any(crossed):
-            iso_c = iso[sel[crossed]]
-            a, da = x[sel[crossed]].copy(), d[crossed].copy()
-            b, db = y[crossed].copy(), d2[crossed].copy()
-            hb = h[crossed].copy()
-            side = np.zeros(len(a), dtype=np.int64)
-            done = np.zeros(len(a), dtype=bool)
-            for _ in range(s.bisect_steps):
-                li = np.flatnonzero(~done)
-                if not len(li):
-                    break
-                t = np.clip(da[li] / (da[li] - db[li]), 0.05, 0.95)
-                m = a[li] + t[:, None] * (b[li] - a[li])
-                fm, gm = evaluate(m)
-                dm = fm - iso_c[li]
-                hb[li] = gm
-                to_b = da[li] * dm <= 0.0
-                ib, ia = li[to_b], li[~to_b]
-                b[ib], db[ib] = m[to_b], dm[to_b]
-                da[ib[side[ib] == -1]] *= 0.5
-                side[ib] = -1
-                a[ia], da[ia] = m[~to_b], dm[~to_b]
-                db[ia[side[ia] == 1]] *= 0.5
-                side[ia] = 1
-                done[li[np.abs(dm) < s.eps]] = True
-            y[crossed] = np.where((np.abs(da) < np.abs(db))[:, None], a, b)
-            h[crossed] = hb
+            y[crossed], h[crossed] = _regula_falsi_reference(x[sel[crossed]], d[crossed], y[crossed], d2[crossed],
+                                                             h[crossed], iso[sel[crossed]], evaluate, s)
             state[sel[crossed]] = STATE_CROSSED
         moved = ~worse
         ms = sel[moved]
@@ -372,13 +338,64 @@ def track_reference(x, rot, rest, iso, rings, evaluate, settings: TrackingSettin
     if landing:
         _land_some(np.flatnonzero(active), x, own_part, landable, leaves, s, mesh_size, cos_land, anchor, normal,
                    state)
-    relax = active & (state != STATE_FLAT)
+    x, sweeps = _final_sweeps_reference(x, rot, rest, rings, anchor, normal, active & (state != STATE_FLAT),
+                                        s.final_sweeps, s.final_tolerance * mesh_size)
+    return x, state, active, sweeps
+
+
+def _active_reference(x, iso, rings, evaluate, s, pinned):
+    """The start pass of :func:`track_reference`: ``(V,)`` bool the vertices off their iso-value at ``x``, with
+    ``s.dilation`` rings around them, less the ``pinned`` ones."""
+    V = len(x)
+    f, _ = evaluate(x)
+    active = np.abs(f - iso) >= s.eps
+    for _ in range(s.dilation):
+        rows = np.repeat(np.arange(V), np.diff(rings.start))
+        hit = np.zeros(V, dtype=bool)
+        np.logical_or.at(hit, rows, active[rings.neighbour])
+        active = active | hit
+    if pinned is not None:
+        active &= ~np.asarray(pinned, dtype=bool)
+    return active
+
+
+def _regula_falsi_reference(a, da, b, db, hb, iso_c, evaluate, s):
+    """The regula falsi (Illinois) of ``kernels/tracking._regula_falsi`` on rows of brackets ``a (n, 3)`` to
+    ``b (n, 3)`` [m] with values less the iso-value ``da``, ``db`` of opposite signs, ``hb (n, 3)`` the gradients at
+    ``b``: ``(y (n, 3), h (n, 3))`` the end nearer each iso-value and the gradient last evaluated."""
+    a, da, b, db, hb = a.copy(), da.copy(), b.copy(), db.copy(), hb.copy()
+    side = np.zeros(len(a), dtype=np.int64)
+    done = np.zeros(len(a), dtype=bool)
+    for _ in range(s.bisect_steps):
+        li = np.flatnonzero(~done)
+        if not len(li):
+            break
+        t = np.clip(da[li] / (da[li] - db[li]), 0.05, 0.95)
+        m = a[li] + t[:, None] * (b[li] - a[li])
+        fm, gm = evaluate(m)
+        dm = fm - iso_c[li]
+        hb[li] = gm
+        to_b = da[li] * dm <= 0.0
+        ib, ia = li[to_b], li[~to_b]
+        b[ib], db[ib] = m[to_b], dm[to_b]
+        da[ib[side[ib] == -1]] *= 0.5
+        side[ib] = -1
+        a[ia], da[ia] = m[~to_b], dm[~to_b]
+        db[ia[side[ia] == 1]] *= 0.5
+        side[ia] = 1
+        done[li[np.abs(dm) < s.eps]] = True
+    return np.where((np.abs(da) < np.abs(db))[:, None], a, b), hb
+
+
+def _final_sweeps_reference(x, rot, rest, rings, anchor, normal, relax, most, tolerance):
+    """ARAP sweeps of the ``relax`` vertices after the loop, at most ``most``, until the largest move is below
+    ``tolerance`` [m]: ``(positions, sweeps)``."""
     sweeps = 0
-    for _ in range(s.final_sweeps):
+    for _ in range(most):
         new = np.where(relax[:, None], _arap_ref(x, rot, rest, rings, anchor, normal), x)
-        move = np.sqrt(np.max(np.sum((new - x) ** 2, axis=1))) if V else 0.0
+        move = np.sqrt(np.max(np.sum((new - x) ** 2, axis=1))) if len(x) else 0.0
         x = new
         sweeps += 1
-        if move < s.final_tolerance * mesh_size:
+        if move < tolerance:
             break
-    return x, state, active, sweeps
+    return x, sweeps
