@@ -22,6 +22,10 @@ sheet across the calf below the knee) is cut.
 ``BODY_MARGIN R``: ``f = max(f_H, d - BODY_MARGIN R)``, ``d`` the signed distance to the rest mesh (negative inside).
 No part stands out of the rest skin, nor lies deeper under it than the body does, so at rest a vertex lies inside no
 other part (its iso-value is its own part's) and the parts' gradients at the skin are the skin's normals.
+
+**Work only where it can matter.** Where the capsule or a cut already reaches ``R``, ``K(f) = 0`` whatever ``f_H``: the
+HRBF is evaluated at the other nodes only. The body clip runs where ``f < R``, on the lattice
+(``RestBody.lattice_signed_distance``), and searches each node's distance only as far as the clip can still win.
 """
 from __future__ import annotations
 
@@ -112,24 +116,34 @@ def bake_part_grid(hrbf, R: float, sample_points, head, tail, bone: int,
     origin, h, dims = grid_box(cover, reach, int(resolution))
     axes = [origin[c] + h * np.arange(dims[c]) for c in range(3)]
     nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    f = np.empty(len(nodes))
-    g = np.empty((len(nodes), 3))
-    hrbf_field(nodes, *hrbf.kernel_arrays(), f, g)
-    # capsule clip: f = max(f_H, CLIP_SLOPE (d_seg - CLIP_RADIUS R))
+    # capsule clip: CLIP_SLOPE (d_seg - CLIP_RADIUS R); the plane of each capped end
     e = tail - head
     e2 = float(e @ e)
     t = np.zeros(len(nodes)) if e2 <= 0.0 else np.clip((nodes - head) @ e / e2, 0.0, 1.0)
     d = nodes - (head + t[:, None] * e)
     dist = np.linalg.norm(d, axis=1)
-    f, g = _clip(f, g, CLIP_SLOPE * (dist - CLIP_RADIUS * R), CLIP_SLOPE * d / np.maximum(dist, 1e-12)[:, None])
+    clips = [(CLIP_SLOPE * (dist - CLIP_RADIUS * R), CLIP_SLOPE * d / np.maximum(dist, 1e-12)[:, None])]
     for point, outward, cut in ends:
         u = np.asarray(outward, dtype=np.float64)
-        f, g = _clip(f, g, (nodes - point) @ u - cut, u)
+        clips.append(((nodes - point) @ u - cut, np.broadcast_to(u, (len(nodes), 3))))
+    # f = max(f_H, clips...) >= R where a clip is: K(f) = 0 there whatever f_H, which is evaluated elsewhere only
+    live = np.flatnonzero(np.max([c for c, _ in clips], axis=0) < R)
+    f = np.full(len(nodes), np.inf)
+    g = np.zeros((len(nodes), 3))
+    fl = np.empty(len(live))
+    gl = np.empty((len(live), 3))
+    hrbf_field(np.ascontiguousarray(nodes[live]), *hrbf.kernel_arrays(), fl, gl)
+    for clip, clip_grad in clips:
+        fl, gl = _clip(fl, gl, clip[live], clip_grad[live])
+    f[live], g[live] = fl, gl
     if body is not None:
-        near = np.flatnonzero(f < R)  # where K(f) > 0: elsewhere no clip can change it
+        want = f < R  # where K(f) > 0: elsewhere no clip can change it
+        near = np.flatnonzero(want)
         margin = BODY_MARGIN * R
-        # inside the body the clip can only win where |sd| < -(f + margin): no deeper search is needed there
-        distance, gradient = body.signed_distance(nodes[near], R + margin, np.maximum(-(f[near] + margin), 0.0))
+        # the clip wins only inside the body where |sd| < -(f + margin), outside it where sd > f + margin: no
+        # deeper search inside, and outside a point found within f + margin ends it
+        distance, gradient = body.lattice_signed_distance(origin, h, want.reshape(*dims), R + margin,
+                                                          np.maximum(-(f[near] + margin), 0.0), f[near] + margin)
         # +inf: further out than the support, -inf: deeper inside than it (K = 1 either way)
         clip = np.clip(distance, -R - margin, R + margin) - margin
         f[near], g[near] = _clip(f[near], g[near], clip, gradient)
