@@ -161,9 +161,9 @@ def _box_gap2(o, origin, cell, i, j, k):
 def _nearest(px, py, pz, x, faces, cell_start, cell_triangle, origin, inv_cell, dims, max_distance, enough=-1.0):
     """The point of the mesh nearest to p within ``max_distance``: ``(distance, qx, qy, qz)``, ``distance = inf``
     when there is none; if ``enough > 0`` [m], the first point found within ``enough`` ends the search (a point no
-    further than it, not always the nearest). The cells are searched in shells of growing Chebyshev radius around p's cell, until a
-    shell lies further than the nearest point found; within a shell, a cell whose box lies no nearer than that point
-    is skipped (:func:`_box_gap2`)."""
+    further than it, not always the nearest). The cells are searched in shells of growing Chebyshev radius around
+    p's cell, until a shell lies further than the nearest point found; within a shell, a cell whose box lies no
+    nearer than that point is skipped (:func:`_box_gap2`)."""
     cell = 1.0 / inv_cell
     o = (px, py, pz)
     c0 = np.empty(3, dtype=np.int64)
