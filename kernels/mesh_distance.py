@@ -6,9 +6,12 @@ walked in order, Amanatides and Woo 1987; each triangle counted once, in the cel
 nearest point: the triangles of the cells in growing shells around the point (Ericson, *Real-Time Collision
 Detection*, 5.1.5), given up beyond ``max_distance``.
 
-:func:`signed_distance_gradient` gives the signed distance and its gradient (the skin's part fields are clipped to
-the body at rest with it, ``core/skin/part_grid.py``); :func:`mesh_signed_distance` the signed distance alone.
-Reference: the brute-force ``kernels/distance.signed_distance`` (winding numbers).
+:func:`signed_distance_gradient` gives the signed distance and its gradient; :func:`mesh_signed_distance` the signed
+distance alone. The skin's part fields are clipped to the body at rest on their grids' lattices
+(``core/skin/part_grid.py``): :func:`lattice_inside` gives the side of every node of a lattice from one parity ray per
+line of nodes along the parity direction, :func:`sided_distance_gradient` the distance of points whose side is known.
+Reference: the brute-force ``kernels/distance.signed_distance`` (winding numbers), and each node's own ray and search
+for the lattice.
 """
 from __future__ import annotations
 
@@ -22,6 +25,9 @@ from .constants import JIT
 PARITY_DIRECTION = (0.2672612419124244, 0.5345224838248488, 0.8017837257372732)
 """Unit direction of the parity rays, (1, 2, 3) / |(1, 2, 3)|: along no axis and no diagonal, so a ray of a grid
 node does not run along a mesh edge of an axis-aligned model."""
+BOX_SLACK = 1e-6
+"""How far [cells] the nearest search grows each cell's box before it skips the cell as no nearer than the best
+point found: more than the rounding of the cells' bounds, so a skipped cell never held a nearer point."""
 
 
 @njit(**JIT)
@@ -136,10 +142,28 @@ def _closest_point(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
 
 
 @njit(**JIT)
-def _nearest(px, py, pz, x, faces, cell_start, cell_triangle, origin, inv_cell, dims, max_distance):
+def _box_gap2(o, origin, cell, i, j, k):
+    """Squared distance [m^2] from the point ``o`` to cell ``(i, j, k)``'s box grown by ``BOX_SLACK`` cells: no
+    point of the cell lies nearer, so a cell whose gap is no less than the best distance found holds no nearer
+    triangle point (a triangle is listed in every cell its box touches, its point nearest to ``o`` among them)."""
+    gap2 = 0.0
+    for a in range(3):
+        lo = origin[a] + ((i, j, k)[a] - BOX_SLACK) * cell
+        hi = origin[a] + ((i, j, k)[a] + 1 + BOX_SLACK) * cell
+        if o[a] < lo:
+            gap2 += (lo - o[a]) ** 2
+        elif o[a] > hi:
+            gap2 += (o[a] - hi) ** 2
+    return gap2
+
+
+@njit(**JIT)
+def _nearest(px, py, pz, x, faces, cell_start, cell_triangle, origin, inv_cell, dims, max_distance, enough=-1.0):
     """The point of the mesh nearest to p within ``max_distance``: ``(distance, qx, qy, qz)``, ``distance = inf``
-    when there is none. The cells are searched in shells of growing Chebyshev radius around p's cell, until a
-    shell lies further than the nearest point found."""
+    when there is none; if ``enough > 0`` [m], the first point found within ``enough`` ends the search (a point no
+    further than it, not always the nearest). The cells are searched in shells of growing Chebyshev radius around
+    p's cell, until a shell lies further than the nearest point found; within a shell, a cell whose box lies no
+    nearer than that point is skipped (:func:`_box_gap2`)."""
     cell = 1.0 / inv_cell
     o = (px, py, pz)
     c0 = np.empty(3, dtype=np.int64)
@@ -153,6 +177,7 @@ def _nearest(px, py, pz, x, faces, cell_start, cell_triangle, origin, inv_cell, 
         else:
             margin = 0.0
     best2 = max_distance * max_distance
+    enough2 = enough * enough if enough > 0.0 else -1.0
     qx, qy, qz = px, py, pz
     shells = int(math.ceil(max_distance * inv_cell)) + 1
     for s in range(shells + 1):
@@ -169,7 +194,7 @@ def _nearest(px, py, pz, x, faces, cell_start, cell_triangle, origin, inv_cell, 
                 step = 1 if on_face or s == 0 else 2 * s
                 k = c0[2] - s
                 while k <= c0[2] + s:
-                    if k >= 0 and k < dims[2]:
+                    if k >= 0 and k < dims[2] and _box_gap2(o, origin, cell, i, j, k) < best2:
                         c = (i * dims[1] + j) * dims[2] + k
                         for n in range(cell_start[c], cell_start[c + 1]):
                             f = cell_triangle[n]
@@ -180,10 +205,144 @@ def _nearest(px, py, pz, x, faces, cell_start, cell_triangle, origin, inv_cell, 
                             if d2 < best2:
                                 best2 = d2
                                 qx, qy, qz = yx, yy, yz
+                                if d2 <= enough2:
+                                    return math.sqrt(best2), qx, qy, qz
                     k += step
     if best2 >= max_distance * max_distance:
         return np.inf, qx, qy, qz
     return math.sqrt(best2), qx, qy, qz
+
+
+@njit(**JIT)
+def _ray_crossings(px, py, pz, x, faces, piece, cell_start, cell_triangle, origin, inv_cell, dims):
+    """``(t (m,), piece (m,))``: the crossings ahead of the point of the ray along ``PARITY_DIRECTION``, the
+    distances along it sorted, each with its triangle's piece; the same walk and tests as :func:`_inside`."""
+    cell = 1.0 / inv_cell
+    d = PARITY_DIRECTION
+    found_t = np.empty(64)
+    found_piece = np.empty(64, dtype=np.int64)
+    m = 0
+    t0 = 0.0
+    for k in range(3):
+        o_k = (px, py, pz)[k]
+        if o_k >= origin[k] + dims[k] * cell:
+            return found_t[:0], found_piece[:0]
+        if o_k < origin[k]:
+            t0 = max(t0, (origin[k] - o_k) / d[k])
+    o = (px + t0 * d[0], py + t0 * d[1], pz + t0 * d[2])
+    ci = np.empty(3, dtype=np.int64)
+    t_next = np.empty(3)
+    t_delta = np.empty(3)
+    for k in range(3):
+        c = min(max(int(math.floor((o[k] - origin[k]) * inv_cell)), 0), dims[k] - 1)
+        if o[k] >= origin[k] + dims[k] * cell:
+            return found_t[:0], found_piece[:0]
+        ci[k] = c
+        t_next[k] = t0 + (origin[k] + (c + 1) * cell - o[k]) / d[k]
+        t_delta[k] = cell / d[k]
+    t_cell = 0.0
+    while True:
+        k = 0
+        if t_next[1] < t_next[k]:
+            k = 1
+        if t_next[2] < t_next[k]:
+            k = 2
+        t_exit = t_next[k]
+        c = (ci[0] * dims[1] + ci[1]) * dims[2] + ci[2]
+        for n in range(cell_start[c], cell_start[c + 1]):
+            f = cell_triangle[n]
+            t = _crossing(x, faces, f, px, py, pz, d[0], d[1], d[2])
+            if t > 0.0 and t >= t_cell and t < t_exit:
+                if m == len(found_t):
+                    found_t = np.concatenate((found_t, np.empty(m)))
+                    found_piece = np.concatenate((found_piece, np.empty(m, dtype=np.int64)))
+                found_t[m] = t
+                found_piece[m] = piece[f]
+                m += 1
+        t_cell = t_exit
+        ci[k] += 1
+        if ci[k] >= dims[k]:
+            break
+        t_next[k] += t_delta[k]
+    order = np.argsort(found_t[:m])
+    return found_t[:m][order], found_piece[:m][order]
+
+
+@njit(parallel=True, **JIT)
+def lattice_inside(lattice, want, x, faces, piece, pieces, cell_start, cell_triangle, origin, inv_cell, dims, out):
+    """``out[i, j, k]``: whether the lattice node ``lattice[:3] + lattice[3] (i, j, k)`` [m] is inside the closed
+    mesh, for the nodes where ``want (nx, ny, nz)`` is true (the others are left as they are); mesh, pieces and grid
+    as in :func:`signed_distance_gradient`.
+
+    The parity rays of nodes ``(i, j, k) + m (1, 2, 3)`` run along one line (``PARITY_DIRECTION`` is ``(1, 2, 3)``
+    made unit): one ray from the line's first wanted node collects its crossings (:func:`_ray_crossings`), and a
+    node further along is inside when, for some piece, an odd number of them lies beyond it; the same crossings
+    :func:`_inside` counts from the node itself (its ray is the same half-line from there on)."""
+    nx, ny, nz = want.shape
+    h = lattice[3]
+    d = PARITY_DIRECTION
+    for n in prange(nx * ny * nz):
+        i0, j0, k0 = n // (ny * nz), (n // nz) % ny, n % nz
+        if i0 >= 1 and j0 >= 2 and k0 >= 3:  # not the first node of its line
+            continue
+        length = min(nx - i0, (ny - j0 + 1) // 2, (nz - k0 + 2) // 3)
+        first = -1
+        for m in range(length):
+            if want[i0 + m, j0 + 2 * m, k0 + 3 * m]:
+                first = m
+                break
+        if first < 0:
+            continue
+        ox = lattice[0] + h * (i0 + first)
+        oy = lattice[1] + h * (j0 + 2 * first)
+        oz = lattice[2] + h * (k0 + 3 * first)
+        t, t_piece = _ray_crossings(ox, oy, oz, x, faces, piece, cell_start, cell_triangle, origin, inv_cell, dims)
+        parity = np.zeros(pieces, dtype=np.int64)
+        odd = 0
+        c = len(t) - 1  # crossings beyond the current node counted: those after index c
+        for m in range(length - 1, first - 1, -1):
+            i, j, k = i0 + m, j0 + 2 * m, k0 + 3 * m
+            # the node's distance along the ray from its origin
+            s = ((lattice[0] + h * i - ox) * d[0] + (lattice[1] + h * j - oy) * d[1]
+                 + (lattice[2] + h * k - oz) * d[2])
+            while c >= 0 and t[c] > s:
+                p = t_piece[c]
+                parity[p] ^= 1
+                odd += 1 if parity[p] == 1 else -1
+                c -= 1
+            if want[i, j, k]:
+                out[i, j, k] = odd > 0
+    return
+
+
+@njit(**JIT)
+def _signed(px, py, pz, sign, d, qx, qy, qz):
+    """``(sign d, gradient)``: the signed distance of p whose side is ``sign`` (-1 inside, +1 outside) and whose
+    nearest mesh point ``q`` lies ``d`` [m] away, and its gradient, the unit direction from ``q`` turned outwards
+    (0 where ``d`` is 0 or infinite)."""
+    if d > 0.0 and d < np.inf:
+        return sign * d, sign * (px - qx) / d, sign * (py - qy) / d, sign * (pz - qz) / d
+    return sign * d, 0.0, 0.0, 0.0
+
+
+@njit(parallel=True, **JIT)
+def sided_distance_gradient(points, inside, x, faces, cell_start, cell_triangle, origin, inv_cell, dims,
+                            max_distance, limit, out):
+    """:func:`signed_distance_gradient` for ``points (n, 3)`` [m] whose side is known, ``inside (n,)`` bool (from
+    :func:`lattice_inside`): ``out[n, 0]`` the signed distance, ``out[n, 1:]`` its gradient. ``limit (n,)`` [m]: for
+    a point inside, its ``inside_reach``; for a point outside, a distance at which to stop: the first mesh point
+    found within ``limit[n] > 0`` gives the distance, which is then that point's, no more than ``limit[n]`` but
+    not always the nearest (a caller to which every distance that short means the same saves the search)."""
+    for n in prange(points.shape[0]):
+        px, py, pz = points[n, 0], points[n, 1], points[n, 2]
+        if inside[n]:
+            d, qx, qy, qz = _nearest(px, py, pz, x, faces, cell_start, cell_triangle, origin, inv_cell, dims,
+                                     min(max_distance, limit[n]))
+            out[n, 0], out[n, 1], out[n, 2], out[n, 3] = _signed(px, py, pz, -1.0, d, qx, qy, qz)
+        else:
+            d, qx, qy, qz = _nearest(px, py, pz, x, faces, cell_start, cell_triangle, origin, inv_cell, dims,
+                                     max_distance, limit[n])
+            out[n, 0], out[n, 1], out[n, 2], out[n, 3] = _signed(px, py, pz, 1.0, d, qx, qy, qz)
 
 
 @njit(parallel=True, **JIT)
@@ -198,19 +357,13 @@ def signed_distance_gradient(points, x, faces, piece, pieces, cell_start, cell_t
     triangle's). The mesh's triangles are sorted into the grid ``cell_start``, ``cell_triangle``, ``origin``,
     ``inv_cell``, ``dims`` of ``kernels/ray_cast.triangle_cells``."""
     for n in prange(points.shape[0]):
-        px, py, pz = points[n, 0], points[n, 1], points[n, 2]
-        out_gradient[n, 0] = 0.0
-        out_gradient[n, 1] = 0.0
-        out_gradient[n, 2] = 0.0
-        sign = -1.0 if _inside(px, py, pz, x, faces, piece, pieces, cell_start, cell_triangle, origin, inv_cell,
-                               dims) else 1.0
+        sign = -1.0 if _inside(points[n, 0], points[n, 1], points[n, 2], x, faces, piece, pieces, cell_start,
+                               cell_triangle, origin, inv_cell, dims) else 1.0
         reach = max_distance if sign > 0.0 else min(max_distance, inside_reach[n])
+        px, py, pz = points[n, 0], points[n, 1], points[n, 2]
         d, qx, qy, qz = _nearest(px, py, pz, x, faces, cell_start, cell_triangle, origin, inv_cell, dims, reach)
-        out_distance[n] = sign * d
-        if d > 0.0 and d < np.inf:
-            out_gradient[n, 0] = sign * (px - qx) / d
-            out_gradient[n, 1] = sign * (py - qy) / d
-            out_gradient[n, 2] = sign * (pz - qz) / d
+        out_distance[n], out_gradient[n, 0], out_gradient[n, 1], out_gradient[n, 2] = _signed(px, py, pz, sign, d,
+                                                                                              qx, qy, qz)
 
 
 @njit(parallel=True, **JIT)

@@ -22,6 +22,10 @@ sheet across the calf below the knee) is cut.
 ``BODY_MARGIN R``: ``f = max(f_H, d - BODY_MARGIN R)``, ``d`` the signed distance to the rest mesh (negative inside).
 No part stands out of the rest skin, nor lies deeper under it than the body does, so at rest a vertex lies inside no
 other part (its iso-value is its own part's) and the parts' gradients at the skin are the skin's normals.
+
+**Work only where it can matter.** Where the capsule or a cut already reaches ``R``, ``K(f) = 0`` whatever ``f_H``: the
+HRBF is evaluated at the other nodes only. The body clip runs where ``f < R``, on the lattice
+(``RestBody.lattice_signed_distance``), and searches each node's distance only as far as the clip can still win.
 """
 from __future__ import annotations
 
@@ -37,6 +41,10 @@ CLIP_RADIUS = 1.1
 CLIP_SLOPE = 2.0
 BODY_MARGIN = 0.005
 """How far a part may stand out of the body at rest, in support radii ``R`` (0.3-0.8 mm on a human's limbs)."""
+ROUNDING = 1.0 + 1e-9
+"""``K(f)`` is computed at the nodes where ``f < ROUNDING R``, not ``f < R``: ``kernels/part_grid.compact_field``
+divides by ``R`` through its reciprocal, so at ``f = R`` (a node beyond the body's reach is clipped to it) ``K`` can
+round to a tiny positive value, which the grid keeps."""
 
 
 @dataclass(frozen=True)
@@ -112,33 +120,45 @@ def bake_part_grid(hrbf, R: float, sample_points, head, tail, bone: int,
     origin, h, dims = grid_box(cover, reach, int(resolution))
     axes = [origin[c] + h * np.arange(dims[c]) for c in range(3)]
     nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    f = np.empty(len(nodes))
-    g = np.empty((len(nodes), 3))
-    hrbf_field(nodes, *hrbf.kernel_arrays(), f, g)
-    # capsule clip: f = max(f_H, CLIP_SLOPE (d_seg - CLIP_RADIUS R))
+    # capsule clip: CLIP_SLOPE (d_seg - CLIP_RADIUS R); the plane of each capped end
     e = tail - head
     e2 = float(e @ e)
     t = np.zeros(len(nodes)) if e2 <= 0.0 else np.clip((nodes - head) @ e / e2, 0.0, 1.0)
     d = nodes - (head + t[:, None] * e)
     dist = np.linalg.norm(d, axis=1)
-    f, g = _clip(f, g, CLIP_SLOPE * (dist - CLIP_RADIUS * R), CLIP_SLOPE * d / np.maximum(dist, 1e-12)[:, None])
-    for point, outward, cut in ends:
-        u = np.asarray(outward, dtype=np.float64)
-        f, g = _clip(f, g, (nodes - point) @ u - cut, u)
+    capsule = CLIP_SLOPE * (dist - CLIP_RADIUS * R)
+    cuts = [((nodes - point) @ np.asarray(u, dtype=np.float64) - cut, np.asarray(u, dtype=np.float64))
+            for point, u, cut in ends]
+    # f = max(f_H, clips...) >= R where a clip is: K(f) = 0 there whatever f_H; f and its gradient are computed at
+    # the other nodes only ("live")
+    highest = capsule.copy()
+    for c, _ in cuts:
+        np.maximum(highest, c, out=highest)
+    live = np.flatnonzero(highest < R * ROUNDING)
+    f = np.empty(len(live))
+    g = np.empty((len(live), 3))
+    hrbf_field(np.ascontiguousarray(nodes[live]), *hrbf.kernel_arrays(), f, g)
+    f, g = _clip(f, g, capsule[live], CLIP_SLOPE * d[live] / np.maximum(dist[live], 1e-12)[:, None])
+    for c, u in cuts:
+        f, g = _clip(f, g, c[live], np.broadcast_to(u, (len(live), 3)))
     if body is not None:
         near = np.flatnonzero(f < R)  # where K(f) > 0: elsewhere no clip can change it
+        want = np.zeros(len(nodes), dtype=np.bool_)
+        want[live[near]] = True
         margin = BODY_MARGIN * R
-        # inside the body the clip can only win where |sd| < -(f + margin): no deeper search is needed there
-        distance, gradient = body.signed_distance(nodes[near], R + margin, np.maximum(-(f[near] + margin), 0.0))
+        # the clip wins only inside the body where |sd| < -(f + margin), outside it where sd > f + margin: no
+        # deeper search inside, and outside a point found within f + margin ends it
+        distance, gradient = body.lattice_signed_distance(origin, h, want.reshape(*dims), R + margin,
+                                                          np.maximum(-(f[near] + margin), 0.0), f[near] + margin)
         # +inf: further out than the support, -inf: deeper inside than it (K = 1 either way)
         clip = np.clip(distance, -R - margin, R + margin) - margin
         f[near], g[near] = _clip(f[near], g[near], clip, gradient)
-    k = np.empty(len(nodes))
-    kg = np.empty((len(nodes), 3))
-    compact_field(f, g, R, k, kg)
-    values = np.concatenate([k[:, None], kg], axis=1).reshape(*dims, 4).astype(np.float32)
-    values, first = _crop_to_support(values)
-    return PartGrid(values=np.ascontiguousarray(values), origin=origin + h * first, spacing=h, bone=bone)
+    support = np.flatnonzero(f < R * ROUNDING)  # K(f) = 0 and K'(f) = 0 at every other node
+    k = np.empty(len(support))
+    kg = np.empty((len(support), 3))
+    compact_field(f[support], g[support], R, k, kg)
+    values, first = _crop_to_support(dims, live[support], np.concatenate([k[:, None], kg], axis=1).astype(np.float32))
+    return PartGrid(values=values, origin=origin + h * first, spacing=h, bone=bone)
 
 
 def _clip(f, g, clip, clip_grad):
@@ -147,15 +167,21 @@ def _clip(f, g, clip, clip_grad):
     return np.where(use, clip, f), np.where(use[:, None], clip_grad, g)
 
 
-def _crop_to_support(values):
-    """``values (nx, ny, nz, 4)`` cut to the box of its nonzero nodes grown by one node: ``(cropped, first)``, with
-    ``first (3,)`` the index of the kept box's first node. Every cell with a nonzero corner is kept and the faces
-    stay zero, so the sampled field is the same everywhere (0 outside); the box is what a point is tested against
-    before any interpolation, and the grid's memory, about a third of the baked one."""
-    dims = np.array(values.shape[:3])
-    nonzero = np.argwhere(np.any(values != 0.0, axis=3))
-    if len(nonzero) == 0:
-        return values[:2, :2, :2], np.zeros(3, dtype=np.int64)
-    first = np.maximum(nonzero.min(axis=0) - 1, 0)
-    last = np.minimum(nonzero.max(axis=0) + 1, dims - 1)
-    return values[first[0]:last[0] + 1, first[1]:last[1] + 1, first[2]:last[2] + 1], first
+def _crop_to_support(dims, index, node_values):
+    """The grid of ``dims (3,)`` nodes whose nodes ``index (n,)`` (flat, C order) hold ``node_values (n, 4)``
+    float32 and every other node 0, cut to the box of its nonzero nodes grown by one node: ``(values (nx, ny, nz, 4)
+    float32, first)``, with ``first (3,)`` the index of the kept box's first node. Every cell with a nonzero corner is
+    kept and the faces stay zero, so the sampled field is the same everywhere (0 outside); the box is what a point is
+    tested against before any interpolation, and the grid's memory, about a third of the baked one."""
+    dims = np.asarray(dims, dtype=np.int64)
+    nonzero = np.any(node_values != 0.0, axis=1)
+    if not nonzero.any():
+        return np.zeros((2, 2, 2, 4), dtype=np.float32), np.zeros(3, dtype=np.int64)
+    ijk = np.stack(np.unravel_index(index, tuple(dims)), axis=1)
+    first = np.maximum(ijk[nonzero].min(axis=0) - 1, 0)
+    last = np.minimum(ijk[nonzero].max(axis=0) + 1, dims - 1)
+    values = np.zeros((*(last - first + 1), 4), dtype=np.float32)
+    kept = np.all((ijk >= first) & (ijk <= last), axis=1)
+    local = ijk[kept] - first
+    values[local[:, 0], local[:, 1], local[:, 2]] = node_values[kept]
+    return values, first

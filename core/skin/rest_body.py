@@ -12,7 +12,9 @@ connected pieces closed at its open borders (each border loop fanned to its cent
 several open meshes, or a mesh with holes, still has an inside; a point is inside the body when it is inside one of
 the pieces, so pieces that overlap, a torso and legs meeting at the waist, stay inside), and its triangles sorted into a
 uniform grid of cells (``core/skin/triangle_grid.py``); :meth:`RestBody.signed_distance` gives the signed distance
-of points to it and its gradient (``kernels/mesh_distance.signed_distance_gradient``).
+of points to it and its gradient (``kernels/mesh_distance.signed_distance_gradient``),
+:meth:`RestBody.lattice_signed_distance` the same for the nodes of a lattice, a part grid's
+(``kernels/mesh_distance.lattice_inside``).
 """
 from __future__ import annotations
 
@@ -129,3 +131,30 @@ class RestBody:
         signed_distance_gradient(p, self.vertices, self.faces, self.piece, self.pieces, *self.grid.kernel_args(),
                                  float(max_distance), reach, distance, gradient)
         return distance, gradient
+
+    def lattice_signed_distance(self, origin, spacing: float, want, max_distance: float, inside_reach=None,
+                                outside_enough=None) -> tuple:
+        """:meth:`signed_distance` of the nodes ``origin + spacing (i, j, k)`` [m] of a lattice where ``want (nx, ny,
+        nz)`` bool is true, in the order of ``np.flatnonzero(want)``; ``inside_reach`` one per such node.
+        ``outside_enough`` [m] (one per node, None: none): a node outside takes the distance of the first mesh point
+        found within it, no more than it but not always the nearest (for a caller to which every distance that
+        short means the same). The side of every node comes from one parity ray per lattice line
+        (``kernels/mesh_distance.lattice_inside``), the same side as the ray of each node alone."""
+        from ...kernels.mesh_distance import lattice_inside, sided_distance_gradient
+
+        want = np.ascontiguousarray(want, dtype=np.bool_)
+        lattice = np.array([*np.asarray(origin, dtype=np.float64), float(spacing)])
+        inside = np.zeros(want.shape, dtype=np.bool_)
+        lattice_inside(lattice, want, self.vertices, self.faces, self.piece, self.pieces, *self.grid.kernel_args(),
+                       inside)
+        index = np.flatnonzero(want)
+        inside = inside.reshape(-1)[index]
+        ijk = np.stack(np.unravel_index(index, want.shape), axis=1)
+        points = np.ascontiguousarray(lattice[:3] + lattice[3] * ijk)
+        reach, enough = (np.broadcast_to(np.inf if a is None else np.asarray(a, dtype=np.float64), (len(points),))
+                         for a in (inside_reach, outside_enough))
+        limit = np.ascontiguousarray(np.where(inside, reach, np.where(np.isfinite(enough), enough, -1.0)))
+        out = np.empty((len(points), 4))
+        sided_distance_gradient(points, inside, self.vertices, self.faces, *self.grid.kernel_args(),
+                                float(max_distance), limit, out)
+        return out[:, 0], out[:, 1:]

@@ -74,6 +74,44 @@ def test_a_point_inside_two_overlapping_pieces_is_inside():
     assert sd[0] < 0.0 and sd[1] < 0.0 and sd[2] > 0.0
 
 
+@pytest.mark.parametrize("mesh", ["overlapping spheres", "paper arm"])
+def test_the_lattice_matches_each_nodes_own_ray_and_search(mesh):
+    """One parity ray per lattice line gives every node the side of its own ray, and the distances, gradients and
+    their infinities beyond the reaches are those of :meth:`RestBody.signed_distance`, bit for bit: on a lattice
+    reaching out of the mesh's box on every side (nodes before its box, past it), every other node wanted."""
+    if mesh == "paper arm":
+        arm = scenes.arm_rig()
+        v, f = arm.vertices, arm.faces
+    else:
+        a, fa = icosphere(3, 0.1)
+        b, fb = icosphere(3, 0.08, (0.1003, 0.0207, 0.0111))
+        v, f = np.vstack([a, b]), np.vstack([fa, fb + len(a)])
+    body = RestBody.build(v, f)
+    lo, hi = v.min(axis=0), v.max(axis=0)
+    h = float(np.max(hi - lo)) / 37.3
+    origin = lo - 3.3 * h
+    dims = np.ceil((hi - lo) / h).astype(np.int64) + 7
+    want = np.random.default_rng(4).random(dims) < 0.5
+    ijk = np.argwhere(want)
+    points = origin + h * ijk
+    reach = np.random.default_rng(5).uniform(0.0, 4 * h, len(points))
+    sd, grad = body.lattice_signed_distance(origin, h, want, 3 * h, reach)
+    ref, ref_grad = body.signed_distance(points, 3 * h, reach)
+    assert np.any(ref < 0.0) and np.any(ref == np.inf) and np.any(ref == -np.inf)
+    assert np.array_equal(np.sign(sd), np.sign(ref))
+    assert np.array_equal(sd, ref) and np.array_equal(grad, ref_grad)
+    # a node outside stops at the first point within its enough: no nearer than the nearest, no further than enough
+    enough = np.random.default_rng(6).uniform(-h, 3 * h, len(points))
+    early, early_grad = body.lattice_signed_distance(origin, h, want, 3 * h, reach, enough)
+    outside = ref > 0.0
+    assert np.array_equal(early[~outside], ref[~outside]) and np.array_equal(early_grad[~outside], ref_grad[~outside])
+    stopped = outside & (early != ref)
+    assert np.any(stopped) and np.all(early[outside] >= ref[outside])
+    assert np.all(early[stopped] <= enough[stopped])
+    assert np.array_equal(early[outside & (enough <= 0.0)], ref[outside & (enough <= 0.0)])
+    assert np.allclose(np.linalg.norm(early_grad[stopped], axis=1), 1.0)
+
+
 @pytest.fixture(scope="module")
 def arm_skin():
     from implicit_muscles.core.skin.field import bind_skin_field
