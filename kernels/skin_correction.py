@@ -4,14 +4,20 @@
 :func:`limit_correction` takes the positions ``x (V, 3)`` [m] (tracked), the start ``d (V, 3)`` [m] (the
 dual-quaternion positions) with its distances to a passed contact surface (the tracking's ``start_gap`` when the
 tracking started at ``d``), a :class:`CorrectionMesh`, this frame's skin field (``SkinArrays``, ``MuscleArrays``)
-and scratch arrays; it writes ``d + smooth(cap(trust * (x - d)))`` into ``x``.
+and scratch arrays; it writes ``d + p + smooth(cap(trust * (x - d - p)))`` into ``x``, ``p`` the muscles' push
+(below).
 
 * The cap of a vertex whose DQS position has passed a contact surface (``kernels/tracking.beyond_contact``) grows
   by its first-order distance to that surface, ``|h| / |grad h|`` with ``h = f_own - f_other``, and the smoothing
   leaves it alone: it makes the crease.
 * The cap of a vertex whose part its fats' change raises at its tracked position grows by how far they pushed it
   out, ``(f_part - f_grid) / |grad f_grid|``, and the smoothing leaves it alone: a fat's bulge is not a fitting
-  error. A muscle's change is capped and smoothed like the rest: held, the active biceps' bulge showed with a crest
+  error.
+* A muscle's bulge is not a fitting error either: on a part that muscles move, how far their (and the fats')
+  change pushed the vertex out at its tracked position (the same measure along the grid's outward normal,
+  :func:`_change_push`) is taken out of the correction before the trust, the cap and the smoothing and added back
+  after them. The change is as smooth as the muscles, so the bulge keeps its height and its roundness; holding
+  the whole correction instead showed the active biceps' bulge with a crest
   (docs/design-notes.md#the-skin-follows-a-muscles-change).
 * A vertex of trust 0 keeps a zero correction through the smoothing (it stays at ``d``: pinned vertices, open
   borders).
@@ -91,9 +97,34 @@ def _fat_push(i, x, mesh, field):
     return (f - h) / g
 
 
+@njit(**JIT_POINT)
+def _change_push(i, x, mesh, field, muscles, val, grad, nodes):
+    """How far the muscles' and fats' change has pushed vertex ``i``'s skin part out at its tracked position
+    ``x[i]``, as a vector [m]: the part's leaf (its grid displaced by that change, ``kernels/skin_field.evaluate_point``)
+    minus its grid value alone, over the grid value's gradient, along the grid's outward normal ``-grad / |grad|``;
+    0 where the change lowers the part or the leaf's box leaves the point out. ``val, grad, nodes``: the task's
+    scratch."""
+    qx = x[i, 0]
+    qy = x[i, 1]
+    qz = x[i, 2]
+    leaf = mesh.own_leaf[i]
+    evaluate_point(qx, qy, qz, val, grad, nodes, field, muscles)
+    if not nodes[leaf]:
+        return 0.0, 0.0, 0.0
+    h, hx, hy, hz = sample_packed(field.grid_values, field.grid_offset, field.grid_dims, field.grid_origin,
+                                  field.grid_inv_h, field.grid_binv, field.node_part[leaf], qx, qy, qz)
+    g = math.sqrt(hx * hx + hy * hy + hz * hz)
+    f = val[leaf]
+    if f <= h or g < 1e-12:
+        return 0.0, 0.0, 0.0
+    k = -(f - h) / (g * g)
+    return k * hx, k * hy, k * hz
+
+
 @njit(parallel=True, **JIT_FAST)
 def limit_correction(x, start, start_gap, mesh, field, muscles, c0, c1, hold):
-    """``x (V, 3)`` <- ``start + smooth(cap(trust * (x - start)))`` (module docstring); ``start_gap (V,)`` [m] each
+    """``x (V, 3)`` <- ``start + p + smooth(cap(trust * (x - start - p)))``, ``p`` the muscles' and fats' push of
+    a vertex of a part muscles move (:func:`_change_push`; 0 elsewhere and at trust 0; module docstring); ``start_gap (V,)`` [m] each
     start's first-order distance to the contact surface it has passed (``kernels/tracking.contact_gap``), -1 if
     none, NaN where not known (then evaluated here); ``field``, ``muscles`` the frame's ``SkinArrays`` and
     ``MuscleArrays``; ``c0, c1 (V, 3)`` work arrays; ``hold (V,)`` bool out: the vertices the smoothing left alone
@@ -101,15 +132,23 @@ def limit_correction(x, start, start_gap, mesh, field, muscles, c0, c1, hold):
     trust = mesh.trust
     V = x.shape[0]
     T = field.node_kind.shape[0]
+    moved = field.cell_muscle.shape[0] > 0
     for chunk in prange((V + CHUNK - 1) // CHUNK):
         val = np.empty(T)
         grad = np.empty((T, 3))
         nodes = np.empty(T, dtype=np.bool_)
         for i in range(chunk * CHUNK, min(V, (chunk + 1) * CHUNK)):
             t = trust[i]
-            dx = t * (x[i, 0] - start[i, 0])
-            dy = t * (x[i, 1] - start[i, 1])
-            dz = t * (x[i, 2] - start[i, 2])
+            px = 0.0
+            py = 0.0
+            pz = 0.0
+            if t > 0.0 and moved:
+                p = field.node_part[mesh.own_leaf[i]]
+                if field.part_muscle_start[p] < field.part_muscle_start[p + 1]:
+                    px, py, pz = _change_push(i, x, mesh, field, muscles, val, grad, nodes)
+            dx = t * (x[i, 0] - start[i, 0] - px)
+            dy = t * (x[i, 1] - start[i, 1] - py)
+            dz = t * (x[i, 2] - start[i, 2] - pz)
             length = math.sqrt(dx * dx + dy * dy + dz * dz)
             cap = mesh.cap[i]
             hold[i] = t <= 0.0
@@ -134,10 +173,13 @@ def limit_correction(x, start, start_gap, mesh, field, muscles, c0, c1, hold):
             c0[i, 0] = dx * scale
             c0[i, 1] = dy * scale
             c0[i, 2] = dz * scale
+            x[i, 0] = start[i, 0] + px  # x[i] is read no more: it keeps the start and the change's push
+            x[i, 1] = start[i, 1] + py
+            x[i, 2] = start[i, 2] + pz
     src, dst = c0, c1
     for _ in range(mesh.sweeps):
         _sweep(src, dst, hold, mesh.ring_start, mesh.ring_neighbour)
         src, dst = dst, src
     for i in range(V):
         for c in range(3):
-            x[i, c] = start[i, c] + src[i, c]
+            x[i, c] += src[i, c]

@@ -15,8 +15,9 @@ their times in ``timings`` [s]:
   lost at each bent joint is given back (``core/skin/joint_volume.py``); ``tracked`` keeps the positions before
   that step, ``volume_deficits (J,)`` [m^3] what each joint of ``joint_regions`` had lost (zeros when
   ``keep_volume`` is off); then, with ``limit_correction`` (default), ``kernels/skin_correction.py``: the
-  correction against the DQS result is scaled by each vertex's ``trust (V,)`` in the field, capped at
-  ``correction_cap (V,)`` [m] (longer at a contact and under a muscle) and smoothed (``core/skin/trust.py``;
+  correction against the DQS result, less the muscles' push, is scaled by each vertex's ``trust (V,)`` in the
+  field, capped at ``correction_cap (V,)`` [m] (longer at a contact and under a fat) and smoothed, and the push is
+  added back (``core/skin/trust.py``;
   vertices of trust 0 are not tracked); then, with ``resolve_creases`` (default), ``kernels/crease.py``: the skin
   left inside the body at a crease is pushed back onto the skin it passed (``core/skin/crease.py``;
   ``crease_pushed (V,)`` the vertices it moved).

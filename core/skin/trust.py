@@ -27,8 +27,12 @@ are held through the smoothing:
   has passed a contact surface (inside another part, the two gradients facing, ``kernels/tracking.beyond_contact``)
   has its cap grown by its first-order distance to that surface: it makes the crease;
 * a fat's bulge is not a fitting error: the cap of a vertex whose part its fats' change raises at its tracked
-  position grows by how far they pushed it out, ``(f_part - f_grid) / |grad f_grid|``. A muscle's change is capped
-  and smoothed like the rest (so its bulge shows rounded).
+  position grows by how far they pushed it out, ``(f_part - f_grid) / |grad f_grid|``.
+
+A muscle's bulge is not a fitting error either: on a part that muscles move, how far their (and the fats') change
+pushed a trusted vertex out at its tracked position (the same measure, along the grid's outward normal) is taken out
+of ``c_i`` before the trust, the cap and the smoothing and added back after them: the change is as smooth as the
+muscles, so the bulge keeps its height and stays round.
 
 Elsewhere a smooth correction no longer than an edge cannot fold a face over its neighbours; joint bulges show at
 the scale of the mesh's own edges. The kernel is ``kernels/skin_correction.py``;
@@ -125,12 +129,14 @@ def contact_distance_reference(placement, points, own_part, landing_angle: float
 
 
 def limit_correction_reference(x, start, passed, distance, trust, cap, ring_start, ring_neighbour,
-                               sweeps: int, push=None) -> np.ndarray:
-    """Numpy reference of ``kernels.skin_correction.limit_correction``: the positions ``start + c`` with ``c`` the
-    trusted, capped, smoothed correction of ``x`` (module docstring); ``passed, distance`` the contact check at
+                               sweeps: int, push=None, change_push=None) -> np.ndarray:
+    """Numpy reference of ``kernels.skin_correction.limit_correction``: the positions ``start + p + c`` with ``p`` the
+    change's push and ``c`` the trusted, capped, smoothed correction of ``x - p`` (module docstring); ``passed, distance`` the contact check at
     ``start`` (:func:`contact_distance_reference`); ``push (V,)`` [m] how far the fats pushed each vertex out
-    (None: no fats)."""
-    c = trust[:, None] * (np.asarray(x) - start)
+    (None: no fats); ``change_push (V, 3)`` [m] how far the muscles' and fats' change pushed each vertex of a part
+    that muscles move out (:func:`change_push_reference`; None: no muscles)."""
+    p = np.zeros_like(np.asarray(start)) if change_push is None else np.where((trust > 0.0)[:, None], change_push, 0.0)
+    c = trust[:, None] * (np.asarray(x) - p - start)
     length = np.linalg.norm(c, axis=1)
     contact = passed & (length > 0.0)
     from ...kernels.skin_correction import PUSH_MIN
@@ -141,4 +147,21 @@ def limit_correction_reference(x, start, passed, distance, trust, cap, ring_star
     hold = (trust <= 0.0) | contact | pushed
     for _ in range(sweeps):
         c = np.where(hold[:, None], c, 0.5 * (c + ring_mean(c, ring_start, ring_neighbour)))
-    return start + c
+    return start + p + c
+
+
+def change_push_reference(placement, x, own_part) -> np.ndarray:
+    """``(V, 3)`` [m] how far the muscles' and fats' change pushed each point ``x (V, 3)`` [m] of part ``own_part
+    (V,)`` out: the part's leaf less its grid value over the grid's gradient, along the grid's outward normal, where
+    the part is moved by a muscle and the leaf is the larger; 0 elsewhere (``kernels/skin_correction._change_push``;
+    ``placement`` the frame's ``SkinPlacement``, leaves from :meth:`SkinPlacement.leaf_reference`, which ignores the
+    leaves' boxes)."""
+    values, _, grids, _ = placement.leaf_reference(x, details=True)
+    rows = np.arange(len(x))
+    f = np.array(values)[own_part, rows]
+    h = np.array([v for v, _ in grids])[own_part, rows]
+    gh = np.array([g for _, g in grids])[own_part, rows]
+    g = np.linalg.norm(gh, axis=1)
+    moved = np.diff(placement.model.part_muscle_start)[own_part] > 0
+    k = np.where(moved & (f > h) & (g > 1e-12), (f - h) / np.maximum(g, 1e-12) ** 2, 0.0)
+    return -k[:, None] * gh

@@ -212,11 +212,14 @@ def test_a_jiggling_fat_moves_the_skin_over_it(arm):
 
 def test_correction_kernel_counts_the_fat_push_as_its_reference_does(arm):
     """The limited correction's cap grows by how far the part's fats pushed a vertex out (the muscles' change is
-    smoothed like the rest): kernel against ``core/skin/trust.limit_correction_reference`` with the push from the
-    numpy reference of the leaves, the muscles' change taken out (their current batch replaced by the carried one)."""
+    smoothed like the rest; where a correction is still too long, its cap grows by the muscles' and fats' push):
+    kernel against ``core/skin/trust.limit_correction_reference`` with the push from the numpy reference of the
+    leaves, the muscles' change taken out (their current batch replaced by the carried one), and the change's push
+    from ``change_push_reference``."""
     import dataclasses
 
-    from implicit_muscles.core.skin.trust import contact_distance_reference, limit_correction_reference
+    from implicit_muscles.core.skin.trust import (change_push_reference, contact_distance_reference,
+                                                  limit_correction_reference)
     from implicit_muscles.kernels.skin_correction import limit_correction
 
     character = _characters(arm, _fat(stiffness=0.2, damping=0.0))
@@ -234,7 +237,8 @@ def test_correction_kernel_counts_the_fat_push_as_its_reference_does(arm):
     reach, _ = _fat().field(arm.vertices)
     assert np.count_nonzero(push[reach < 0.01] > 1e-4) > 20       # the fat pushes the skin over it
     expected = limit_correction_reference(x, start, passed, distance, m.trust, m.cap, m.ring_start,
-                                          m.ring_neighbour, m.sweeps, push)
+                                          m.ring_neighbour, m.sweeps, push,
+                                          change_push_reference(d.placement, x, d.own_part))
     out, hold = x.copy(), np.zeros(len(x), dtype=bool)
     limit_correction(out, start, np.full(len(x), np.nan), m, *d.placement.kernel_args, np.empty_like(x),
                      np.empty_like(x), hold)

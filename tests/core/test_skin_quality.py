@@ -16,8 +16,8 @@ from implicit_muscles.core.pbd.control import MuscleInputs
 from implicit_muscles.core.skin import quality as Q
 from implicit_muscles.core.skin.deformer import ImplicitSkinDeformer
 from implicit_muscles.core.skin.field import bind_skin_field
-from implicit_muscles.core.skin.trust import (contact_distance_reference, field_trust, limit_correction_reference,
-                                              smooth)
+from implicit_muscles.core.skin.trust import (change_push_reference, contact_distance_reference, field_trust,
+                                              limit_correction_reference, smooth)
 from implicit_muscles.scenes import paper as scenes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -109,8 +109,8 @@ def test_trust_is_one_where_the_field_fits_and_zero_where_its_gradient_turns_awa
 @pytest.mark.parametrize("angle, muscles", [(60.0, False), (130.0, False), (90.0, True)])
 def test_correction_kernel_matches_reference(arm_bound, angle, muscles):
     """The limited correction (trust, cap, contact, smoothing) against its numpy reference, on the arm without
-    muscles and with its four muscles active (their change is smoothed like the rest: no push; the fats' push is
-    tested in tests/core/test_fat_skin.py)."""
+    muscles and with its four muscles active (their change grows the cap of a vertex it pushes out, which is smoothed
+    like the rest; the fats' push is tested in tests/core/test_fat_skin.py)."""
     from implicit_muscles.kernels.skin_correction import limit_correction
 
     if muscles:
@@ -127,8 +127,11 @@ def test_correction_kernel_matches_reference(arm_bound, angle, muscles):
     m = d._correction_mesh
     passed, distance = contact_distance_reference(d.placement, start, d.own_part, d.settings.landing_angle)
     assert passed.sum() > (10 if angle > 90 else -1)
+    change = change_push_reference(d.placement, x, d.own_part) if muscles else None
+    if muscles:  # the muscles' change pushes the skin over the active muscles out
+        assert np.count_nonzero(np.linalg.norm(change, axis=1) > 1e-3) > 20
     expected = limit_correction_reference(x, start, passed, distance, m.trust, m.cap, m.ring_start,
-                                          m.ring_neighbour, m.sweeps)
+                                          m.ring_neighbour, m.sweeps, change_push=change)
     # the contact distances evaluated by the kernel (NaN: not known), then the ones the tracking kept from its start
     for gap in (np.full(len(x), np.nan), d.scratch.start_gap):
         out = x.copy()
