@@ -100,10 +100,10 @@ def _fat_push(i, x, mesh, field):
 @njit(**JIT_POINT)
 def _change_push(i, x, mesh, field, muscles, val, grad, nodes):
     """How far the muscles' and fats' change has pushed vertex ``i``'s skin part out at its tracked position
-    ``x[i]``, as a vector [m]: the part's leaf (its grid displaced by that change, ``kernels/skin_field.evaluate_point``)
-    minus its grid value alone, over the grid value's gradient, along the grid's outward normal ``-grad / |grad|``;
-    0 where the change lowers the part or the leaf's box leaves the point out. ``val, grad, nodes``: the task's
-    scratch."""
+    ``x[i]``, as a vector [m]: the part's leaf (its grid displaced by that change,
+    ``kernels/skin_field.evaluate_point``) minus its grid value alone, over the grid value's gradient, along the
+    grid's outward normal ``-grad / |grad|``; 0 where the change lowers the part or the leaf's box leaves the point
+    out. ``val, grad, nodes``: the task's scratch."""
     qx = x[i, 0]
     qy = x[i, 1]
     qz = x[i, 2]
@@ -123,12 +123,12 @@ def _change_push(i, x, mesh, field, muscles, val, grad, nodes):
 
 @njit(parallel=True, **JIT_FAST)
 def limit_correction(x, start, start_gap, mesh, field, muscles, c0, c1, hold):
-    """``x (V, 3)`` <- ``start + p + smooth(cap(trust * (x - start - p)))``, ``p`` the muscles' and fats' push of
-    a vertex of a part muscles move (:func:`_change_push`; 0 elsewhere and at trust 0; module docstring); ``start_gap (V,)`` [m] each
-    start's first-order distance to the contact surface it has passed (``kernels/tracking.contact_gap``), -1 if
-    none, NaN where not known (then evaluated here); ``field``, ``muscles`` the frame's ``SkinArrays`` and
-    ``MuscleArrays``; ``c0, c1 (V, 3)`` work arrays; ``hold (V,)`` bool out: the vertices the smoothing left alone
-    (trust 0, at a contact, or pushed by a fat)."""
+    """``x (V, 3)`` <- ``start + p + smooth(cap(trust * (x - start - p)))``, ``p`` the muscles' and fats' push of a
+    vertex of a part muscles move (:func:`_change_push`; 0 elsewhere and at trust 0; module docstring); ``start_gap
+    (V,)`` [m] each start's first-order distance to the contact surface it has passed
+    (``kernels/tracking.contact_gap``), -1 if none, NaN where not known (then evaluated here); ``field``,
+    ``muscles`` the frame's ``SkinArrays`` and ``MuscleArrays``; ``c0, c1 (V, 3)`` work arrays; ``hold (V,)`` bool
+    out: the vertices the smoothing left alone (trust 0, at a contact, or pushed by a fat)."""
     trust = mesh.trust
     V = x.shape[0]
     T = field.node_kind.shape[0]

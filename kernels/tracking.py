@@ -203,8 +203,8 @@ def _project(i, x, lam, first, mesh, field, muscles, prm, scr, val, grad, active
         if landable:
             b = beyond_contact(mesh.own_leaf[i], mesh.leaf_nodes, prm.cos_land, val, grad, active_nodes)
             if b >= 0:
-                _land(i, mesh.own_leaf[i], b, prm, (p, anchor, normal), state, evaluations, val, grad, active_nodes, field,
-                      muscles)
+                _land(i, mesh.own_leaf[i], b, prm, (p, anchor, normal), state, evaluations, val, grad, active_nodes,
+                      field, muscles)
                 return
     g2 = gx * gx + gy * gy + gz * gz
     if g2 < 1e-16:
@@ -573,7 +573,8 @@ def track(x, rot, mesh, field, muscles, params, scratch):
                     evaluations[i] += 1
                     b = beyond_contact(own_leaf[i], leaf_nodes, cos_land, val, grad, nodes)
                     if b >= 0:
-                        _land(i, own_leaf[i], b, prm, (x, anchor, normal), state, evaluations, val, grad, nodes, field, muscles)
+                        _land(i, own_leaf[i], b, prm, (x, anchor, normal), state, evaluations, val, grad, nodes,
+                              field, muscles)
         if phase == 0:
             n_work = _work_list(x, mesh, prm, scr, moves, work)
         elif phase <= N:

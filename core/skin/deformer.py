@@ -22,8 +22,9 @@ their times in ``timings`` [s]:
   left inside the body at a crease is pushed back onto the skin it passed (``core/skin/crease.py``;
   ``crease_pushed (V,)`` the vertices it moved).
 
-``tracking_stages`` [s] splits ``tracking``: ``track`` (the kernel), ``volume``, ``correction`` and ``crease``; ``scratch``
-holds the kernel's per-vertex outcome (``active``, ``state``, ``evaluations``: field evaluations per vertex).
+``tracking_stages`` [s] splits ``tracking``: ``track`` (the kernel), ``volume``, ``correction`` and ``crease``;
+``scratch`` holds the kernel's per-vertex outcome (``active``, ``state``, ``evaluations``: field evaluations per
+vertex).
 
 Positions are in the armature's (unscaled) space, the same space as the rest vertices and the bone transforms.
 A frame whose result would hold a non-finite coordinate raises ``ValueError`` and leaves ``out`` as the DQS result

@@ -130,11 +130,11 @@ def contact_distance_reference(placement, points, own_part, landing_angle: float
 
 def limit_correction_reference(x, start, passed, distance, trust, cap, ring_start, ring_neighbour,
                                sweeps: int, push=None, change_push=None) -> np.ndarray:
-    """Numpy reference of ``kernels.skin_correction.limit_correction``: the positions ``start + p + c`` with ``p`` the
-    change's push and ``c`` the trusted, capped, smoothed correction of ``x - p`` (module docstring); ``passed, distance`` the contact check at
-    ``start`` (:func:`contact_distance_reference`); ``push (V,)`` [m] how far the fats pushed each vertex out
-    (None: no fats); ``change_push (V, 3)`` [m] how far the muscles' and fats' change pushed each vertex of a part
-    that muscles move out (:func:`change_push_reference`; None: no muscles)."""
+    """Numpy reference of ``kernels.skin_correction.limit_correction``: the positions ``start + p + c`` with ``p``
+    the change's push and ``c`` the trusted, capped, smoothed correction of ``x - p`` (module docstring); ``passed,
+    distance`` the contact check at ``start`` (:func:`contact_distance_reference`); ``push (V,)`` [m] how far the
+    fats pushed each vertex out (None: no fats); ``change_push (V, 3)`` [m] how far the muscles' and fats' change
+    pushed each vertex of a part that muscles move out (:func:`change_push_reference`; None: no muscles)."""
     p = np.zeros_like(np.asarray(start)) if change_push is None else np.where((trust > 0.0)[:, None], change_push, 0.0)
     c = trust[:, None] * (np.asarray(x) - p - start)
     length = np.linalg.norm(c, axis=1)
