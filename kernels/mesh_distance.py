@@ -10,12 +10,14 @@ Detection*, 5.1.5), given up beyond ``max_distance``.
 distance alone. The skin's part fields are clipped to the body at rest on their grids' lattices
 (``core/skin/part_grid.py``): :func:`lattice_inside` gives the side of every node of a lattice from one parity ray per
 line of nodes along the parity direction, :func:`sided_distance_gradient` the distance of points whose side is known.
-Reference: the brute-force ``kernels/distance.signed_distance`` (winding numbers), and each node's own ray and search
-for the lattice.
+Each takes the mesh and its grid as one :class:`DistanceMesh` and takes its arrays out of it before its parallel loop,
+whose per-point functions take them one by one. Reference: the brute-force ``kernels/distance.signed_distance``
+(winding numbers), and each node's own ray and search for the lattice.
 """
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -28,6 +30,22 @@ node does not run along a mesh edge of an axis-aligned model."""
 BOX_SLACK = 1e-6
 """How far [cells] the nearest search grows each cell's box before it skips the cell as no nearer than the best
 point found: more than the rounding of the cells' bounds, so a skipped cell never held a nearer point."""
+
+
+class DistanceMesh(NamedTuple):
+    """A closed triangle mesh and its triangles sorted into the grid of ``kernels/ray_cast.triangle_cells``, as the
+    kernels read it (``V`` vertices, ``F`` triangles, ``C`` cells); built with these dtypes, so one signature is
+    compiled per kernel."""
+
+    x: np.ndarray              # (V, 3) float64 [m] vertices
+    faces: np.ndarray          # (F, 3) int64 triangles
+    piece: np.ndarray          # (F,) int64 the closed piece of each triangle
+    pieces: int                # how many pieces
+    cell_start: np.ndarray     # (C+1,) int64 CSR: the triangles whose boxes touch each cell ...
+    cell_triangle: np.ndarray  # (E,) int64 ... as triangle indices
+    origin: np.ndarray         # (3,) float64 [m] the grid's corner
+    inv_cell: float            # [1/m] inverse cell size
+    dims: np.ndarray           # (3,) int64 cells per axis
 
 
 @njit(**JIT)
@@ -269,15 +287,18 @@ def _ray_crossings(px, py, pz, x, faces, piece, cell_start, cell_triangle, origi
 
 
 @njit(parallel=True, **JIT)
-def lattice_inside(lattice, want, x, faces, piece, pieces, cell_start, cell_triangle, origin, inv_cell, dims, out):
+def lattice_inside(lattice, want, mesh, out):
     """``out[i, j, k]``: whether the lattice node ``lattice[:3] + lattice[3] (i, j, k)`` [m] is inside the closed
-    mesh, for the nodes where ``want (nx, ny, nz)`` is true (the others are left as they are); mesh, pieces and grid
-    as in :func:`signed_distance_gradient`.
+    ``mesh`` (:class:`DistanceMesh`, inside as in :func:`signed_distance_gradient`), for the nodes where ``want (nx,
+    ny, nz)`` is true (the others are left as they are).
 
     The parity rays of nodes ``(i, j, k) + m (1, 2, 3)`` run along one line (``PARITY_DIRECTION`` is ``(1, 2, 3)``
     made unit): one ray from the line's first wanted node collects its crossings (:func:`_ray_crossings`), and a
     node further along is inside when, for some piece, an odd number of them lies beyond it; the same crossings
     :func:`_inside` counts from the node itself (its ray is the same half-line from there on)."""
+    x, faces, piece, pieces = mesh.x, mesh.faces, mesh.piece, mesh.pieces
+    cell_start, cell_triangle, origin, inv_cell, dims = (mesh.cell_start, mesh.cell_triangle, mesh.origin,
+                                                         mesh.inv_cell, mesh.dims)
     nx, ny, nz = want.shape
     h = lattice[3]
     d = PARITY_DIRECTION
@@ -326,13 +347,16 @@ def _signed(px, py, pz, sign, d, qx, qy, qz):
 
 
 @njit(parallel=True, **JIT)
-def sided_distance_gradient(points, inside, x, faces, cell_start, cell_triangle, origin, inv_cell, dims,
-                            max_distance, limit, out):
+def sided_distance_gradient(points, inside, mesh, max_distance, limit, out):
     """:func:`signed_distance_gradient` for ``points (n, 3)`` [m] whose side is known, ``inside (n,)`` bool (from
-    :func:`lattice_inside`): ``out[n, 0]`` the signed distance, ``out[n, 1:]`` its gradient. ``limit (n,)`` [m]: for
-    a point inside, its ``inside_reach``; for a point outside, a distance at which to stop: the first mesh point
-    found within ``limit[n] > 0`` gives the distance, which is then that point's, no more than ``limit[n]`` but
-    not always the nearest (a caller to which every distance that short means the same saves the search)."""
+    :func:`lattice_inside`), to ``mesh`` (:class:`DistanceMesh`): ``out[n, 0]`` the signed distance, ``out[n, 1:]``
+    its gradient. ``limit (n,)`` [m]: for a point inside, its ``inside_reach``; for a point outside, a distance at
+    which to stop: the first mesh point found within ``limit[n] > 0`` gives the distance, which is then that
+    point's, no more than ``limit[n]`` but not always the nearest (a caller to which every distance that short
+    means the same saves the search)."""
+    x, faces = mesh.x, mesh.faces
+    cell_start, cell_triangle, origin, inv_cell, dims = (mesh.cell_start, mesh.cell_triangle, mesh.origin,
+                                                         mesh.inv_cell, mesh.dims)
     for n in prange(points.shape[0]):
         px, py, pz = points[n, 0], points[n, 1], points[n, 2]
         if inside[n]:
@@ -346,16 +370,15 @@ def sided_distance_gradient(points, inside, x, faces, cell_start, cell_triangle,
 
 
 @njit(parallel=True, **JIT)
-def signed_distance_gradient(points, x, faces, piece, pieces, cell_start, cell_triangle, origin, inv_cell, dims,
-                             max_distance, inside_reach, out_distance, out_gradient):
-    """For each of ``points (n, 3)`` [m]: ``out_distance[n]`` its signed distance to the closed mesh ``x (V, 3)``,
-    ``faces (F, 3)`` [m] (negative inside; ``+-inf`` further than ``max_distance``, or for a point inside further
-    than ``inside_reach[n]`` [m] if that is less: a caller that needs no deeper distance saves the search) and
-    ``out_gradient[n]`` the
-    distance's gradient, the unit direction from the nearest point of the mesh, turned outwards (0 where the
-    distance is infinite); inside means inside one of its ``pieces`` closed pieces (``piece (F,)`` int64 each
-    triangle's). The mesh's triangles are sorted into the grid ``cell_start``, ``cell_triangle``, ``origin``,
-    ``inv_cell``, ``dims`` of ``kernels/ray_cast.triangle_cells``."""
+def signed_distance_gradient(points, mesh, max_distance, inside_reach, out_distance, out_gradient):
+    """For each of ``points (n, 3)`` [m]: ``out_distance[n]`` its signed distance to the closed ``mesh``
+    (:class:`DistanceMesh`; negative inside; ``+-inf`` further than ``max_distance``, or for a point inside
+    further than ``inside_reach[n]`` [m] if that is less: a caller that needs no deeper distance saves the search)
+    and ``out_gradient[n]`` the distance's gradient, the unit direction from the nearest point of the mesh, turned
+    outwards (0 where the distance is infinite); inside means inside one of its ``pieces`` closed pieces."""
+    x, faces, piece, pieces = mesh.x, mesh.faces, mesh.piece, mesh.pieces
+    cell_start, cell_triangle, origin, inv_cell, dims = (mesh.cell_start, mesh.cell_triangle, mesh.origin,
+                                                         mesh.inv_cell, mesh.dims)
     for n in prange(points.shape[0]):
         sign = -1.0 if _inside(points[n, 0], points[n, 1], points[n, 2], x, faces, piece, pieces, cell_start,
                                cell_triangle, origin, inv_cell, dims) else 1.0
@@ -367,11 +390,13 @@ def signed_distance_gradient(points, x, faces, piece, pieces, cell_start, cell_t
 
 
 @njit(parallel=True, **JIT)
-def mesh_signed_distance(points, x, faces, piece, pieces, cell_start, cell_triangle, origin, inv_cell, dims,
-                         max_distance, out):
-    """``out[n]``: the signed distance [m] from ``points[n]`` to the closed mesh ``x (V, 3)``, ``faces (F, 3)``
-    (negative inside; ``+-inf`` further than ``max_distance`` from every triangle), its pieces and grid as in
-    :func:`signed_distance_gradient`."""
+def mesh_signed_distance(points, mesh, max_distance, out):
+    """``out[n]``: the signed distance [m] from ``points[n]`` to the closed ``mesh`` (:class:`DistanceMesh`;
+    negative inside; ``+-inf`` further than ``max_distance`` from every triangle, inside as in
+    :func:`signed_distance_gradient`)."""
+    x, faces, piece, pieces = mesh.x, mesh.faces, mesh.piece, mesh.pieces
+    cell_start, cell_triangle, origin, inv_cell, dims = (mesh.cell_start, mesh.cell_triangle, mesh.origin,
+                                                         mesh.inv_cell, mesh.dims)
     for n in prange(points.shape[0]):
         px, py, pz = points[n, 0], points[n, 1], points[n, 2]
         d, _, _, _ = _nearest(px, py, pz, x, faces, cell_start, cell_triangle, origin, inv_cell, dims, max_distance)

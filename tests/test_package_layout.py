@@ -256,21 +256,17 @@ MAX_PARAMETERS = 12
 """Parameters a function of ``core/`` or ``kernels/`` takes at most (``self`` and ``cls`` not counted)."""
 MAX_LINES = 80
 """Lines a function of ``core/`` or ``kernels/`` runs to at most, its docstring not counted."""
-SKIN_TRACKING = "skin tracking: being reworked"
-"""Why the skin tracking's functions are let through for now."""
 PER_POINT = "design notes, Per-point functions count no references"
 """Why a point's leaf of the skin field takes its arrays one by one and is written out in one function."""
 SIZE_EXCEPTIONS = {
-    "core/skin/field.py::bind_skin_field": SKIN_TRACKING,
     "kernels/ray_cast.py::first_hit": PER_POINT,
     "kernels/ray_cast.py::crossings": PER_POINT,
-    "kernels/mesh_distance.py::signed_distance_gradient": SKIN_TRACKING,
     "kernels/fusiform.py::_field_arrays": PER_POINT,
     "kernels/muscle_change.py::muscle_change": PER_POINT,
     "kernels/skin_field.py::evaluate_point": PER_POINT,
 }
 """The functions of ``core/`` and ``kernels/`` over ``MAX_PARAMETERS`` or ``MAX_LINES``, each with the design-note
-section that says why (``design notes, <section title>``) or the reason it is let through for now."""
+section that says why (``design notes, <section title>``)."""
 
 
 def _functions(tree, prefix=""):
@@ -318,11 +314,11 @@ def test_core_and_kernels_functions_stay_small():
 
 def test_size_exceptions_are_current_and_justified():
     oversized = _oversized()
-    stale = sorted(name for name, why in SIZE_EXCEPTIONS.items() if name not in oversized and why != SKIN_TRACKING)
+    stale = sorted(name for name in SIZE_EXCEPTIONS if name not in oversized)
     assert not stale, f"SIZE_EXCEPTIONS names functions within the limits now: {stale}"
     titles = {line[4:].strip() for line in (REPO_ROOT / "docs" / "design-notes.md").read_text().splitlines()
               if line.startswith("### ")}
     cited = [why.partition("design notes, ")[2] for why in SIZE_EXCEPTIONS.values() if "design notes, " in why]
     missing = sorted(title for title in cited if title not in titles)
     assert not missing, f"SIZE_EXCEPTIONS cites design-note sections that do not exist: {missing}"
-    assert all(why.startswith(SKIN_TRACKING) or "design notes, " in why for why in SIZE_EXCEPTIONS.values())
+    assert all("design notes, " in why for why in SIZE_EXCEPTIONS.values())

@@ -699,18 +699,38 @@ def _build_tree(part_of_bone, parents):
     return as_int(kinds), as_int(left), as_int(right), as_int(part), as_int(end)
 
 
-def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: MuscleBatch | None = None,
-                    muscle_bones=None, settings: SkinSettings | None = None, bone_names=None,
-                    fats: FatBatch | None = None, fat_bones=None, muscle_end_bones=None) -> SkinField:
+@dataclass(frozen=True)
+class SkinBindOptions:
+    """The keyword arguments of :func:`bind_skin_field`, each None by default.
+
+    settings: :class:`SkinSettings` (None: the defaults); muscles: their batch at rest (None: no muscles);
+    muscle_bones (M,) int: the bone whose part each muscle joins (-1: none; None: none joins); muscle_end_bones (M, 2)
+    int: each muscle's origin and insertion bones (None: not known; the muscles' change then does not fade at bent
+    joints, ``kernels/muscle_change.end_weight``); bone_names (B,) str: the bones' names in error messages (None:
+    their indices); fats: the fats at rest (:class:`core.fat.batch.FatBatch`, None: no fats), each joining the part
+    of ``fat_bones (F,)`` int (-1: none; None: none joins).
+    """
+
+    settings: SkinSettings | None = None
+    muscles: MuscleBatch | None = None
+    muscle_bones: np.ndarray | None = None
+    muscle_end_bones: np.ndarray | None = None
+    bone_names: list | None = None
+    fats: FatBatch | None = None
+    fat_bones: np.ndarray | None = None
+
+
+def bind_skin_field(vertices, faces, weights, heads, tails, parents, **options) -> SkinField:
     """Bind the implicit skin of a mesh in its rest pose (module docstring).
 
     vertices (V, 3) [m], faces (F, 3) int (triangles), weights (V, B), heads/tails (B, 3) [m] rest bone ends in the
-    mesh's space, parents (B,) int (-1: root); muscles: their batch at rest; muscle_bones (M,) int: the bone whose
-    part each muscle joins (-1: none); muscle_end_bones (M, 2) int: each muscle's origin and insertion bones (None:
-    not known; the muscles' change then does not fade at bent joints, ``kernels/muscle_change.end_weight``); fats:
-    the fats at rest (:class:`core.fat.batch.FatBatch`), each joining the part of ``fat_bones (F,)`` int (-1: none). ``ValueError`` with a plain sentence on bad input.
+    mesh's space, parents (B,) int (-1: root); options: the fields of :class:`SkinBindOptions` by name (``settings``,
+    ``muscles``, ``muscle_bones``, ``muscle_end_bones``, ``bone_names``, ``fats``, ``fat_bones``). ``ValueError``
+    with a plain sentence on bad input.
     """
-    s = settings or SkinSettings()
+    o = SkinBindOptions(**options)
+    s = o.settings or SkinSettings()
+    bone_names = o.bone_names
     v = validation.points(vertices, "mesh vertices", min_count=4)
     f = np.asarray(faces, dtype=np.int64)
     if f.ndim != 2 or f.shape[1] != 3 or not len(f):
@@ -736,18 +756,8 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
         part_of_bone[ps.bone] = p
     # a muscle or fat joins its bone's part, or the part of the nearest ancestor that has one (a bone with too few
     # vertices shares its parent's part)
-    owner_part = _owner_parts(part_of_bone, parents)
-    fats = FatBatch.empty() if fats is None else fats
-    fb = np.full(fats.count, -1, dtype=np.int64) if fat_bones is None else np.asarray(fat_bones, dtype=np.int64)
-    if fb.shape != (fats.count,):
-        raise ValueError(f"fat_bones needs one bone per fat ({fats.count}).")
-    if np.any((fb < -1) | (fb >= B)):
-        raise ValueError("a fat's bone index is out of range.")
-    fat_part = np.where(fb >= 0, owner_part[np.maximum(fb, 0)], -1)
-    for k in np.flatnonzero((fb >= 0) & (fat_part < 0)):
-        name = bone_names[fb[k]] if bone_names is not None else f"bone {fb[k]}"
-        raise ValueError(f"a fat joins the skin of {name}, but neither {name} nor any bone above it owns skin "
-                         f"vertices; hang the fat on another bone.")
+    fats = FatBatch.empty() if o.fats is None else o.fats
+    fat_part = _fat_parts(fats, o.fat_bones, _owner_parts(part_of_bone, parents), bone_names)
     hrbfs, grids = [], []
     body = RestBody.build(v, f)
     for p, ps in enumerate(parts):
@@ -776,9 +786,26 @@ def bind_skin_field(vertices, faces, weights, heads, tails, parents, muscles: Mu
     if fats.count:
         fat_start, fat_index, fat_slope = fat_joins(model, v)
         model = dataclasses.replace(model, part_fat_start=fat_start, part_fat_index=fat_index, fat_slope=fat_slope)
-    if muscles is None or not muscles.muscle_count:
+    if o.muscles is None or not o.muscles.muscle_count:
         return model
-    return join_muscles(model, v, muscles, muscle_bones, muscle_end_bones, bone_names)
+    return join_muscles(model, v, o.muscles, o.muscle_bones, o.muscle_end_bones, bone_names)
+
+
+def _fat_parts(fats: FatBatch, fat_bones, owner_part, bone_names) -> np.ndarray:
+    """``(F,)`` int64 the part each fat joins (-1: none), from its bone ``fat_bones (F,)`` (None: none joins) and
+    ``owner_part (B,)`` (:func:`_owner_parts`); ``ValueError`` naming a bone out of range or without skin."""
+    B = len(owner_part)
+    fb = np.full(fats.count, -1, dtype=np.int64) if fat_bones is None else np.asarray(fat_bones, dtype=np.int64)
+    if fb.shape != (fats.count,):
+        raise ValueError(f"fat_bones needs one bone per fat ({fats.count}).")
+    if np.any((fb < -1) | (fb >= B)):
+        raise ValueError("a fat's bone index is out of range.")
+    fat_part = np.where(fb >= 0, owner_part[np.maximum(fb, 0)], -1)
+    for k in np.flatnonzero((fb >= 0) & (fat_part < 0)):
+        name = bone_names[fb[k]] if bone_names is not None else f"bone {fb[k]}"
+        raise ValueError(f"a fat joins the skin of {name}, but neither {name} nor any bone above it owns skin "
+                         f"vertices; hang the fat on another bone.")
+    return fat_part
 
 
 def join_muscles(model: SkinField, vertices, muscles: MuscleBatch, muscle_bones=None, muscle_end_bones=None,

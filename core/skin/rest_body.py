@@ -11,8 +11,9 @@ measurements.
 connected pieces closed at its open borders (each border loop fanned to its centre, so that a character made of
 several open meshes, or a mesh with holes, still has an inside; a point is inside the body when it is inside one of
 the pieces, so pieces that overlap, a torso and legs meeting at the waist, stay inside), and its triangles sorted into a
-uniform grid of cells (``core/skin/triangle_grid.py``); :meth:`RestBody.signed_distance` gives the signed distance
-of points to it and its gradient (``kernels/mesh_distance.signed_distance_gradient``),
+uniform grid of cells (``core/skin/triangle_grid.py``), the two handed to the kernels as one
+``kernels.mesh_distance.DistanceMesh`` (:meth:`RestBody.distance_mesh`); :meth:`RestBody.signed_distance` gives the
+signed distance of points to it and its gradient (``kernels/mesh_distance.signed_distance_gradient``),
 :meth:`RestBody.lattice_signed_distance` the same for the nodes of a lattice, a part grid's
 (``kernels/mesh_distance.lattice_inside``).
 """
@@ -118,6 +119,19 @@ class RestBody:
         return cls(vertices=v, faces=f, piece=np.ascontiguousarray(piece), pieces=int(piece.max()) + 1 if len(piece)
                    else 1, grid=TriangleGrid.build(v, f))
 
+    def distance_mesh(self):
+        """The body and its grid as the distance kernels' ``kernels.mesh_distance.DistanceMesh``."""
+        from ...kernels.mesh_distance import DistanceMesh
+
+        g = self.grid
+        return DistanceMesh(x=np.ascontiguousarray(self.vertices, dtype=np.float64),
+                            faces=np.ascontiguousarray(self.faces, dtype=np.int64),
+                            piece=np.ascontiguousarray(self.piece, dtype=np.int64), pieces=int(self.pieces),
+                            cell_start=np.ascontiguousarray(g.cell_start, dtype=np.int64),
+                            cell_triangle=np.ascontiguousarray(g.cell_triangle, dtype=np.int64),
+                            origin=np.ascontiguousarray(g.origin, dtype=np.float64), inv_cell=float(g.inv_cell),
+                            dims=np.ascontiguousarray(g.dims, dtype=np.int64))
+
     def signed_distance(self, points, max_distance: float, inside_reach=None) -> tuple:
         """``(distance (n,), gradient (n, 3))`` of ``points (n, 3)`` [m]: the signed distance to the body (negative
         inside; ``+-inf`` further than ``max_distance``, or for a point inside further than its ``inside_reach (n,)``
@@ -128,8 +142,7 @@ class RestBody:
         reach = np.full(len(p), np.inf) if inside_reach is None else \
             np.ascontiguousarray(np.broadcast_to(np.asarray(inside_reach, dtype=np.float64), (len(p),)))
         distance, gradient = np.empty(len(p)), np.empty((len(p), 3))
-        signed_distance_gradient(p, self.vertices, self.faces, self.piece, self.pieces, *self.grid.kernel_args(),
-                                 float(max_distance), reach, distance, gradient)
+        signed_distance_gradient(p, self.distance_mesh(), float(max_distance), reach, distance, gradient)
         return distance, gradient
 
     def lattice_signed_distance(self, origin, spacing: float, want, max_distance: float, inside_reach=None,
@@ -145,8 +158,8 @@ class RestBody:
         want = np.ascontiguousarray(want, dtype=np.bool_)
         lattice = np.array([*np.asarray(origin, dtype=np.float64), float(spacing)])
         inside = np.zeros(want.shape, dtype=np.bool_)
-        lattice_inside(lattice, want, self.vertices, self.faces, self.piece, self.pieces, *self.grid.kernel_args(),
-                       inside)
+        mesh = self.distance_mesh()
+        lattice_inside(lattice, want, mesh, inside)
         index = np.flatnonzero(want)
         inside = inside.reshape(-1)[index]
         ijk = np.stack(np.unravel_index(index, want.shape), axis=1)
@@ -155,6 +168,5 @@ class RestBody:
                          for a in (inside_reach, outside_enough))
         limit = np.ascontiguousarray(np.where(inside, reach, np.where(np.isfinite(enough), enough, -1.0)))
         out = np.empty((len(points), 4))
-        sided_distance_gradient(points, inside, self.vertices, self.faces, *self.grid.kernel_args(),
-                                float(max_distance), limit, out)
+        sided_distance_gradient(points, inside, mesh, float(max_distance), limit, out)
         return out[:, 0], out[:, 1:]
