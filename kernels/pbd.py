@@ -68,7 +68,7 @@ from .axis import _one_axis, arc_length, chord_deviation, chord_distance
 from .contact import contact, contact_keep, particle_radius, push, stiffness_frequency
 from .fusiform import _box_distance2, _field_one, set_width, volume_width
 from .grid import sample_trilinear
-from .constants import JIT_FAST, MIN_DISTANCE, SCALAR_REACH, STATUS_OK, STATUS_ZERO_LENGTH
+from .constants import JIT_FAST, JIT_POINT, MIN_DISTANCE, SCALAR_REACH, STATUS_OK, STATUS_ZERO_LENGTH
 
 
 class PBDParams(NamedTuple):
@@ -159,6 +159,8 @@ class PBDWork(NamedTuple):
     pred: np.ndarray         # (P, 3) float64 [m] predicted positions (spring solve)
     out: np.ndarray          # (P, 3) float64 [m] the spring solve's iterate
     snap_v: np.ndarray       # (P, 3) float64 [m/s] velocities of the grouped axes at the substep's start
+    cap_ends: np.ndarray     # (C, 4, 3) float64 [m] capsule rows' ends within the substep and their displacements
+    grid_tf: np.ndarray      # (Cg, 2, 3, 4) float64 grid rows' world -> grid transforms at the substep's end, start
 
 
 @njit(**JIT_FAST)
@@ -175,7 +177,7 @@ def _compliance(k, length, mode_unit):
     return length * mode_unit / omega2
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def _constraint_gains(m, model, frame, params, gain, alpha, compliance):
     """Per distance constraint ``k`` of muscle ``m``, what does not change within a frame: PBD
     ``gain = k / (w_i + w_j)``; XPBD ``alpha~ = alpha / dt^2`` (module docstring) and ``gain = 1 / (w_i + w_j +
@@ -232,7 +234,7 @@ def stiffness_damping(k, damping_ratio, dt):
     return max(c, 0.0) / omega2
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def _integrate(m, x, v, x_prev, lam, model, frame, params, f1):
     """Start of a substep for muscle ``m``: ``x_prev <- x``; inner particles ``v <- mu v`` (PBD; XPBD damps in the
     spring step), ``v <- v + g dt``, ``p <- p + v dt``; kinematic endpoints to their targets at ``f1`` of the
@@ -268,7 +270,7 @@ SWEEP_LAG = 2
 its constraint ``c + 1`` last moves."""
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def _distance_sweeps(j0, j1, members, axis_start, x, lam, inv_mass, rest_length, gain, alpha, xpbd, iterations):
     """``iterations`` Gauss-Seidel sweeps of the distance constraints ``C = |p_k p_{k+1}| - d0`` of muscles
     ``members[j0:j1]`` (module docstring), interleaved.
@@ -321,7 +323,7 @@ def _distance_sweeps(j0, j1, members, axis_start, x, lam, inv_mass, rest_length,
                 x[k + 1, 2] -= sj * nz
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def _spring_solve(m, x, x_prev, model, alpha, beta, dt, iterations, work):
     """XPBD: the elastic axis of muscle ``m`` (its distance constraints of compliance ``alpha > 0``) taken one
     backward-Euler step, in place on the predicted positions ``x`` (module docstring).
@@ -408,7 +410,7 @@ def _spring_solve(m, x, x_prev, model, alpha, beta, dt, iterations, work):
                     x[k, c] = out[k, c]
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def _neighbour_motion(x, snap_points, snap_v, a, b, k, dt):
     """Displacement over a substep of ``dt`` [s] of the surface of the muscle with particles ``a .. b-1`` at
     particle ``k``: its snapshot particle nearest ``k`` moving at its velocity of the substep's start."""
@@ -425,65 +427,54 @@ def _neighbour_motion(x, snap_points, snap_v, a, b, k, dt):
     return snap_v[best, 0] * dt, snap_v[best, 1] * dt, snap_v[best, 2] * dt
 
 
-@njit(inline="always", **JIT_FAST)
-def _capsule_track(m, model, frame, f0, f1):
+@njit(inline="always", **JIT_POINT)
+def _capsule_track(m, model, frame, f0, f1, cap_ends):
     """The capsules muscle ``m`` collides with at ``f1`` of the frame, ends interpolated within it, and their ends'
-    displacements over the substep (``f0`` to ``f1``): ``(ends_a, ends_b, moved_a, moved_b)``, each ``(n, 3)``
-    [m] for its ``n`` capsules."""
+    displacements over the substep (``f0`` to ``f1``), into its rows of ``cap_ends (C, 4, 3)`` [m] (the capsule
+    CSR's rows ``model.cap_start[m] ..``): end a, end b, a's displacement, b's displacement."""
     cap_start = model.cap_start
     cap_index = model.cap_index
     cap_prev = frame.cap_prev
     cap_cur = frame.cap_cur
-    n_caps = cap_start[m + 1] - cap_start[m]
-    cap_a = np.empty((n_caps, 3))
-    cap_b = np.empty((n_caps, 3))
-    cap_da = np.empty((n_caps, 3))  # the ends' displacements over the substep
-    cap_db = np.empty((n_caps, 3))
-    for ci in range(n_caps):
-        cap = cap_index[cap_start[m] + ci]
+    for ci in range(cap_start[m], cap_start[m + 1]):
+        cap = cap_index[ci]
         for c in range(3):
-            cap_a[ci, c] = cap_prev[cap, 0, c] + f1 * (cap_cur[cap, 0, c] - cap_prev[cap, 0, c])
-            cap_b[ci, c] = cap_prev[cap, 1, c] + f1 * (cap_cur[cap, 1, c] - cap_prev[cap, 1, c])
-            cap_da[ci, c] = (f1 - f0) * (cap_cur[cap, 0, c] - cap_prev[cap, 0, c])
-            cap_db[ci, c] = (f1 - f0) * (cap_cur[cap, 1, c] - cap_prev[cap, 1, c])
-    return cap_a, cap_b, cap_da, cap_db
+            cap_ends[ci, 0, c] = cap_prev[cap, 0, c] + f1 * (cap_cur[cap, 0, c] - cap_prev[cap, 0, c])
+            cap_ends[ci, 1, c] = cap_prev[cap, 1, c] + f1 * (cap_cur[cap, 1, c] - cap_prev[cap, 1, c])
+            cap_ends[ci, 2, c] = (f1 - f0) * (cap_cur[cap, 0, c] - cap_prev[cap, 0, c])
+            cap_ends[ci, 3, c] = (f1 - f0) * (cap_cur[cap, 1, c] - cap_prev[cap, 1, c])
 
 
-@njit(inline="always", **JIT_FAST)
-def _grid_track(m, model, frame, f0, f1):
+@njit(inline="always", **JIT_POINT)
+def _grid_track(m, model, frame, f0, f1, grid_tf):
     """World -> grid transforms of the bone grids muscle ``m`` collides with, interpolated within the frame (a
     linear blend of two rigid transforms a substep apart: rigid to first order, which is what a bone moves in a
-    24th of a second): ``(at_f1, at_f0)``, each ``(n, 3, 4)``."""
+    24th of a second), into its rows of ``grid_tf (Cg, 2, 3, 4)`` (the grid CSR's rows ``model.grid_start[m]
+    ..``): at ``f1``, at ``f0``."""
     grid_start = model.grid_start
     grid_index = model.grid_index
     grid_inv_prev = frame.grid_inv_prev
     grid_inv_cur = frame.grid_inv_cur
-    n_grids = grid_start[m + 1] - grid_start[m]
-    grid_tf = np.empty((n_grids, 3, 4))
-    grid_tf0 = np.empty((n_grids, 3, 4))  # at the substep's start
-    for gi in range(n_grids):
-        g = grid_index[grid_start[m] + gi]
+    for gi in range(grid_start[m], grid_start[m + 1]):
+        g = grid_index[gi]
         for r in range(3):
             for c in range(4):
-                grid_tf[gi, r, c] = grid_inv_prev[g, r, c] + f1 * (grid_inv_cur[g, r, c] - grid_inv_prev[g, r, c])
-                grid_tf0[gi, r, c] = grid_inv_prev[g, r, c] + f0 * (grid_inv_cur[g, r, c] - grid_inv_prev[g, r, c])
-    return grid_tf, grid_tf0
+                grid_tf[gi, 0, r, c] = grid_inv_prev[g, r, c] + f1 * (grid_inv_cur[g, r, c] - grid_inv_prev[g, r, c])
+                grid_tf[gi, 1, r, c] = grid_inv_prev[g, r, c] + f0 * (grid_inv_cur[g, r, c] - grid_inv_prev[g, r, c])
 
 
-@njit(inline="always", **JIT_FAST)
-def _capsule_contacts(k, m, D, x, x_prev, model, caps, params, keep):
-    """Particle ``k`` of muscle ``m``, a sphere of radius ``D`` [m], against its bone capsules ``caps``
-    (:func:`_capsule_track`): ``f = d(p, [b0, b1]) - R_cyl`` (paper §6.3)."""
-    cap_a, cap_b, cap_da, cap_db = caps
-    cap_start = model.cap_start
+@njit(inline="always", **JIT_POINT)
+def _capsule_contacts(k, m, D, x, x_prev, model, cap_ends, params, keep):
+    """Particle ``k`` of muscle ``m``, a sphere of radius ``D`` [m], against its bone capsules (``cap_ends``,
+    :func:`_capsule_track`): ``f = d(p, [b0, b1]) - R_cyl`` (paper §6.3)."""
     cap_radius = model.cap_radius
-    for ci in range(cap_a.shape[0]):
-        ax = cap_a[ci, 0]
-        ay = cap_a[ci, 1]
-        az = cap_a[ci, 2]
-        bx = cap_b[ci, 0]
-        by = cap_b[ci, 1]
-        bz = cap_b[ci, 2]
+    for ci in range(model.cap_start[m], model.cap_start[m + 1]):
+        ax = cap_ends[ci, 0, 0]
+        ay = cap_ends[ci, 0, 1]
+        az = cap_ends[ci, 0, 2]
+        bx = cap_ends[ci, 1, 0]
+        by = cap_ends[ci, 1, 1]
+        bz = cap_ends[ci, 1, 2]
         ex = bx - ax
         ey = by - ay
         ez = bz - az
@@ -496,23 +487,22 @@ def _capsule_contacts(k, m, D, x, x_prev, model, caps, params, keep):
         dy = x[k, 1] - (ay + t * ey)
         dz = x[k, 2] - (az + t * ez)
         d = math.sqrt(dx * dx + dy * dy + dz * dz)
-        C = d - cap_radius[cap_start[m] + ci] - D
+        C = d - cap_radius[ci] - D
         if C < 0.0 and d > MIN_DISTANCE:
             if params.xpbd:
-                sx = cap_da[ci, 0] + t * (cap_db[ci, 0] - cap_da[ci, 0])
-                sy = cap_da[ci, 1] + t * (cap_db[ci, 1] - cap_da[ci, 1])
-                sz = cap_da[ci, 2] + t * (cap_db[ci, 2] - cap_da[ci, 2])
+                sx = cap_ends[ci, 2, 0] + t * (cap_ends[ci, 3, 0] - cap_ends[ci, 2, 0])
+                sy = cap_ends[ci, 2, 1] + t * (cap_ends[ci, 3, 1] - cap_ends[ci, 2, 1])
+                sz = cap_ends[ci, 2, 2] + t * (cap_ends[ci, 3, 2] - cap_ends[ci, 2, 2])
                 contact(x, x_prev, k, C, (dx / d, dy / d, dz / d), 1.0, (sx, sy, sz), params.contact_friction,
                         keep)
             else:
                 push(x, x_prev, k, C, (dx / d, dy / d, dz / d), 1.0, params.friction)
 
 
-@njit(inline="always", **JIT_FAST)
-def _grid_contacts(k, m, D, x, x_prev, model, grids, params, keep):
+@njit(inline="always", **JIT_POINT)
+def _grid_contacts(k, m, D, x, x_prev, model, grid_tf, params, keep):
     """Particle ``k`` of muscle ``m``, a sphere of radius ``D`` [m], against its bone distance grids, sampled in
-    bone rest space through ``grids`` (:func:`_grid_track`)."""
-    grid_tf, grid_tf0 = grids
+    bone rest space through ``grid_tf`` (:func:`_grid_track`)."""
     grid_start = model.grid_start
     grid_index = model.grid_index
     grid_values = model.grid_values
@@ -522,7 +512,7 @@ def _grid_contacts(k, m, D, x, x_prev, model, grids, params, keep):
     grid_spacing = model.grid_spacing
     for gi in range(grid_start[m], grid_start[m + 1]):
         g = grid_index[gi]
-        M = grid_tf[gi - grid_start[m]]
+        M = grid_tf[gi, 0]
         px = M[0, 0] * x[k, 0] + M[0, 1] * x[k, 1] + M[0, 2] * x[k, 2] + M[0, 3]
         py = M[1, 0] * x[k, 0] + M[1, 1] * x[k, 1] + M[1, 2] * x[k, 2] + M[1, 3]
         pz = M[2, 0] * x[k, 0] + M[2, 1] * x[k, 1] + M[2, 2] * x[k, 2] + M[2, 3]
@@ -539,7 +529,7 @@ def _grid_contacts(k, m, D, x, x_prev, model, grids, params, keep):
             if params.xpbd:
                 # the bone's displacement at the particle: x minus where the bone at the substep's start had
                 # the same grid point (M0^-1 (M x), M0 rigid: R^T (q - t))
-                N = grid_tf0[gi - grid_start[m]]
+                N = grid_tf[gi, 1]
                 qx = px - N[0, 3]
                 qy = py - N[1, 3]
                 qz = pz - N[2, 3]
@@ -551,7 +541,7 @@ def _grid_contacts(k, m, D, x, x_prev, model, grids, params, keep):
                 push(x, x_prev, k, f - D, (wx, wy, wz), 1.0, params.friction)
 
 
-@njit(inline="always", **JIT_FAST)
+@njit(inline="always", **JIT_POINT)
 def _group_contacts(k, m, D, x, x_prev, snap_v, model, params, snapshot, chord_dev, keep):
     """Particle ``k`` of muscle ``m``, a sphere of radius ``D`` [m], against the other muscles of its contact set,
     not of its overlap group: ``f = f_M`` of their ``snapshot`` (paper §6.3; each side takes half), skipped without
@@ -585,15 +575,17 @@ def _group_contacts(k, m, D, x, x_prev, snap_v, model, params, snapshot, chord_d
                 push(x, x_prev, k, f - D, (gx, gy, gz), 0.5, params.friction)
 
 
-@njit(**JIT_FAST)
-def _collide(m, x, x_prev, snap_v, model, frame, params, snapshot, f0, f1, chord_dev):
+@njit(**JIT_POINT)
+def _collide(m, x, x_prev, work, model, frame, params, snapshot, f0, f1, chord_dev):
     """Collisions of the inner particles of muscle ``m``, each a sphere of radius ``D_i``, after the substep's last
     sweep (module docstring): bone capsules, bone grids, the other muscles of its group (``snapshot``, a
     :class:`MuscleArrays`) except those of its overlap group. PBD mode: friction removes ``eta`` of the
     substep's tangential displacement (``kernels/contact.py`` ``push``); XPBD: Coulomb friction and a viscous drag
     on the slide relative to the surface (``contact``), whose displacement over the substep (``f0`` to ``f1`` of
     the frame) is the capsule's or the grid's bone motion at the contact, or for another muscle its nearest
-    particle's (``snap_v``: velocities at the substep's start, taken with the snapshot)."""
+    particle's (``work.snap_v``: velocities at the substep's start, taken with the snapshot). ``work``:
+    :class:`PBDWork`, whose capsule and grid rows of ``m`` it fills; it allocates nothing, so it counts no
+    references (``kernels/constants.JIT_POINT``)."""
     a = model.axis_start[m]
     b = model.axis_start[m + 1]
     group = model.muscle_group[m]
@@ -601,19 +593,19 @@ def _collide(m, x, x_prev, snap_v, model, frame, params, snapshot, f0, f1, chord
             and group < 0:
         return
     keep = contact_keep(frame.belly_stiffness[m], params.contact_damping, params.dt)
-    caps = _capsule_track(m, model, frame, f0, f1)
-    grids = _grid_track(m, model, frame, f0, f1)
+    _capsule_track(m, model, frame, f0, f1, work.cap_ends)
+    _grid_track(m, model, frame, f0, f1, work.grid_tf)
     for k in range(a + 1, b - 1):
         if model.inv_mass[k] == 0.0:
             continue
         D = particle_radius(m, model.particle_s[k], snapshot.muscle_exponent, snapshot.muscle_scalar)
-        _capsule_contacts(k, m, D, x, x_prev, model, caps, params, keep)
-        _grid_contacts(k, m, D, x, x_prev, model, grids, params, keep)
+        _capsule_contacts(k, m, D, x, x_prev, model, work.cap_ends, params, keep)
+        _grid_contacts(k, m, D, x, x_prev, model, work.grid_tf, params, keep)
         if group >= 0:
-            _group_contacts(k, m, D, x, x_prev, snap_v, model, params, snapshot, chord_dev, keep)
+            _group_contacts(k, m, D, x, x_prev, work.snap_v, model, params, snapshot, chord_dev, keep)
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def _finish(m, x, v, x_prev, inv_mass, dt, axis_start, check):
     """End of a substep for muscle ``m``: ``v <- (p - p_prev) / dt``; with ``check``, the count of non-finite
     coordinates."""
@@ -687,7 +679,7 @@ def _snapshot_axis(m, x, v, f0, model, frame, muscles, scratch, work):
     return st
 
 
-@njit(**JIT_FAST)
+@njit(**JIT_POINT)
 def _substep(j0, j1, sub, x, v, model, frame, params, muscles, scratch, work):
     """Substep ``sub`` of the island members ``j0 .. j1-1`` (module docstring): the snapshot, the prediction, the
     spring solve (XPBD), the distance sweeps, the collisions and the velocities. Returns False, having done only
@@ -720,7 +712,7 @@ def _substep(j0, j1, sub, x, v, model, frame, params, muscles, scratch, work):
                      work.alpha, params.xpbd, params.iterations)
     for j in range(j0, j1):
         m = members[j]
-        _collide(m, x, scratch.x_prev, work.snap_v, model, frame, params, muscles, f0, f1, scratch.chord_dev)
+        _collide(m, x, scratch.x_prev, work, model, frame, params, muscles, f0, f1, scratch.chord_dev)
         scratch.bad_count[m] = _finish(m, x, v, scratch.x_prev, model.inv_mass, params.dt, axis_start,
                                        sub == params.n_sub - 1)
     return True
@@ -751,7 +743,9 @@ def pbd_substeps(k0, k1, params, model, frame, x, v, muscles, scratch):
     work = PBDWork(end_normals=np.empty((model.axis_start.shape[0] - 1, 2, 3)),
                    defined=np.empty(P, dtype=np.bool_), gain=np.empty(P), alpha=np.empty(P),
                    compliance=np.empty(P), diag=np.empty(P), upper=np.empty(P), lower=np.empty(P),
-                   rhs=np.empty(P), pred=np.empty((P, 3)), out=np.empty((P, 3)), snap_v=np.empty((P, 3)))
+                   rhs=np.empty(P), pred=np.empty((P, 3)), out=np.empty((P, 3)), snap_v=np.empty((P, 3)),
+                   cap_ends=np.empty((model.cap_index.shape[0], 4, 3)),
+                   grid_tf=np.empty((model.grid_index.shape[0], 2, 3, 4)))
     island_start = model.island_start
     blocks = _island_blocks(island_start, params.iterations)
     for blk in prange(blocks.shape[0] - 1):
