@@ -20,7 +20,8 @@ particles:
 
 Options for the experiments: ``--arm`` the arm's muscles (``ARM_MUSCLES``) with the biceps, ``--bend=70`` the
 elbow bent [deg], ``--pose=jump`` from the first frame of that action, ``--twist=90`` the biceps' insertion turned
-about its bone line [deg].
+about its bone line [deg], ``--roll`` the biceps placed as Add Muscle places it (along the bones' local Z),
+``--depth=0.9`` the biceps' axis that many skin depths out.
 """
 from __future__ import annotations
 
@@ -169,7 +170,7 @@ def measure(character, poses, stiffness: float, particles: int, skin: bool = Tru
 
 
 def family_character(body, particles: int, muscles=JIGGLE_MUSCLES, settings=None, bend: float = 0.0, action=None,
-                     twist: float = 0.0, **setup):
+                     twist: float = 0.0, roll_placed: bool = False, depth: float | None = None, **setup):
     """``(MuscledCharacter, poses)``: ``muscles`` placed on the family member ``body`` with ``particles`` each and
     bound (``settings``: its ``CharacterSettings``; ``setup``: more of its ``CharacterSetup``), and the shake of its
     left upper arm across the biceps, the elbow bent by ``bend`` [deg] towards it, from the first frame of
@@ -181,6 +182,16 @@ def family_character(body, particles: int, muscles=JIGGLE_MUSCLES, settings=None
 
     setup, _ = flex_setup(load_character(body), body.bone_map, muscles, particles=particles, **setup)
     rig = setup.rig
+    if depth is not None:
+        from implicit_muscles.core.muscle.placement import place_preset
+
+        preset, _, _, side = muscles[0]
+        setup = replace(setup, muscles=(place_preset(rig, setup.origin_bones[0], setup.insertion_bones[0], preset,
+                                                     side, name=preset, depth=depth, particles=particles),)
+                        + setup.muscles[1:])
+    if roll_placed:
+        setup = replace(setup, muscles=(_roll_placed(body, rig, setup.origin_bones[0], setup.insertion_bones[0],
+                                                     particles),) + setup.muscles[1:])
     if twist:
         setup = replace(setup, muscles=(_twisted(setup.muscles[0], rig, setup.origin_bones[0],
                                                  setup.insertion_bones[0], twist, particles),) + setup.muscles[1:])
@@ -213,6 +224,34 @@ def _twisted(muscle, rig, origin_bone, insertion_bone, twist, particles):
                           particles=particles)
 
 
+def _roll_placed(body, rig, origin_bone, insertion_bone, particles):
+    """The biceps preset placed as ``blender/scene/rig.py`` ``default_points`` and ``fitted_width`` place it: its
+    ends a quarter down the origin bone and 15 % into the insertion bone, both 0.6 limb radii out along each
+    bone's local Z (the rest matrices read from the member's .blend file)."""
+    import bpy
+
+    from implicit_muscles.core.muscle.placement import preset_shape, preset_values
+    from implicit_muscles.core.muscle.primitive import FusiformMuscle
+    from implicit_muscles.core.muscle.profile import ellipse_axes, profile_max
+
+    bpy.ops.wm.open_mainfile(filepath=str(body.path))
+    armature = next(o for o in bpy.data.objects if o.type == 'ARMATURE')
+    frames = [np.array(armature.data.bones[rig.names[b]].matrix_local) for b in (origin_bone, insertion_bone)]
+    head, tail = rig.heads[origin_bone], rig.tails[origin_bone]
+    mine = rig.vertices[np.argmax(rig.weights, axis=1) == origin_bone]
+    e = tail - head
+    t = np.clip((mine - head) @ e / (e @ e), 0.0, 1.0)
+    radius = float(np.median(np.linalg.norm(mine - (head + t[:, None] * e), axis=1)))
+    ends = []
+    for M, b, along in zip(frames, (origin_bone, insertion_bone), (0.25, 0.15)):
+        length = np.linalg.norm(rig.tails[b] - rig.heads[b])
+        ends.append((M @ np.array([0.0, along * length, 0.6 * radius, 1.0]))[:3])
+    shape = preset_shape(preset_values("biceps"))
+    peak = profile_max(shape.alpha_rest, shape.beta_rest, shape.alpha_active, shape.beta_active, 0.0)
+    width = max(0.3 * radius / (ellipse_axes(shape.eccentricity_rest)[1] * peak), 0.002)
+    return FusiformMuscle(ends[0], ends[1], width=width, shape=shape, name="biceps", particles=particles)
+
+
 def paper_character(particles: int, biceps_only: bool = False, settings=None, **setup):
     """The paper's arm (``scenes.paper.arm_character``), or its biceps alone, with ``particles`` per muscle."""
     from implicit_muscles.core.character import CharacterSetup, MuscledCharacter
@@ -243,6 +282,7 @@ def main(argv) -> None:
     bend = next((float(a[7:]) for a in argv if a.startswith("--bend=")), 0.0)
     action = next((a[7:] for a in argv if a.startswith("--pose=")), None)
     twist = next((float(a[8:]) for a in argv if a.startswith("--twist=")), 0.0)
+    depth = next((float(a[8:]) for a in argv if a.startswith("--depth=")), None)
     names = [a for a in argv if not a.startswith("--")]
     if "--paper" in argv:
         for only in (False, True):
@@ -256,7 +296,7 @@ def main(argv) -> None:
         out = []
         for n in PARTICLES:
             character, poses = family_character(member(name), n, muscles, bend=bend, action=action,
-                                                 twist=twist)
+                                                 twist=twist, roll_placed="--roll" in argv, depth=depth)
             out += [measure(character, poses, k, n, skin) for k in (LOOSE, TENSE)]
         report(name, out)
         print(f"  ({time.perf_counter() - t0:.0f} s)")
