@@ -5,15 +5,16 @@ at 24 fps, then held for ``HOLD_FRAMES``, the muscles settled in the first pose 
 (``MuscledCharacter.settle``). On a family member the left upper arm and every bone below it are translated across
 the biceps (along its side from the bone line, ``tests/family_flex.py``), with the presets placed from the skin
 depth (``flex_setup``); on the paper's arm the whole arm, elbow at 70 degrees. Per run (:class:`Jiggle`), over the
-``OVER`` skin vertices nearest the biceps' middle particle settled in the held pose and over the biceps' inner
-particles:
+``OVER`` skin vertices nearest the biceps' middle particle at the bind's rest carried into the held pose by its
+origin bone (whatever the stiffness, so the same vertices for a loose and a tense muscle) and over the biceps'
+inner particles:
 
 * ``window`` [m]: the largest peak-to-peak move of one of them from 0.1 s to 0.6 s after the stop (the loose
   muscle's jiggle: at least 3 mm);
 * ``late`` [m]: the largest peak-to-peak move of one of them from 0.2 s after the stop to the end (the tense
   muscle's: under 1 mm);
 * ``settle`` [s]: the time after the stop from which they all stay within 1 mm of where they end;
-* ``depth`` [m]: from the biceps' settled middle particle to the nearest skin vertex;
+* ``depth`` [m]: from the biceps' middle particle settled in the held pose to the nearest skin vertex;
 * ``axis_window``, ``axis_late`` [m]: the same two for the biceps' axis particles.
 
     python tests/family_jiggle.py default/average [game_engine/heavy ...] [--paper] [--axis-only]
@@ -56,8 +57,7 @@ PARTICLES = (10, 30)
 @dataclass(frozen=True)
 class Jiggle:
     """One shaken run (module docstring): ``window``, ``late`` [m], ``settle`` [s] over the skin (NaN when the skin
-    was not deformed), ``axis_window``, ``axis_late`` [m] over the biceps' axis particles; the skin vertices are
-    those nearest the biceps' middle particle settled in the first pose (the held one)."""
+    was not deformed), ``axis_window``, ``axis_late`` [m] over the biceps' axis particles."""
 
     stiffness: float
     particles: int
@@ -161,10 +161,14 @@ def measure(character, poses, stiffness: float, particles: int, skin: bool = Tru
     xs, axes, settled = run_shake(character, poses, stiffness, skin)
     window = late = settle = depth = float("nan")
     if xs is not None:
-        distance = np.linalg.norm(xs[-1] - settled[len(settled) // 2], axis=1)  # the held pose is the first
+        model = character.model
+        a, b = model.pbd.axis_start[:2]
+        B = poses[-1][model.origin_bones[0]]
+        belly = B[:3, :3] @ model.rest.x[(a + b) // 2] + B[:3, 3]  # the bind's rest, carried into the held pose
+        distance = np.linalg.norm(xs[-1] - belly, axis=1)
         over = np.argsort(distance)[:OVER]
         window, late, settle = _after_stop(xs[:, over])
-        depth = float(distance[over[0]])
+        depth = float(np.linalg.norm(xs[-1] - settled[len(settled) // 2], axis=1).min())
     axis_window, axis_late, _ = _after_stop(axes)
     return Jiggle(stiffness, particles, window, late, settle, axis_window, axis_late, depth)
 
