@@ -59,8 +59,10 @@ class FlexMeasure:
     """[m] the muscle's support radius ``R`` at bind (its widest half-axis)"""
 
 
-def flex_setup(character, bone_map: dict, muscles=FLEX_MUSCLES):
-    """``(CharacterSetup, names)``: the member's rig with ``muscles`` placed by ``core/muscle/placement.py``."""
+def flex_setup(character, bone_map: dict, muscles=FLEX_MUSCLES, particles=None, **setup):
+    """``(CharacterSetup, names)``: the member's rig with ``muscles`` placed by ``core/muscle/placement.py``, each
+    with ``particles`` inner axis particles (None: the primitive's default); ``setup``: more of its
+    ``CharacterSetup`` (``collisions``, ...)."""
     from implicit_muscles.core.character import CharacterSetup
     from implicit_muscles.core.muscle.placement import place_preset
     from implicit_muscles.core.rig import Rig
@@ -71,10 +73,11 @@ def flex_setup(character, bone_map: dict, muscles=FLEX_MUSCLES):
     placed, origin, insertion = [], [], []
     for preset, o, i, side in muscles:
         ob, ib = character.names.index(bone(bone_map, o)), character.names.index(bone(bone_map, i))
-        placed.append(place_preset(rig, ob, ib, preset, side, name=preset))
+        placed.append(place_preset(rig, ob, ib, preset, side, name=preset, particles=particles))
         origin.append(ob)
         insertion.append(ib)
-    setup = CharacterSetup(rig, tuple(placed), origin_bones=origin, insertion_bones=insertion, skin_bones=origin)
+    setup = CharacterSetup(rig, tuple(placed), origin_bones=origin, insertion_bones=insertion, skin_bones=origin,
+                           **setup)
     return setup, [m[0] for m in muscles]
 
 
