@@ -143,16 +143,17 @@ def _find(x, rot, mesh, prm, work, n_work, grid, normal, push, inside):
         m = math.sqrt(mx * mx + my * my + mz * mz)
         if m > 1e-20 and (mx * nx + my * ny + mz * nz) > MESH_NORMAL_COS * m:
             nx, ny, nz = mx / m, my / m, mz / m
-        t, back, face = first_hit(i, x[i, 0], x[i, 1], x[i, 2], nx, ny, nz, x, mesh.faces, cell_start, cell_triangle,
-                                  origin, inv_cell, dims, prm.max_ray)
+        p = (x[i, 0], x[i, 1], x[i, 2])
+        t, back, face = first_hit(i, p, (nx, ny, nz), x, mesh.faces, cell_start, cell_triangle, origin, inv_cell,
+                                  dims, prm.max_ray)
         if not back or not _apart(i, face, mesh, prm):
             continue  # outside, or inside skin next to its own (a fold of the face, a pocket): not a crease
-        depth, passed, face = first_hit(i, x[i, 0], x[i, 1], x[i, 2], -nx, -ny, -nz, x, mesh.faces, cell_start,
-                                        cell_triangle, origin, inv_cell, dims, prm.max_depth)
+        depth, passed, face = first_hit(i, p, (-nx, -ny, -nz), x, mesh.faces, cell_start, cell_triangle, origin,
+                                        inv_cell, dims, prm.max_depth)
         if depth > prm.max_depth or not passed or not _apart(i, face, mesh, prm):
             continue  # the skin it passed is its own neighbourhood's, or not seen from inside
-        if crossings(i, x[i, 0], x[i, 1], x[i, 2], nx, ny, nz, x, mesh.faces, cell_start, cell_triangle, origin,
-                     inv_cell, dims, prm.max_ray) <= mesh.rest_crossings[i]:
+        if crossings(i, p, (nx, ny, nz), x, mesh.faces, cell_start, cell_triangle, origin, inv_cell, dims,
+                     prm.max_ray) <= mesh.rest_crossings[i]:
             continue  # nested in no more shells than at rest: layered or overlapping shells, not a crease
         s = prm.share * depth + prm.margin
         push[i, 0] = -s * nx
@@ -167,8 +168,8 @@ def _rest_crossings(rest, normal, faces, prm, out):
     grid = _grid(rest, faces, prm.cell, prm.max_cells)
     origin, inv_cell, dims, cell_start, cell_triangle = grid
     for i in prange(rest.shape[0]):
-        out[i] = crossings(i, rest[i, 0], rest[i, 1], rest[i, 2], normal[i, 0], normal[i, 1], normal[i, 2], rest,
-                           faces, cell_start, cell_triangle, origin, inv_cell, dims, prm.max_ray)
+        out[i] = crossings(i, (rest[i, 0], rest[i, 1], rest[i, 2]), (normal[i, 0], normal[i, 1], normal[i, 2]),
+                           rest, faces, cell_start, cell_triangle, origin, inv_cell, dims, prm.max_ray)
 
 
 def rest_crossings(rest, normal, faces, params) -> np.ndarray:

@@ -133,12 +133,15 @@ def _walk_step(k, cell, step, t_next, t_delta):
 
 
 @njit(**JIT)
-def first_hit(i, ox, oy, oz, dx, dy, dz, x, faces, cell_start, cell_triangle, origin, inv_cell, dims, max_distance):
-    """``(t, back, face)``: the nearest ``t > 0`` at which the ray ``o + t d`` (``d`` a unit vector, not zero) meets
+def first_hit(i, o, d, x, faces, cell_start, cell_triangle, origin, inv_cell, dims, max_distance):
+    """``(t, back, face)``: the nearest ``t > 0`` at which the ray ``o + t d`` (3-tuples [m]; ``d`` a unit vector,
+    not zero) meets
     a triangle of ``faces (F, 3)`` at ``x (V, 3)`` other than those of vertex ``i`` (``i < 0``: none left out),
     ``inf`` when none within ``max_distance``, whether that triangle is met from its back, and which triangle it is
     (-1: none). The triangles come from the grid of :func:`triangle_cells` (``cell_start``, ``cell_triangle``,
     ``origin``, ``inv_cell``, ``dims``); a ray starting outside the grid starts in its nearest cell."""
+    ox, oy, oz = o
+    dx, dy, dz = d
     cell, step, t_next, t_delta = _walk_start(ox, oy, oz, dx, dy, dz, origin, inv_cell, dims)
     best = np.inf
     back = False
@@ -165,11 +168,13 @@ def first_hit(i, ox, oy, oz, dx, dy, dz, x, faces, cell_start, cell_triangle, or
 
 
 @njit(**JIT)
-def crossings(i, ox, oy, oz, dx, dy, dz, x, faces, cell_start, cell_triangle, origin, inv_cell, dims, max_distance):
+def crossings(i, o, d, x, faces, cell_start, cell_triangle, origin, inv_cell, dims, max_distance):
     """The ray ``o + t d`` of :func:`first_hit` (same arguments) up to ``max_distance``: the triangles it meets from
     their back less those it meets from their front, each triangle once (counted in the cell the hit lies in): the
     number of shells the ray leaves, so a point nested in one shell of a closed mesh, with nothing else on the ray,
     counts 1 and a point outside every shell 0."""
+    ox, oy, oz = o
+    dx, dy, dz = d
     cell, step, t_next, t_delta = _walk_start(ox, oy, oz, dx, dy, dz, origin, inv_cell, dims)
     count = 0
     t_cell = 0.0
@@ -203,7 +208,7 @@ def first_hits(x, faces, directions, cell_start, cell_triangle, origin, inv_cell
         out_back[i] = False
         if dx == 0.0 and dy == 0.0 and dz == 0.0:
             continue
-        t, b, _ = first_hit(i, x[i, 0], x[i, 1], x[i, 2], dx, dy, dz, x, faces, cell_start, cell_triangle, origin,
+        t, b, _ = first_hit(i, (x[i, 0], x[i, 1], x[i, 2]), (dx, dy, dz), x, faces, cell_start, cell_triangle, origin,
                             inv_cell, dims, max_distance)
         out_distance[i] = t
         out_back[i] = b

@@ -259,8 +259,6 @@ MAX_LINES = 80
 PER_POINT = "design notes, Per-point functions count no references"
 """Why a point's leaf of the skin field takes its arrays one by one and is written out in one function."""
 SIZE_EXCEPTIONS = {
-    "kernels/ray_cast.py::first_hit": PER_POINT,
-    "kernels/ray_cast.py::crossings": PER_POINT,
     "kernels/fusiform.py::_field_arrays": PER_POINT,
     "kernels/muscle_change.py::muscle_change": PER_POINT,
     "kernels/skin_field.py::evaluate_point": PER_POINT,

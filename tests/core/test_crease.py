@@ -106,7 +106,8 @@ def test_rest_crossings_count_the_shells_a_ray_leaves():
     origin, inv_cell, dims, cell_start, cell_triangle = _grid(rest, f, params.cell, params.max_cells)
     directions = np.random.default_rng(3).normal(size=(6, 3))
     for d in directions / np.linalg.norm(directions, axis=1)[:, None]:
-        assert crossings(-1, *centre, *d, rest, f, cell_start, cell_triangle, origin, inv_cell, dims, 0.2) == 1
+        assert crossings(-1, tuple(centre), tuple(d), rest, f, cell_start, cell_triangle, origin, inv_cell, dims,
+                         0.2) == 1
 
 
 def test_skin_under_a_layer_modelled_over_it_at_rest_is_left_alone():
