@@ -50,7 +50,8 @@ Structs (``P`` particles, ``M`` muscles, ``B`` capsules, ``G`` grids), positions
                           previous and current frame (endpoints, normals, capsules, grid inverses)
     MuscleArrays          the muscles' field arrays (``kernels/fusiform.py``): the substep snapshot of grouped axes
     PBDScratch            per-call scratch and outputs (x_prev, lambda, lengths, status, non-finite counts)
-    PBDWork               the scratch a call allocates for itself (spring solve, gains, snapshot velocities)
+    PBDWork               the scratch a call allocates for itself (spring solve, gains, snapshot velocities,
+                          each substep's capsule ends and grid transforms)
 
 PBD and XPBD constraint factors that do not change within a frame (``k / (w_i + w_j)``, ``1 / (w_i + w_j +
 alpha~)``) are computed once per call (``_constraint_gains``), so a constraint costs one square root and one
