@@ -13,8 +13,9 @@ JIT_FAST_LIBM = dict(JIT, fastmath={"contract", "arcp", "nsz", "afn"})
 """``JIT_FAST`` plus approximate libm functions: the muscle field (kernel against reference within 1e-12)."""
 JIT_POINT = dict(JIT_FAST, _nrt=False)
 """``JIT_FAST`` without numba's reference counting: the per-point functions that take the kernels' structs (the
-skin field at one point, one vertex's projection) and the PBD substep's helpers. They allocate nothing; with counting on, every call counts
-every array of its structs up and down, atomic operations that the threads contend for."""
+skin field at one point, one vertex's projection) and the PBD substep's helpers. They allocate nothing; with
+counting on, every call counts every array of its structs up and down, atomic operations that the threads contend
+for."""
 JIT_POINT_LIBM = dict(JIT_FAST_LIBM, _nrt=False)
 """``JIT_FAST_LIBM`` without reference counting: one muscle's field at one point (as ``JIT_POINT``)."""
 

@@ -135,11 +135,11 @@ def _walk_step(k, cell, step, t_next, t_delta):
 @njit(**JIT)
 def first_hit(i, o, d, x, faces, cell_start, cell_triangle, origin, inv_cell, dims, max_distance):
     """``(t, back, face)``: the nearest ``t > 0`` at which the ray ``o + t d`` (3-tuples [m]; ``d`` a unit vector,
-    not zero) meets
-    a triangle of ``faces (F, 3)`` at ``x (V, 3)`` other than those of vertex ``i`` (``i < 0``: none left out),
-    ``inf`` when none within ``max_distance``, whether that triangle is met from its back, and which triangle it is
-    (-1: none). The triangles come from the grid of :func:`triangle_cells` (``cell_start``, ``cell_triangle``,
-    ``origin``, ``inv_cell``, ``dims``); a ray starting outside the grid starts in its nearest cell."""
+    not zero) meets a triangle of ``faces (F, 3)`` at ``x (V, 3)`` other than those of vertex ``i`` (``i < 0``: none
+    left out), ``inf`` when none within ``max_distance``, whether that triangle is met from its back, and which
+    triangle it is (-1: none). The triangles come from the grid of :func:`triangle_cells` (``cell_start``,
+    ``cell_triangle``, ``origin``, ``inv_cell``, ``dims``); a ray starting outside the grid starts in its nearest
+    cell."""
     ox, oy, oz = o
     dx, dy, dz = d
     cell, step, t_next, t_delta = _walk_start(ox, oy, oz, dx, dy, dz, origin, inv_cell, dims)
